@@ -1,0 +1,71 @@
+# podsapi: the Kubelet Pods API. Run `make help` for the targets.
+
+SHELL := /usr/bin/env bash -o pipefail
+.DEFAULT_GOAL := help
+
+# SOCKET is the UNIX socket `make run` serves on.
+SOCKET ?= /var/lib/kubelet/pods-api/pods-api.sock
+# MANIFESTS is the static pod manifest directory `make run` serves.
+MANIFESTS ?= examples/manifests
+# METRICS is the address `make run` serves Prometheus metrics on.
+METRICS ?= 127.0.0.1:10265
+
+BUF := go tool -modfile=tools/go.mod buf
+K8S_PROTOS := \
+	k8s.io/api/core/v1/generated.proto \
+	k8s.io/apimachinery/pkg/api/resource/generated.proto \
+	k8s.io/apimachinery/pkg/apis/meta/v1/generated.proto \
+	k8s.io/apimachinery/pkg/runtime/generated.proto \
+	k8s.io/apimachinery/pkg/runtime/schema/generated.proto \
+	k8s.io/apimachinery/pkg/util/intstr/generated.proto
+
+.PHONY: help
+help: ## Describe the targets.
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+.PHONY: run
+run: ## Build and run the server on the example manifests (SOCKET=..., MANIFESTS=..., METRICS=...).
+	go build -o bin/podsapi-server ./cmd/server
+	./bin/podsapi-server --manifest-dir "$(MANIFESTS)" --socket "$(SOCKET)" --metrics-address "$(METRICS)"
+
+.PHONY: test
+test: ## Run go vet and every test with the race detector.
+	go vet ./...
+	go test -race ./...
+
+.PHONY: bench
+bench: ## Run the Go micro-benchmarks.
+	go test -run '^$$' -bench . -benchmem ./...
+
+.PHONY: protodeps
+protodeps: ## Copy the Kubernetes .proto files from the module cache (versions pinned in go.mod) to build/proto.
+	@go mod download k8s.io/api k8s.io/apimachinery
+	@rm -rf build/proto && set -e; for f in $(K8S_PROTOS); do \
+		mod=$${f%%/pkg/*}; mod=$${mod%%/core/*}; \
+		dir=$$(go list -m -f '{{.Dir}}' "$$mod"); \
+		install -D -m 0644 "$$dir/$${f#$$mod/}" "build/proto/$$f"; \
+	done
+
+.PHONY: generate
+generate: protodeps ## Generate the Go code in gen/ from proto/ with buf and local plugins.
+	$(BUF) generate
+
+.PHONY: checkgenerate
+checkgenerate: generate ## Fail when gen/ differs from what `make generate` produces.
+	@if [ -n "$$(git status --porcelain -- gen)" ]; then \
+		git status --porcelain -- gen; git diff --stat -- gen; \
+		echo "gen/ is stale: run make generate and commit the result" >&2; exit 1; fi
+
+.PHONY: lint
+lint: protodeps ## Run go vet, buf lint and buf format.
+	go vet ./...
+	$(BUF) lint proto
+	$(BUF) format -d --exit-code proto
+
+.PHONY: breaking
+breaking: protodeps ## Check proto/ for breaking changes against the main branch.
+	$(BUF) breaking --against '.git#branch=main'
+
+.PHONY: clean
+clean: ## Remove build outputs.
+	rm -rf bin build
