@@ -1,0 +1,149 @@
+// Command podsapi-server serves the Kubelet Pods API on a UNIX socket, fed
+// by a directory of static pod manifests.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/podsapi/podsapi/server"
+	"github.com/podsapi/podsapi/service"
+	"github.com/podsapi/podsapi/socket"
+	"github.com/podsapi/podsapi/source/manifest"
+	"github.com/podsapi/podsapi/store"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	if err := Run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "podsapi-server:", err)
+		}
+		var usage usageError
+		if errors.As(err, &usage) || errors.Is(err, flag.ErrHelp) {
+			os.Exit(2)
+		}
+		os.Exit(1)
+	}
+}
+
+// usageError is an error in the command line.
+type usageError struct{ error }
+
+// Run parses args, serves until ctx is done, and returns what stopped it.
+// Logs go to stderr; stdout is unused but kept for symmetry with other
+// commands.
+func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	_ = stdout
+	fs := flag.NewFlagSet("podsapi-server", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	hostname, _ := os.Hostname()
+	var (
+		sock       = fs.String("socket", socket.DefaultPath, "path of the UNIX socket to serve on")
+		dir        = fs.String("manifest-dir", "", "directory of static pod manifests to serve (required)")
+		nodeName   = fs.String("node-name", hostname, "name of the node, set as spec.nodeName of the pods")
+		metrics    = fs.String("metrics-address", server.DefaultMetricsAddress, "TCP address of the Prometheus /metrics endpoint; empty disables it")
+		qps        = fs.Float64("qps", server.DefaultQPS, "requests per second allowed to ListPods and GetPod together; negative disables the limit")
+		burst      = fs.Int("burst", server.DefaultBurst, "burst of the ListPods and GetPod rate limit")
+		watchQueue = fs.Int("watch-queue", service.DefaultWatchQueue, "live events a watcher may have queued before it is dropped for falling behind")
+		maxStreams = fs.Int("max-streams", server.DefaultMaxStreams, "concurrent calls and watches per connection")
+		shutdown   = fs.Duration("shutdown-timeout", server.DefaultShutdownTimeout, "how long a graceful shutdown may take")
+		logLevel   = fs.String("log-level", "info", "log level: debug, info, warn or error")
+	)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: podsapi-server --manifest-dir DIR [flags]\n\nServes the Kubelet Pods API on a UNIX socket.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return usageError{err}
+	}
+	switch {
+	case fs.NArg() > 0:
+		return usageError{fmt.Errorf("unexpected arguments: %q", fs.Args())}
+	case *dir == "":
+		return usageError{errors.New("--manifest-dir is required")}
+	case *nodeName == "":
+		return usageError{errors.New("--node-name is required: the host name is unknown")}
+	case *burst < 1:
+		return usageError{errors.New("--burst must be at least 1")}
+	case *watchQueue < 1:
+		return usageError{errors.New("--watch-queue must be at least 1")}
+	case *maxStreams < 1:
+		return usageError{errors.New("--max-streams must be at least 1")}
+	case *shutdown <= 0:
+		return usageError{errors.New("--shutdown-timeout must be positive")}
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		return usageError{fmt.Errorf("--log-level: %w", err)}
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	st := store.New(store.WithErrorHandler(func(err error) { logger.Error("cannot store pod", "error", err) }))
+	src := manifest.New(*dir, *nodeName, manifest.WithLogger(logger), manifest.WithRegisterer(reg))
+	srv, err := server.New(st, server.Config{
+		Socket:          *sock,
+		MetricsAddress:  *metrics,
+		QPS:             *qps,
+		Burst:           *burst,
+		WatchQueue:      *watchQueue,
+		MaxStreams:      *maxStreams,
+		ShutdownTimeout: *shutdown,
+		Logger:          logger,
+		Registry:        reg,
+	})
+	if err != nil {
+		return err
+	}
+	logger.Info("serving the Pods API",
+		"socket", srv.SocketPath(), "metrics", addrString(srv.MetricsAddr()), "source", src.Name(), "node", *nodeName,
+		"qps", *qps, "burst", *burst, "watchQueue", *watchQueue)
+
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	srcDone := make(chan error, 1)
+	go func() {
+		err := src.Run(ctx, st)
+		if err != nil {
+			cancel(fmt.Errorf("pod source %s: %w", src.Name(), err))
+		}
+		srcDone <- err
+	}()
+	start := time.Now()
+	serr := srv.Serve(ctx)
+	cancel(nil)
+	<-srcDone
+	logger.Info("stopped", "uptime", time.Since(start).Round(time.Millisecond))
+	if serr != nil {
+		return serr
+	}
+	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
+		return cause
+	}
+	return nil
+}
+
+// addrString formats an address that may be absent.
+func addrString(a interface{ String() string }) string {
+	if a == nil {
+		return "off"
+	}
+	return a.String()
+}

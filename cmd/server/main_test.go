@@ -1,0 +1,134 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	podsv1alpha1 "github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1"
+	"github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1/podsv1alpha1connect"
+	"github.com/podsapi/podsapi/internal/podstest"
+	"github.com/podsapi/podsapi/socket"
+)
+
+// syncBuffer is a bytes.Buffer safe for the server's concurrent logging.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func TestRunUsageErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"UnknownFlag", []string{"--bogus"}, "flag provided but not defined"},
+		{"NoManifestDir", []string{"--socket", "/tmp/x.sock"}, "--manifest-dir is required"},
+		{"ExtraArgument", []string{"--manifest-dir", ".", "extra"}, "unexpected arguments"},
+		{"BadBurst", []string{"--manifest-dir", ".", "--burst", "0"}, "--burst"},
+		{"BadLogLevel", []string{"--manifest-dir", ".", "--log-level", "loud"}, "--log-level"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stderr syncBuffer
+			err := Run(context.Background(), tt.args, &bytes.Buffer{}, &stderr)
+			var usage usageError
+			if !errors.As(err, &usage) || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("Run(%q) = %v, want a usage error containing %q", tt.args, err, tt.want)
+			}
+		})
+	}
+}
+
+// TestRunServesExamples runs the command on the example manifests, as
+// `make run` does, lists the pods, then stops it like SIGTERM would.
+func TestRunServesExamples(t *testing.T) {
+	sock := podstest.SocketPath(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stderr syncBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(ctx, []string{"--manifest-dir", "../../examples/manifests", "--socket", sock, "--metrics-address", "127.0.0.1:0", "--node-name", "node-1"}, &bytes.Buffer{}, &stderr)
+	}()
+
+	// grpc-go waits for the socket to appear; health says when the pods
+	// have synced.
+	wctx, wcancel := context.WithTimeout(ctx, 20*time.Second)
+	defer wcancel()
+	conn := podstest.GRPCConn(t, sock)
+	hw, err := healthpb.NewHealthClient(conn).Watch(wctx, &healthpb.HealthCheckRequest{}, grpc.WaitForReady(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		resp, err := hw.Recv()
+		if err != nil {
+			t.Fatalf("health watch: %v\nlogs:\n%s", err, stderr.String())
+		}
+		if resp.GetStatus() == healthpb.HealthCheckResponse_SERVING {
+			break
+		}
+	}
+	resp := &podsv1alpha1.PodListResponse{}
+	if err := conn.Invoke(wctx, podsv1alpha1connect.PodsListPodsProcedure, &podsv1alpha1.PodListRequest{}, resp); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := os.ReadDir("../../examples/manifests")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.GetPods()) < len(entries) {
+		t.Fatalf("ListPods returned %d pods from %d manifest files", len(resp.GetPods()), len(entries))
+	}
+	for _, p := range resp.GetPods() {
+		if p.GetSpec().GetNodeName() != "node-1" || p.GetMetadata().GetUid() == "" {
+			t.Errorf("pod %s: nodeName %q, uid %q", p.GetMetadata().GetName(), p.GetSpec().GetNodeName(), p.GetMetadata().GetUid())
+		}
+	}
+
+	// A second server on the same socket must not take it over.
+	err = Run(ctx, []string{"--manifest-dir", "../../examples/manifests", "--socket", sock, "--metrics-address", ""}, &bytes.Buffer{}, &syncBuffer{})
+	if !errors.Is(err, socket.ErrInUse) {
+		t.Fatalf("second server on the same socket: %v, want ErrInUse", err)
+	}
+
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Run did not return within 30s of its context ending")
+	}
+	if _, err := os.Lstat(sock); !os.IsNotExist(err) {
+		t.Fatalf("socket left behind: %v", err)
+	}
+	for _, want := range []string{"serving the Pods API", "pod sources synced", "shutting down"} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("logs lack %q:\n%s", want, stderr.String())
+		}
+	}
+}

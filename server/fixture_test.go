@@ -1,0 +1,92 @@
+package server_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+	corev1 "k8s.io/api/core/v1"
+
+	corev1pb "github.com/podsapi/podsapi/gen/k8s.io/api/core/v1"
+	podsv1alpha1 "github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1"
+	"github.com/podsapi/podsapi/internal/podstest"
+	"github.com/podsapi/podsapi/server"
+	"github.com/podsapi/podsapi/store"
+)
+
+// testTimeout bounds every wait of these tests.
+const testTimeout = 20 * time.Second
+
+// fixture is a real server on a real socket, fed by a store the test writes.
+type fixture struct {
+	store  *store.Store
+	srv    *server.Server
+	socket string
+}
+
+// start serves pods from a fresh store, synced unless unsynced is set.
+func start(t *testing.T, cfg server.Config, unsynced bool, pods ...*corev1.Pod) *fixture {
+	t.Helper()
+	st := store.New()
+	for _, p := range pods {
+		st.Upsert(p)
+	}
+	if !unsynced {
+		st.MarkSynced()
+	}
+	srv := podstest.Start(t, st, cfg)
+	return &fixture{store: st, srv: srv, socket: srv.SocketPath()}
+}
+
+// ctx returns a context bounded by testTimeout and cancelled at the end of
+// the test.
+func ctx(t *testing.T) context.Context {
+	c, cancel := context.WithTimeout(context.Background(), testTimeout)
+	t.Cleanup(cancel)
+	return c
+}
+
+// pb converts a k8s.io/api pod to the generated message clients receive.
+func pb(t testing.TB, pod *corev1.Pod) *corev1pb.Pod {
+	t.Helper()
+	raw, err := pod.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := &corev1pb.Pod{}
+	if err := proto.Unmarshal(raw, out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// samplePods returns three pods, in the order ListPods sorts them.
+func samplePods() []*corev1.Pod {
+	return []*corev1.Pod{
+		podstest.Pod("default", "web-1", 1),
+		podstest.Pod("default", "web-2", 2),
+		podstest.Pod("kube-system", "dns-0", 3),
+	}
+}
+
+// recv returns the next event of s, failing the test on an error.
+func recv(t *testing.T, s watchStream) *podsv1alpha1.PodWatchResponse {
+	t.Helper()
+	ev, err := s.Recv()
+	if err != nil {
+		t.Fatalf("watch: %v", err)
+	}
+	return ev
+}
+
+// expectEvent checks the type and pod of an event.
+func expectEvent(t *testing.T, ev *podsv1alpha1.PodWatchResponse, typ podsv1alpha1.EventType, want *corev1pb.Pod) {
+	t.Helper()
+	if ev.GetType() != typ {
+		t.Fatalf("event type = %v, want %v (pod %s)", ev.GetType(), typ, ev.GetPod().GetMetadata().GetName())
+	}
+	if !proto.Equal(ev.GetPod(), want) {
+		t.Fatalf("%v event pod = %v\nwant %v", typ, ev.GetPod(), want)
+	}
+}

@@ -1,0 +1,119 @@
+package server_test
+
+import (
+	"strings"
+	"testing"
+
+	"connectrpc.com/connect"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	podsv1alpha1 "github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1"
+	"github.com/podsapi/podsapi/internal/podstest"
+	"github.com/podsapi/podsapi/server"
+)
+
+// TestRateLimit spends the burst, then expects RESOURCE_EXHAUSTED from
+// ListPods and GetPod while WatchPods still works. The refill rate is so low
+// that no token comes back during the test.
+func TestRateLimit(t *testing.T) {
+	for _, kind := range clientKinds {
+		t.Run(kind.name, func(t *testing.T) {
+			pods := samplePods()
+			f := start(t, server.Config{QPS: 1e-6, Burst: 3}, false, pods...)
+			c := kind.dial(t, f.socket)
+			uid := string(pods[0].UID)
+			for i, call := range []func() error{
+				func() error { _, err := c.List(ctx(t), nil); return err },
+				func() error { _, err := c.Get(ctx(t), uid, nil); return err },
+				func() error { _, err := c.List(ctx(t), nil); return err },
+			} {
+				if err := call(); err != nil {
+					t.Fatalf("call %d within the burst: %v", i, err)
+				}
+			}
+			_, err := c.Get(ctx(t), uid, nil)
+			if codeOf(err) != connect.CodeResourceExhausted || !strings.Contains(messageOf(err), "rate limit") {
+				t.Fatalf("GetPod beyond the burst: %v, want ResourceExhausted about the rate limit", err)
+			}
+			if _, err := c.List(ctx(t), nil); codeOf(err) != connect.CodeResourceExhausted {
+				t.Fatalf("ListPods beyond the burst: %v, want ResourceExhausted", err)
+			}
+			for range 5 {
+				w, err := c.Watch(ctx(t), nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for range len(pods) + 1 {
+					recv(t, w)
+				}
+			}
+		})
+	}
+}
+
+// TestReadiness checks that nothing is served before the store syncs, and
+// that health follows.
+func TestReadiness(t *testing.T) {
+	for _, kind := range clientKinds {
+		t.Run(kind.name, func(t *testing.T) {
+			pods := samplePods()
+			f := start(t, server.Config{}, true, pods[:2]...)
+			c := kind.dial(t, f.socket)
+			health := healthpb.NewHealthClient(podstest.GRPCConn(t, f.socket))
+
+			for name, call := range map[string]func() error{
+				"ListPods": func() error { _, err := c.List(ctx(t), nil); return err },
+				"GetPod":   func() error { _, err := c.Get(ctx(t), string(pods[0].UID), nil); return err },
+				"WatchPods": func() error {
+					w, err := c.Watch(ctx(t), nil)
+					if err != nil {
+						return err
+					}
+					_, err = w.Recv()
+					return err
+				},
+			} {
+				err := call()
+				if codeOf(err) != connect.CodeFailedPrecondition || !strings.Contains(messageOf(err), "not synced") {
+					t.Fatalf("%s before sync: %v, want FailedPrecondition saying the sources have not synced", name, err)
+				}
+			}
+			for _, service := range []string{"", "kubelet.pods.v1alpha1.Pods"} {
+				resp, err := health.Check(ctx(t), &healthpb.HealthCheckRequest{Service: service})
+				if err != nil || resp.GetStatus() != healthpb.HealthCheckResponse_NOT_SERVING {
+					t.Fatalf("health of %q before sync: %v, %v; want NOT_SERVING", service, resp.GetStatus(), err)
+				}
+			}
+
+			hw, err := health.Watch(ctx(t), &healthpb.HealthCheckRequest{Service: "kubelet.pods.v1alpha1.Pods"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.store.Upsert(pods[2])
+			f.store.MarkSynced()
+			for {
+				resp, err := hw.Recv()
+				if err != nil {
+					t.Fatalf("health watch: %v", err)
+				}
+				if resp.GetStatus() == healthpb.HealthCheckResponse_SERVING {
+					break
+				}
+			}
+			got, err := c.List(ctx(t), nil)
+			if err != nil || len(got) != 3 {
+				t.Fatalf("ListPods after sync: %d pods, %v; want 3", len(got), err)
+			}
+			w, err := c.Watch(ctx(t), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for range 3 {
+				recv(t, w)
+			}
+			if ev := recv(t, w); ev.GetType() != podsv1alpha1.EventType_EVENT_TYPE_INITIAL_SYNC_COMPLETE {
+				t.Fatalf("got %v, want INITIAL_SYNC_COMPLETE", ev.GetType())
+			}
+		})
+	}
+}

@@ -1,0 +1,145 @@
+package server_test
+
+import (
+	"maps"
+	"net/http"
+	"testing"
+
+	"connectrpc.com/connect"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/podsapi/podsapi/server"
+	"github.com/podsapi/podsapi/store"
+)
+
+// storeWith returns a synced store holding pods.
+func storeWith(pods ...*corev1.Pod) *store.Store {
+	st := store.New()
+	for _, p := range pods {
+		st.Upsert(p)
+	}
+	st.MarkSynced()
+	return st
+}
+
+// metricValue returns the value of the counter name with labels in reg, or 0.
+func metricValue(t *testing.T, reg prometheus.Gatherer, name string, labels map[string]string) float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			if matches(m, labels) {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return 0
+}
+
+func matches(m *dto.Metric, labels map[string]string) bool {
+	n := 0
+	for _, l := range m.GetLabel() {
+		if v, ok := labels[l.GetName()]; ok {
+			if v != l.GetValue() {
+				return false
+			}
+			n++
+		}
+	}
+	return n == len(labels)
+}
+
+// TestMetrics makes a known sequence of requests and reads /metrics over
+// HTTP.
+func TestMetrics(t *testing.T) {
+	pods := samplePods()
+	f := start(t, server.Config{MetricsAddress: "127.0.0.1:0", QPS: 1e-6, Burst: 6}, true, pods...)
+	c := clientKinds[1].dial(t, f.socket)
+	call := func(err error, want connect.Code) {
+		t.Helper()
+		if codeOf(err) != want {
+			t.Fatalf("got %v, want %v", err, want)
+		}
+	}
+	_, err := c.List(ctx(t), nil)
+	call(err, connect.CodeFailedPrecondition)
+	f.store.MarkSynced()
+	_, err = c.List(ctx(t), nil)
+	call(err, 0)
+	_, err = c.List(ctx(t), nil)
+	call(err, 0)
+	_, err = c.Get(ctx(t), string(pods[0].UID), nil)
+	call(err, 0)
+	_, err = c.Get(ctx(t), "missing", nil)
+	call(err, connect.CodeNotFound)
+	_, err = c.Get(ctx(t), "", nil)
+	call(err, connect.CodeInvalidArgument)
+	_, err = c.List(ctx(t), mask("bogus"))
+	call(err, connect.CodeInvalidArgument)
+	_, err = c.List(ctx(t), nil)
+	call(err, connect.CodeResourceExhausted)
+	w, err := c.Watch(ctx(t), mask("bogus"))
+	if err == nil {
+		_, err = w.Recv()
+	}
+	call(err, connect.CodeInvalidArgument)
+
+	resp, err := http.Get("http://" + f.srv.MetricsAddr().String() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]map[string]float64{
+		"kubelet_pod_requests_total": {
+			"OK": 3, "FailedPrecondition": 1, "NotFound": 1, "InvalidArgument": 3, "ResourceExhausted": 1,
+		},
+		"kubelet_pod_requests_list_total": {
+			"OK": 2, "FailedPrecondition": 1, "InvalidArgument": 1, "ResourceExhausted": 1,
+		},
+		"kubelet_pod_requests_get_total":   {"OK": 1, "NotFound": 1, "InvalidArgument": 1},
+		"kubelet_pod_requests_watch_total": {"OK": 0, "InvalidArgument": 1},
+	}
+	for name, codes := range want {
+		fam, ok := families[name]
+		if !ok {
+			t.Fatalf("/metrics has no %s", name)
+		}
+		got := map[string]float64{}
+		for _, m := range fam.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["server_api_version"] != "v1alpha1" {
+				t.Errorf("%s has server_api_version %q", name, labels["server_api_version"])
+			}
+			got[labels["status_code"]] = m.GetCounter().GetValue()
+		}
+		if !maps.Equal(got, codes) {
+			t.Errorf("%s by status_code = %v, want %v", name, got, codes)
+		}
+	}
+	if v := families["kubelet_pod_watch_events_dropped_total"]; v == nil || v.GetMetric()[0].GetCounter().GetValue() != 0 {
+		t.Errorf("kubelet_pod_watch_events_dropped_total = %v, want 0", v)
+	}
+	for _, name := range []string{"go_goroutines", "process_open_fds"} {
+		if _, ok := families[name]; !ok {
+			t.Errorf("/metrics has no %s", name)
+		}
+	}
+}

@@ -1,0 +1,145 @@
+package server_test
+
+import (
+	"strings"
+	"testing"
+
+	"connectrpc.com/connect"
+	"google.golang.org/protobuf/proto"
+	corev1 "k8s.io/api/core/v1"
+
+	podsv1alpha1 "github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1"
+	"github.com/podsapi/podsapi/internal/podstest"
+	"github.com/podsapi/podsapi/server"
+)
+
+func TestListGetWatch(t *testing.T) {
+	for _, kind := range clientKinds {
+		t.Run(kind.name, func(t *testing.T) {
+			pods := samplePods()
+			f := start(t, server.Config{}, false, pods[2], pods[0], pods[1])
+			c := kind.dial(t, f.socket)
+
+			got, err := c.List(ctx(t), nil)
+			if err != nil {
+				t.Fatalf("ListPods: %v", err)
+			}
+			if len(got) != len(pods) {
+				t.Fatalf("ListPods returned %d pods, want %d", len(got), len(pods))
+			}
+			for i, p := range pods {
+				if !proto.Equal(got[i], pb(t, p)) {
+					t.Errorf("ListPods pod %d = %s/%s, want %s/%s with every field intact", i,
+						got[i].GetMetadata().GetNamespace(), got[i].GetMetadata().GetName(), p.Namespace, p.Name)
+				}
+				one, err := c.Get(ctx(t), string(p.UID), nil)
+				if err != nil {
+					t.Fatalf("GetPod(%s): %v", p.UID, err)
+				}
+				if !proto.Equal(one, pb(t, p)) {
+					t.Errorf("GetPod(%s) differs from the stored pod", p.UID)
+				}
+			}
+
+			w, err := c.Watch(ctx(t), nil)
+			if err != nil {
+				t.Fatalf("WatchPods: %v", err)
+			}
+			for _, p := range pods {
+				expectEvent(t, recv(t, w), podsv1alpha1.EventType_EVENT_TYPE_ADDED, pb(t, p))
+			}
+			ev := recv(t, w)
+			if ev.GetType() != podsv1alpha1.EventType_EVENT_TYPE_INITIAL_SYNC_COMPLETE || ev.Pod != nil {
+				t.Fatalf("after the snapshot got %v with pod %v, want INITIAL_SYNC_COMPLETE without pod", ev.GetType(), ev.GetPod())
+			}
+
+			changed := pods[1].DeepCopy()
+			changed.Status.Phase = corev1.PodFailed
+			f.store.Upsert(changed)
+			expectEvent(t, recv(t, w), podsv1alpha1.EventType_EVENT_TYPE_MODIFIED, pb(t, changed))
+
+			added := podstest.Pod("default", "web-3", 4)
+			f.store.Upsert(added)
+			expectEvent(t, recv(t, w), podsv1alpha1.EventType_EVENT_TYPE_ADDED, pb(t, added))
+
+			f.store.Delete(pods[0].UID)
+			expectEvent(t, recv(t, w), podsv1alpha1.EventType_EVENT_TYPE_DELETED, pb(t, pods[0]))
+
+			// Writing the same version again is not a change.
+			f.store.Upsert(added.DeepCopy())
+			f.store.Delete(added.UID)
+			expectEvent(t, recv(t, w), podsv1alpha1.EventType_EVENT_TYPE_DELETED, pb(t, added))
+		})
+	}
+}
+
+func TestErrors(t *testing.T) {
+	pods := samplePods()
+	tests := []struct {
+		name     string
+		call     func(t *testing.T, c apiClient) error
+		code     connect.Code
+		contains string
+	}{
+		{"GetPod/EmptyUID", func(t *testing.T, c apiClient) error {
+			_, err := c.Get(ctx(t), "", nil)
+			return err
+		}, connect.CodeInvalidArgument, "podUID must not be empty"},
+		{"GetPod/UnknownUID", func(t *testing.T, c apiClient) error {
+			_, err := c.Get(ctx(t), "no-such-uid", nil)
+			return err
+		}, connect.CodeNotFound, `"no-such-uid"`},
+		{"GetPod/HugeRequest", func(t *testing.T, c apiClient) error {
+			_, err := c.Get(ctx(t), strings.Repeat("x", 64<<10), nil)
+			return err
+		}, connect.CodeResourceExhausted, ""},
+		{"ListPods/UnknownField", func(t *testing.T, c apiClient) error {
+			_, err := c.List(ctx(t), mask("metadata.name,status.bogus"))
+			return err
+		}, connect.CodeInvalidArgument, `"status.bogus"`},
+		{"GetPod/BelowScalar", func(t *testing.T, c apiClient) error {
+			_, err := c.Get(ctx(t), string(pods[0].UID), mask("status.phase.value"))
+			return err
+		}, connect.CodeInvalidArgument, `"status.phase.value"`},
+		{"ListPods/EmptyElement", func(t *testing.T, c apiClient) error {
+			_, err := c.List(ctx(t), mask("status..phase"))
+			return err
+		}, connect.CodeInvalidArgument, `"status..phase"`},
+		{"WatchPods/InvalidMask", func(t *testing.T, c apiClient) error {
+			w, err := c.Watch(ctx(t), mask("spec.nope"))
+			if err != nil {
+				return err
+			}
+			_, err = w.Recv()
+			return err
+		}, connect.CodeInvalidArgument, `"spec.nope"`},
+		{"ListPods/BadBinaryMask", func(t *testing.T, c apiClient) error {
+			h := mask("")
+			h.Del("x-kubernetes-fieldmask")
+			h.Set("x-kubernetes-fieldmask-bin", "\xff\xff\xff")
+			_, err := c.List(ctx(t), h)
+			return err
+		}, connect.CodeInvalidArgument, ""},
+	}
+	for _, kind := range clientKinds {
+		t.Run(kind.name, func(t *testing.T) {
+			f := start(t, server.Config{QPS: -1}, false, pods...)
+			c := kind.dial(t, f.socket)
+			for _, tt := range tests {
+				t.Run(tt.name, func(t *testing.T) {
+					err := tt.call(t, c)
+					if codeOf(err) != tt.code {
+						t.Fatalf("code = %v (%v), want %v", codeOf(err), err, tt.code)
+					}
+					if !strings.Contains(messageOf(err), tt.contains) {
+						t.Errorf("message %q does not contain %q", messageOf(err), tt.contains)
+					}
+				})
+			}
+			// The server is still serving after every bad request.
+			if got, err := c.List(ctx(t), nil); err != nil || len(got) != len(pods) {
+				t.Fatalf("ListPods after errors: %d pods, %v", len(got), err)
+			}
+		})
+	}
+}

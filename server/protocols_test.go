@@ -1,0 +1,92 @@
+package server_test
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"slices"
+	"testing"
+
+	"google.golang.org/grpc/reflection/grpc_reflection_v1"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+
+	podsv1alpha1 "github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1"
+	"github.com/podsapi/podsapi/internal/podstest"
+	"github.com/podsapi/podsapi/server"
+)
+
+// TestReflection lists the services over gRPC reflection and resolves the
+// Kubernetes Pod message, as grpcurl does.
+func TestReflection(t *testing.T) {
+	f := start(t, server.Config{}, false, samplePods()...)
+	client := grpc_reflection_v1.NewServerReflectionClient(podstest.GRPCConn(t, f.socket))
+	stream, err := client.ServerReflectionInfo(ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ask := func(req *grpc_reflection_v1.ServerReflectionRequest) *grpc_reflection_v1.ServerReflectionResponse {
+		t.Helper()
+		if err := stream.Send(req); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := stream.Recv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	resp := ask(&grpc_reflection_v1.ServerReflectionRequest{
+		MessageRequest: &grpc_reflection_v1.ServerReflectionRequest_ListServices{},
+	})
+	var services []string
+	for _, s := range resp.GetListServicesResponse().GetService() {
+		services = append(services, s.GetName())
+	}
+	for _, want := range []string{"kubelet.pods.v1alpha1.Pods", "grpc.health.v1.Health"} {
+		if !slices.Contains(services, want) {
+			t.Errorf("reflection lists %v, missing %s", services, want)
+		}
+	}
+	resp = ask(&grpc_reflection_v1.ServerReflectionRequest{
+		MessageRequest: &grpc_reflection_v1.ServerReflectionRequest_FileContainingSymbol{FileContainingSymbol: "k8s.io.api.core.v1.Pod"},
+	})
+	if len(resp.GetFileDescriptorResponse().GetFileDescriptorProto()) == 0 {
+		t.Errorf("reflection cannot resolve k8s.io.api.core.v1.Pod: %v", resp)
+	}
+}
+
+// TestConnectJSON calls ListPods with the Connect protocol and JSON over
+// HTTP/1.1, as curl does, and gets the same pods as gRPC clients.
+func TestConnectJSON(t *testing.T) {
+	pods := samplePods()
+	f := start(t, server.Config{}, false, pods...)
+	client := &http.Client{Transport: &http.Transport{DialContext: podstest.HTTPClient(t, f.socket).Transport.(*http.Transport).DialContext}}
+	defer client.CloseIdleConnections()
+	req, err := http.NewRequestWithContext(ctx(t), http.MethodPost, "http://localhost/kubelet.pods.v1alpha1.Pods/ListPods", bytes.NewReader([]byte("{}")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("status %d, %v: %s", resp.StatusCode, err, body)
+	}
+	got := &podsv1alpha1.PodListResponse{}
+	if err := protojson.Unmarshal(body, got); err != nil {
+		t.Fatalf("decode JSON: %v", err)
+	}
+	if len(got.GetPods()) != len(pods) {
+		t.Fatalf("got %d pods, want %d", len(got.GetPods()), len(pods))
+	}
+	for i, p := range pods {
+		if !proto.Equal(got.GetPods()[i], pb(t, p)) {
+			t.Errorf("pod %d differs from the stored pod", i)
+		}
+	}
+}

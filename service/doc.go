@@ -1,0 +1,13 @@
+// Package service implements the kubelet.pods.v1alpha1.Pods API on top of a
+// Store of encoded pods.
+//
+// New returns the generated connect handler interface. The interceptors that
+// every deployment wants (metrics, readiness, rate limit and field masks) are
+// returned, in the order they must run, by Interceptors; the server package
+// wires them in.
+//
+// Responses are assembled from the bytes the store encoded once per pod
+// version: a pod, or its view trimmed by a field mask, is never re-marshalled
+// per request. The assembled bytes travel to connect's codec as the response
+// message's raw fields, so clients see ordinary typed messages.
+package service

@@ -1,0 +1,24 @@
+package service
+
+import (
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/podsapi/podsapi/store"
+)
+
+// Store is what the service reads pods from. *store.Store implements it; the
+// service never knows which pod sources feed it.
+type Store interface {
+	// Synced reports whether the pod sources have delivered their initial,
+	// complete state.
+	Synced() bool
+	// List returns the current pods in a stable order and the store version
+	// they reflect.
+	List() (version uint64, pods []*store.Pod)
+	// Get returns the current version of the pod with the given UID.
+	Get(uid types.UID) (*store.Pod, bool)
+	// Watch returns the current pods and a watcher of every later change,
+	// with a queue of at most queue events; onDrop is told how many events
+	// a dropped watcher lost.
+	Watch(queue int, onDrop func(lost int)) ([]*store.Pod, *store.Watcher)
+}

@@ -1,0 +1,147 @@
+package service
+
+import (
+	"context"
+	"errors"
+
+	"connectrpc.com/connect"
+	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/podsapi/podsapi/fieldmask"
+	podsv1alpha1 "github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1"
+	"github.com/podsapi/podsapi/store"
+)
+
+// identityPaths are always part of a watch's field mask, so that every event
+// says which pod it is about.
+var identityPaths = []string{"metadata.namespace", "metadata.name", "metadata.uid"}
+
+// eventTypes maps the store's event types to the API's.
+var eventTypes = map[store.EventType]podsv1alpha1.EventType{
+	store.Added:    podsv1alpha1.EventType_EVENT_TYPE_ADDED,
+	store.Modified: podsv1alpha1.EventType_EVENT_TYPE_MODIFIED,
+	store.Deleted:  podsv1alpha1.EventType_EVENT_TYPE_DELETED,
+}
+
+// WatchPods streams the current pods, the sync marker, then every change.
+func (h *handler) WatchPods(ctx context.Context, _ *connect.Request[podsv1alpha1.PodWatchRequest], stream *connect.ServerStream[podsv1alpha1.PodWatchResponse]) error {
+	mask := maskFrom(ctx)
+	if mask != nil {
+		var err error
+		if mask, err = mask.Union(identityPaths...); err != nil {
+			return errFieldMask(err)
+		}
+	}
+	onDrop := func(int) {}
+	if h.metrics != nil {
+		onDrop = h.metrics.droppedEvents
+	}
+	snapshot, w := h.store.Watch(h.queue, onDrop)
+	defer w.Stop()
+
+	for _, p := range snapshot {
+		if err := h.check(ctx, w); err != nil {
+			return err
+		}
+		if err := h.send(ctx, stream, store.Added, p, mask); err != nil {
+			return err
+		}
+	}
+	synced := withRaw(&podsv1alpha1.PodWatchResponse{}, appendType(nil, podsv1alpha1.EventType_EVENT_TYPE_INITIAL_SYNC_COMPLETE))
+	if err := sendErr(ctx, stream.Send(synced)); err != nil {
+		return err
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return sendErr(ctx, ctx.Err())
+		case <-h.shutdown:
+			return errShuttingDown
+		case <-w.Dropped():
+			return errFellBehind(w.Lost())
+		case ev := <-w.Events():
+			// An event dequeued after the watcher was dropped is lost.
+			if err := h.check(ctx, w); err != nil {
+				return err
+			}
+			if ev.Type == store.Modified && mask != nil {
+				same, err := h.sameView(ev.Prev, ev.Pod, mask)
+				if err != nil {
+					return err
+				}
+				if same {
+					continue
+				}
+			}
+			if err := h.send(ctx, stream, ev.Type, ev.Pod, mask); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// check returns the error that ends the watch now, if any.
+func (h *handler) check(ctx context.Context, w *store.Watcher) error {
+	select {
+	case <-ctx.Done():
+		return sendErr(ctx, ctx.Err())
+	case <-h.shutdown:
+		return errShuttingDown
+	case <-w.Dropped():
+		return errFellBehind(w.Lost())
+	default:
+		return nil
+	}
+}
+
+// send sends one event about p. The framed event is built once per pod
+// version, event type and mask, and shared by every watcher.
+func (h *handler) send(ctx context.Context, stream *connect.ServerStream[podsv1alpha1.PodWatchResponse], t store.EventType, p *store.Pod, mask *fieldmask.Mask) error {
+	key := "watch:" + t.String() + ":"
+	if mask != nil {
+		key += mask.Key()
+	}
+	ev, err := p.View(key, func([]byte) ([]byte, error) {
+		v, err := h.view(p, mask)
+		if err != nil {
+			return nil, err
+		}
+		b := make([]byte, 0, protowire.SizeTag(podField)+protowire.SizeBytes(len(v))+protowire.SizeTag(typeField)+1)
+		return appendType(appendPod(b, v), eventTypes[t]), nil
+	})
+	if err != nil {
+		return err
+	}
+	return sendErr(ctx, stream.Send(withRaw(&podsv1alpha1.PodWatchResponse{}, ev)))
+}
+
+// sameView reports whether two versions of a pod look the same through mask.
+func (h *handler) sameView(a, b *store.Pod, mask *fieldmask.Mask) (bool, error) {
+	va, err := h.view(a, mask)
+	if err != nil {
+		return false, err
+	}
+	vb, err := h.view(b, mask)
+	if err != nil {
+		return false, err
+	}
+	return string(va) == string(vb), nil
+}
+
+// appendType appends t as PodWatchResponse.type.
+func appendType(b []byte, t podsv1alpha1.EventType) []byte {
+	b = protowire.AppendTag(b, typeField, protowire.VarintType)
+	return protowire.AppendVarint(b, uint64(t))
+}
+
+// sendErr turns the error of a failed send into the code the watch ends
+// with: CANCELED when the client left.
+func sendErr(ctx context.Context, err error) error {
+	if err == nil {
+		return nil
+	}
+	if ctx.Err() != nil {
+		return connect.NewError(connect.CodeCanceled, errors.New("the client ended the watch"))
+	}
+	return err
+}

@@ -1,0 +1,123 @@
+// Package socket creates the UNIX socket the Pods API is served on, with
+// access limited by file permissions.
+package socket
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// DefaultPath is the standard path of the Pods API socket.
+const DefaultPath = "/var/lib/kubelet/pods-api/pods-api.sock"
+
+// Mode is the permission of the socket file: read and write for its owner
+// (root, in a normal deployment) only.
+const Mode fs.FileMode = 0o600
+
+// DirMode is the permission of the socket's directory when Listen creates it.
+const DirMode fs.FileMode = 0o750
+
+// probeTimeout bounds the check for a server still answering on a socket.
+const probeTimeout = time.Second
+
+// ErrInUse is returned by Listen when another server answers on the socket.
+var ErrInUse = errors.New("another server is answering on the socket")
+
+// Listen listens on the UNIX socket at path. It creates the socket's
+// directory with DirMode when it is missing, and gives the socket Mode before
+// it becomes visible at path, so that no other user can ever connect. A stale
+// socket file (nobody answers on it) is replaced; a socket on which a server
+// still answers is not taken over (ErrInUse), and a path that is not a socket
+// is never removed. Closing the returned listener removes the socket file.
+func Listen(path string) (net.Listener, error) {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, DirMode); err != nil {
+		return nil, fmt.Errorf("create the socket directory (choose another path with --socket): %w", err)
+	}
+	if err := removeStale(path); err != nil {
+		return nil, err
+	}
+	// Create the socket in a private directory beside path, restrict it, then
+	// rename it into place: at no moment does path name a socket with wider
+	// permissions.
+	tmp, err := os.MkdirTemp(dir, ".podsapi-")
+	if err != nil {
+		return nil, fmt.Errorf("create the socket (choose another path with --socket): %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	tmpPath := filepath.Join(tmp, "s")
+	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: tmpPath, Net: "unix"})
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", path, err)
+	}
+	l.SetUnlinkOnClose(false)
+	if err := os.Chmod(tmpPath, Mode); err != nil {
+		l.Close()
+		return nil, fmt.Errorf("restrict the socket: %w", err)
+	}
+	if err := os.Rename(tmpPath, path); err != nil {
+		l.Close()
+		return nil, fmt.Errorf("place the socket at %s: %w", path, err)
+	}
+	info, err := os.Lstat(path)
+	if err != nil {
+		l.Close()
+		return nil, fmt.Errorf("stat the socket: %w", err)
+	}
+	return &listener{UnixListener: l, path: path, info: info}, nil
+}
+
+// removeStale removes the socket at path if nobody answers on it.
+func removeStale(path string) error {
+	info, err := os.Lstat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("check %s: %w", path, err)
+	}
+	if info.Mode().Type() != fs.ModeSocket {
+		return fmt.Errorf("%s exists and is not a socket: refusing to replace it (choose another path with --socket)", path)
+	}
+	conn, err := net.DialTimeout("unix", path, probeTimeout)
+	if err == nil {
+		conn.Close()
+		return fmt.Errorf("%s: %w", path, ErrInUse)
+	}
+	if !errors.Is(err, syscall.ECONNREFUSED) {
+		return fmt.Errorf("check whether a server answers on %s: %w", path, err)
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("remove the stale socket %s: %w", path, err)
+	}
+	return nil
+}
+
+// listener removes its socket file when closed, unless the file was replaced.
+type listener struct {
+	*net.UnixListener
+	path string
+	info fs.FileInfo
+	once sync.Once
+	err  error
+}
+
+// Close stops listening and removes the socket file.
+func (l *listener) Close() error {
+	l.once.Do(func() {
+		l.err = l.UnixListener.Close()
+		if info, err := os.Lstat(l.path); err == nil && os.SameFile(info, l.info) {
+			if err := os.Remove(l.path); err != nil && l.err == nil {
+				l.err = err
+			}
+		}
+	})
+	return l.err
+}

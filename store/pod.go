@@ -1,0 +1,65 @@
+package store
+
+import (
+	"sync"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// maxViews bounds the number of views a Pod caches, so that clients sending
+// many distinct field masks cannot make the server's memory grow without
+// bound. Views beyond it are computed on every use.
+const maxViews = 32
+
+// Pod is one immutable version of a pod, encoded once.
+type Pod struct {
+	// UID is the pod's metadata.uid.
+	UID types.UID
+	// Namespace is the pod's metadata.namespace.
+	Namespace string
+	// Name is the pod's metadata.name.
+	Name string
+	// Version is the store-wide sequence number at which this version of the
+	// pod was written. It grows with every change of the store.
+	Version uint64
+
+	raw []byte
+
+	mu    sync.Mutex
+	views map[string]*view
+}
+
+// view is a lazily computed, shared derivation of a Pod's encoding.
+type view struct {
+	once sync.Once
+	b    []byte
+	err  error
+}
+
+// Raw returns the protobuf encoding of the pod (a k8s.io.api.core.v1.Pod).
+// The caller must not modify it.
+func (p *Pod) Raw() []byte { return p.raw }
+
+// View returns the view of the pod named key, computing it with compute from
+// the pod's encoding on first use and sharing the result with every later
+// caller of the same key. compute is called at most once per key while the
+// pod caches fewer than maxViews views; beyond that, views are computed for
+// each call. The caller must not modify the returned bytes.
+func (p *Pod) View(key string, compute func(raw []byte) ([]byte, error)) ([]byte, error) {
+	p.mu.Lock()
+	v, ok := p.views[key]
+	if !ok && len(p.views) < maxViews {
+		if p.views == nil {
+			p.views = make(map[string]*view)
+		}
+		v = &view{}
+		p.views[key] = v
+		ok = true
+	}
+	p.mu.Unlock()
+	if !ok {
+		return compute(p.raw)
+	}
+	v.once.Do(func() { v.b, v.err = compute(p.raw) })
+	return v.b, v.err
+}

@@ -1,0 +1,166 @@
+package store
+
+import (
+	"bytes"
+	"cmp"
+	"fmt"
+	"slices"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Store keeps the current version of every pod of the node. It is safe for
+// concurrent use. The zero value is not usable; call New.
+type Store struct {
+	mu       sync.Mutex
+	pods     map[types.UID]*Pod
+	sorted   []*Pod // the pods in List order; nil when stale
+	version  uint64
+	synced   chan struct{}
+	watchers map[*Watcher]struct{}
+	onError  func(error)
+}
+
+// Option configures a Store.
+type Option func(*Store)
+
+// WithErrorHandler sets the function told about pods the store could not
+// take (a pod that cannot be encoded). By default such errors are dropped.
+func WithErrorHandler(f func(error)) Option {
+	return func(s *Store) { s.onError = f }
+}
+
+// New returns an empty, not yet synced Store.
+func New(opts ...Option) *Store {
+	s := &Store{
+		pods:     make(map[types.UID]*Pod),
+		synced:   make(chan struct{}),
+		watchers: make(map[*Watcher]struct{}),
+		onError:  func(error) {},
+	}
+	for _, opt := range opts {
+		opt(s)
+	}
+	return s
+}
+
+// Upsert adds pod or replaces the version of the pod with the same UID. It
+// encodes the pod once; a version whose encoding equals the current one is
+// not a change and notifies nobody. The store does not keep pod itself.
+func (s *Store) Upsert(pod *corev1.Pod) {
+	raw, err := pod.Marshal()
+	if err != nil {
+		s.onError(fmt.Errorf("encode pod %s/%s (uid %s): %w", pod.Namespace, pod.Name, pod.UID, err))
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	prev := s.pods[pod.UID]
+	if prev != nil && bytes.Equal(prev.raw, raw) {
+		return
+	}
+	s.version++
+	p := &Pod{UID: pod.UID, Namespace: pod.Namespace, Name: pod.Name, Version: s.version, raw: raw}
+	s.pods[pod.UID] = p
+	if prev == nil || prev.Namespace != p.Namespace || prev.Name != p.Name {
+		s.sorted = nil
+	} else if s.sorted != nil {
+		s.sorted = replaced(s.sorted, prev, p)
+	}
+	ev := Event{Type: Added, Pod: p}
+	if prev != nil {
+		ev = Event{Type: Modified, Pod: p, Prev: prev}
+	}
+	s.broadcast(ev)
+}
+
+// Delete removes the pod with the given UID, if the store has it.
+func (s *Store) Delete(uid types.UID) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	prev, ok := s.pods[uid]
+	if !ok {
+		return
+	}
+	s.version++
+	delete(s.pods, uid)
+	s.sorted = nil
+	s.broadcast(Event{Type: Deleted, Pod: prev})
+}
+
+// MarkSynced reports that the sources have delivered their initial, complete
+// state. Calls after the first have no effect.
+func (s *Store) MarkSynced() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	select {
+	case <-s.synced:
+	default:
+		close(s.synced)
+	}
+}
+
+// Synced reports whether MarkSynced has been called.
+func (s *Store) Synced() bool {
+	select {
+	case <-s.synced:
+		return true
+	default:
+		return false
+	}
+}
+
+// SyncedC returns a channel that is closed when the store has synced.
+func (s *Store) SyncedC() <-chan struct{} { return s.synced }
+
+// List returns the current pods sorted by namespace, name and UID, and the
+// store version they reflect. The slice is shared and must not be modified.
+func (s *Store) List() (version uint64, pods []*Pod) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.version, s.list()
+}
+
+// Get returns the current version of the pod with the given UID.
+func (s *Store) Get(uid types.UID) (*Pod, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, ok := s.pods[uid]
+	return p, ok
+}
+
+// list returns the sorted pods, rebuilding them when stale. s.mu is held.
+func (s *Store) list() []*Pod {
+	if s.sorted == nil {
+		sorted := make([]*Pod, 0, len(s.pods))
+		for _, p := range s.pods {
+			sorted = append(sorted, p)
+		}
+		slices.SortFunc(sorted, comparePods)
+		s.sorted = sorted
+	}
+	return s.sorted
+}
+
+// replaced returns a copy of pods with prev replaced by next, which sorts at
+// the same place. The slice handed out by List is never modified.
+func replaced(pods []*Pod, prev, next *Pod) []*Pod {
+	i, found := slices.BinarySearchFunc(pods, prev, comparePods)
+	if !found {
+		return nil
+	}
+	out := slices.Clone(pods)
+	out[i] = next
+	return out
+}
+
+// comparePods orders pods by namespace, name and UID.
+func comparePods(a, b *Pod) int {
+	return cmp.Or(
+		cmp.Compare(a.Namespace, b.Namespace),
+		cmp.Compare(a.Name, b.Name),
+		cmp.Compare(a.UID, b.UID),
+	)
+}

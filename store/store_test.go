@@ -1,0 +1,123 @@
+package store_test
+
+import (
+	"errors"
+	"sync/atomic"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/podsapi/podsapi/internal/podstest"
+	"github.com/podsapi/podsapi/store"
+)
+
+func TestUpsertDelete(t *testing.T) {
+	st := store.New()
+	a, b := podstest.Pod("ns-b", "a", 1), podstest.Pod("ns-a", "b", 2)
+	st.Upsert(a)
+	st.Upsert(b)
+	v1, pods := st.List()
+	if len(pods) != 2 || pods[0].Name != "b" || pods[1].Name != "a" {
+		t.Fatalf("List = %v, want b (ns-a) then a (ns-b)", names(pods))
+	}
+
+	st.Upsert(a.DeepCopy()) // the same version: no change
+	if v, _ := st.List(); v != v1 {
+		t.Fatalf("version moved from %d to %d on an unchanged pod", v1, v)
+	}
+
+	changed := a.DeepCopy()
+	changed.Status.Phase = corev1.PodSucceeded
+	st.Upsert(changed)
+	v2, after := st.List()
+	if v2 <= v1 {
+		t.Fatalf("version %d after a change, was %d", v2, v1)
+	}
+	if pods[1] == after[1] {
+		t.Fatal("the change modified the slice an earlier List returned")
+	}
+	if got, ok := st.Get(a.UID); !ok || got.Version != v2 {
+		t.Fatalf("Get = %v, %v; want version %d", got, ok, v2)
+	}
+
+	st.Delete(a.UID)
+	st.Delete("unknown")
+	if _, ok := st.Get(a.UID); ok {
+		t.Fatal("deleted pod still found")
+	}
+	if _, pods := st.List(); len(pods) != 1 {
+		t.Fatalf("List after delete has %d pods", len(pods))
+	}
+}
+
+func TestViewIsComputedOnce(t *testing.T) {
+	st := store.New()
+	st.Upsert(podstest.Pod("ns", "a", 1))
+	_, pods := st.List()
+	var calls atomic.Int32
+	compute := func(raw []byte) ([]byte, error) {
+		calls.Add(1)
+		return raw[:10], nil
+	}
+	for range 5 {
+		if v, err := pods[0].View("k", compute); err != nil || len(v) != 10 {
+			t.Fatalf("View = %d bytes, %v", len(v), err)
+		}
+	}
+	if calls.Load() != 1 {
+		t.Fatalf("computed %d times, want once", calls.Load())
+	}
+	// Errors are remembered like results, so a bad view is not retried per
+	// request.
+	boom := errors.New("boom")
+	for range 2 {
+		if _, err := pods[0].View("bad", func([]byte) ([]byte, error) { calls.Add(1); return nil, boom }); !errors.Is(err, boom) {
+			t.Fatalf("View error = %v", err)
+		}
+	}
+	if calls.Load() != 2 {
+		t.Fatalf("computed %d times, want 2", calls.Load())
+	}
+}
+
+func TestWatchDropsFullQueue(t *testing.T) {
+	st := store.New()
+	pod := podstest.Pod("ns", "a", 1)
+	st.Upsert(pod)
+	var lost int
+	snapshot, w := st.Watch(2, func(n int) { lost = n })
+	defer w.Stop()
+	other, ow := st.Watch(100, nil)
+	defer ow.Stop()
+	if len(snapshot) != 1 || len(other) != 1 {
+		t.Fatalf("snapshots of %d and %d pods, want 1", len(snapshot), len(other))
+	}
+	for i := range 3 {
+		p := pod.DeepCopy()
+		p.ResourceVersion = string(rune('a' + i))
+		st.Upsert(p)
+	}
+	select {
+	case <-w.Dropped():
+	default:
+		t.Fatal("the watcher with a full queue was not dropped")
+	}
+	if lost != 3 || w.Lost() != 3 {
+		t.Fatalf("lost = %d (Lost %d), want 3", lost, w.Lost())
+	}
+	if len(ow.Events()) != 3 {
+		t.Fatalf("the other watcher has %d events queued, want 3", len(ow.Events()))
+	}
+	ev := <-ow.Events()
+	if ev.Type != store.Modified || ev.Prev == nil || ev.Prev.UID != pod.UID {
+		t.Fatalf("event = %v, want MODIFIED with the previous version", ev)
+	}
+}
+
+func names(pods []*store.Pod) []string {
+	var out []string
+	for _, p := range pods {
+		out = append(out, p.Namespace+"/"+p.Name)
+	}
+	return out
+}
