@@ -143,3 +143,54 @@ func TestMetrics(t *testing.T) {
 		}
 	}
 }
+
+// TestSharedViews checks, through the counters, that a response or event is
+// built once and shared: by polling clients of an unchanged node, and by
+// watchers using the same mask.
+func TestSharedViews(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	pods := samplePods()
+	f := start(t, server.Config{Registry: reg, QPS: -1}, false, pods...)
+	c := clientKinds[0].dial(t, f.socket)
+	view := func(name, kind string) float64 {
+		return metricValue(t, reg, name, map[string]string{"view": kind})
+	}
+	for range 5 {
+		if _, err := c.List(ctx(t), mask("status.phase")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if computes, hits := view("podsapi_view_computes_total", "list"), view("podsapi_view_cache_hits_total", "list"); computes != 1 || hits != 4 {
+		t.Fatalf("5 equal lists: %v list computes and %v hits, want 1 and 4", computes, hits)
+	}
+	if computes := view("podsapi_view_computes_total", "mask"); computes != float64(len(pods)) {
+		t.Fatalf("%v masked pod views computed, want one per pod (%d)", computes, len(pods))
+	}
+
+	const watchers = 4
+	var streams []watchStream
+	for range watchers {
+		w, err := c.Watch(ctx(t), mask("status.phase"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range len(pods) + 1 {
+			recv(t, w)
+		}
+		streams = append(streams, w)
+	}
+	before := view("podsapi_view_computes_total", "watch")
+	encodes := metricValue(t, reg, "podsapi_pod_encodes_total", nil)
+	p := pods[0].DeepCopy()
+	p.Status.Phase = corev1.PodFailed
+	f.store.Upsert(p)
+	for _, w := range streams {
+		recv(t, w)
+	}
+	if got := view("podsapi_view_computes_total", "watch") - before; got != 1 {
+		t.Fatalf("one change seen by %d watchers with one mask: %v watch events built, want 1", watchers, got)
+	}
+	if got := metricValue(t, reg, "podsapi_pod_encodes_total", nil) - encodes; got != 1 {
+		t.Fatalf("one change: %v pod encodes, want 1", got)
+	}
+}

@@ -87,6 +87,12 @@ func New(st Store, cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, store: st, shutdown: make(chan struct{})}
 
 	metrics := service.NewMetrics(cfg.Registry)
+	if enc, ok := st.(interface{ Encodes() uint64 }); ok {
+		cfg.Registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "podsapi_pod_encodes_total",
+			Help: "Number of pod versions encoded by the store: each is encoded once, whatever the number of requests and watchers.",
+		}, func() float64 { return float64(enc.Encodes()) }))
+	}
 	var limiter service.Limiter
 	if cfg.QPS >= 0 {
 		limiter = rate.NewLimiter(rate.Limit(cfg.QPS), cfg.Burst)

@@ -21,7 +21,23 @@ type Metrics struct {
 	get      *prometheus.CounterVec
 	watch    *prometheus.CounterVec
 	dropped  prometheus.Counter
+	computes [numViews]prometheus.Counter
+	hits     [numViews]prometheus.Counter
 }
+
+// viewKind is a kind of shared view.
+type viewKind int
+
+// The kinds of shared views.
+const (
+	viewMask  viewKind = iota // a pod version trimmed by a field mask
+	viewWatch                 // a framed watch event of a pod version, type and mask
+	viewList                  // a ListPods response of a store version and mask
+	numViews
+)
+
+// viewLabels are the values of the view label, by kind.
+var viewLabels = [numViews]string{"mask", "watch", "list"}
 
 // NewMetrics creates the metrics of the Pods API and registers them with reg.
 func NewMetrics(reg prometheus.Registerer) *Metrics {
@@ -39,7 +55,19 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Number of watch events dropped because a client was not consuming its event stream quickly enough.",
 		}),
 	}
-	reg.MustRegister(m.requests, m.list, m.get, m.watch, m.dropped)
+	computes := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "podsapi_view_computes_total",
+		Help: "Number of shared views computed, by kind: mask (a pod version trimmed by a field mask), watch (a framed watch event) and list (a ListPods response of a store version and mask).",
+	}, []string{"view"})
+	hits := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "podsapi_view_cache_hits_total",
+		Help: "Number of times a shared view was reused instead of computed, by kind.",
+	}, []string{"view"})
+	reg.MustRegister(m.requests, m.list, m.get, m.watch, m.dropped, computes, hits)
+	for k, label := range viewLabels {
+		m.computes[k] = computes.WithLabelValues(label)
+		m.hits[k] = hits.WithLabelValues(label)
+	}
 	for _, c := range []*prometheus.CounterVec{m.requests, m.list, m.get, m.watch} {
 		c.WithLabelValues(APIVersion, codes.OK.String())
 	}
@@ -67,8 +95,24 @@ func (m *Metrics) observe(procedure string, err error) {
 	c.WithLabelValues(APIVersion, code).Inc()
 }
 
-// droppedEvents counts events lost by a dropped watcher.
-func (m *Metrics) droppedEvents(lost int) { m.dropped.Add(float64(lost)) }
+// droppedEvents counts events lost by a dropped watcher. m may be nil.
+func (m *Metrics) droppedEvents(lost int) {
+	if m != nil {
+		m.dropped.Add(float64(lost))
+	}
+}
+
+// viewUsed counts one use of a shared view of kind view, computed for this
+// use or reused. m may be nil.
+func (m *Metrics) viewUsed(view viewKind, computed bool) {
+	switch {
+	case m == nil:
+	case computed:
+		m.computes[view].Inc()
+	default:
+		m.hits[view].Inc()
+	}
+}
 
 // WrapUnary counts a unary request with the code it ended with.
 func (m *Metrics) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {

@@ -37,8 +37,8 @@ func WithWatchQueue(n int) Option {
 	return func(h *handler) { h.queue = max(n, 1) }
 }
 
-// WithMetrics sets the metrics that count dropped watch events. By default
-// they are not counted.
+// WithMetrics sets the metrics that count dropped watch events and the use
+// of shared views. By default nothing is counted.
 func WithMetrics(m *Metrics) Option {
 	return func(h *handler) { h.metrics = m }
 }
@@ -62,6 +62,7 @@ type handler struct {
 	metrics  *Metrics
 	shutdown <-chan struct{}
 	logger   *slog.Logger
+	lists    listCache
 }
 
 // New returns the Pods API served from s. Field masks reach it through the
@@ -75,24 +76,32 @@ func New(s Store, opts ...Option) podsv1alpha1connect.PodsHandler {
 	return h
 }
 
-// ListPods returns every pod of the store.
+// ListPods returns every pod of the store. The response of a store version
+// and mask is assembled once and shared by every request that asks for it.
 func (h *handler) ListPods(ctx context.Context, _ *connect.Request[podsv1alpha1.PodListRequest]) (*connect.Response[podsv1alpha1.PodListResponse], error) {
 	mask := maskFrom(ctx)
-	_, pods := h.store.List()
-	views := make([][]byte, len(pods))
-	size := 0
-	for i, p := range pods {
-		v, err := h.view(p, mask)
-		if err != nil {
-			return nil, err
+	version, pods := h.store.List()
+	raw, built, err := h.lists.get(version, mask.Key(), func() ([]byte, error) {
+		views := make([][]byte, len(pods))
+		size := 0
+		for i, p := range pods {
+			v, err := h.view(p, mask)
+			if err != nil {
+				return nil, err
+			}
+			views[i] = v
+			size += protowire.SizeTag(podField) + protowire.SizeBytes(len(v))
 		}
-		views[i] = v
-		size += protowire.SizeTag(podField) + protowire.SizeBytes(len(v))
+		raw := make([]byte, 0, size)
+		for _, v := range views {
+			raw = appendPod(raw, v)
+		}
+		return raw, nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	raw := make([]byte, 0, size)
-	for _, v := range views {
-		raw = appendPod(raw, v)
-	}
+	h.metrics.viewUsed(viewList, built)
 	return connect.NewResponse(withRaw(&podsv1alpha1.PodListResponse{}, raw)), nil
 }
 
@@ -120,9 +129,12 @@ func (h *handler) view(p *store.Pod, mask *fieldmask.Mask) ([]byte, error) {
 	if mask == nil {
 		return p.Raw(), nil
 	}
+	built := false
 	v, err := p.View("mask:"+mask.Key(), func(raw []byte) ([]byte, error) {
-		return mask.AppendProjection(nil, raw)
+		built = true
+		return mask.AppendProjection(make([]byte, 0, len(raw)), raw)
 	})
+	h.metrics.viewUsed(viewMask, built)
 	if err != nil {
 		h.logger.Error("cannot project pod", "uid", p.UID, "namespace", p.Namespace, "name", p.Name, "mask", mask.String(), "error", err)
 		return nil, errEncoding

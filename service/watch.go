@@ -32,11 +32,7 @@ func (h *handler) WatchPods(ctx context.Context, _ *connect.Request[podsv1alpha1
 			return errFieldMask(err)
 		}
 	}
-	onDrop := func(int) {}
-	if h.metrics != nil {
-		onDrop = h.metrics.droppedEvents
-	}
-	snapshot, w := h.store.Watch(h.queue, onDrop)
+	snapshot, w := h.store.Watch(h.queue, h.metrics.droppedEvents)
 	defer w.Stop()
 
 	for _, p := range snapshot {
@@ -101,7 +97,9 @@ func (h *handler) send(ctx context.Context, stream *connect.ServerStream[podsv1a
 	if mask != nil {
 		key += mask.Key()
 	}
+	built := false
 	ev, err := p.View(key, func([]byte) ([]byte, error) {
+		built = true
 		v, err := h.view(p, mask)
 		if err != nil {
 			return nil, err
@@ -109,6 +107,7 @@ func (h *handler) send(ctx context.Context, stream *connect.ServerStream[podsv1a
 		b := make([]byte, 0, protowire.SizeTag(podField)+protowire.SizeBytes(len(v))+protowire.SizeTag(typeField)+1)
 		return appendType(appendPod(b, v), eventTypes[t]), nil
 	})
+	h.metrics.viewUsed(viewWatch, built)
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -21,6 +22,7 @@ type Store struct {
 	synced   chan struct{}
 	watchers map[*Watcher]struct{}
 	onError  func(error)
+	encodes  atomic.Uint64
 }
 
 // Option configures a Store.
@@ -51,6 +53,7 @@ func New(opts ...Option) *Store {
 // not a change and notifies nobody. The store does not keep pod itself.
 func (s *Store) Upsert(pod *corev1.Pod) {
 	raw, err := pod.Marshal()
+	s.encodes.Add(1)
 	if err != nil {
 		s.onError(fmt.Errorf("encode pod %s/%s (uid %s): %w", pod.Namespace, pod.Name, pod.UID, err))
 		return
@@ -75,6 +78,10 @@ func (s *Store) Upsert(pod *corev1.Pod) {
 	}
 	s.broadcast(ev)
 }
+
+// Encodes returns how many pods the store has encoded since it was created:
+// one per Upsert.
+func (s *Store) Encodes() uint64 { return s.encodes.Load() }
 
 // Delete removes the pod with the given UID, if the store has it.
 func (s *Store) Delete(uid types.UID) {
