@@ -1,0 +1,69 @@
+// Package manifest is the pod source that reads static pod manifests from a
+// directory, like the kubelet's staticPodPath, and follows its changes.
+//
+// # Files
+//
+// Every file directly in the directory whose name ends in .yaml, .yml or
+// .json (in any case) and does not start with a dot is a manifest file;
+// subdirectories, dotfiles and other names (such as the editor temporary
+// files "x.yaml~" and ".x.yaml.swp") are ignored. Symbolic links are
+// followed. A YAML file holds any number of Pod documents separated by
+// "---" lines; empty documents are skipped. A JSON file holds one Pod.
+//
+// Decoding is strict: unknown and duplicate fields are errors, and every
+// document must have apiVersion v1 and kind Pod. A Pod needs a
+// metadata.name that is a valid DNS subdomain; its namespace, when set,
+// must be a valid DNS label.
+//
+// # Defaults
+//
+// The namespace defaults to "default". The UID is metadata.uid when set, and
+// otherwise DerivedUID of the namespace, name and node name, so that editing
+// a manifest updates its pod under the same UID instead of deleting and
+// adding it. spec.nodeName is always set to the node name. The status is
+// the manifest's when it sets any status field; otherwise the phase is
+// Pending.
+//
+// # Errors
+//
+// A file that cannot be read, or any of whose documents does not decode or
+// is invalid, is rejected as a whole: it is logged at warning level with its
+// path and the reason, counted in podsapi_manifest_errors_total{reason} (see
+// WithRegisterer), and skipped, while every other file is still served.
+// The file keeps its last good pods (none, for a file that was never good):
+// a half-written or mistyped file does not make its pods disappear. A
+// later fix of the file is picked up. A file of zero bytes is taken as
+// being rewritten and also keeps its last good pods, without a warning; a
+// file with no documents at all (only comments, say) provides no pods.
+// Delete a file, or rename it to a name that is not a manifest name, to
+// remove its pods.
+//
+// Of several pods with the same UID, or the same namespace and name, the
+// first in file name order (byte-wise), then document order, is served; the
+// others are rejected with reason "duplicate". The result does not depend
+// on the order of events: it is always what a fresh read of the directory
+// gives.
+//
+// A problem is logged and counted once, when it appears, not again at each
+// rescan while it lasts.
+//
+// # Following changes
+//
+// The Source watches the directory with fsnotify. On an event for a
+// manifest file (create, write, remove, rename, chmod) it reads just that
+// file again and sends the sink the difference: an Upsert for each new or
+// changed pod (a pod that is semantically unchanged is not sent again) and
+// a Delete for each pod the file no longer provides. Writing a temporary
+// file and renaming it over a manifest is handled as a change of the
+// manifest. On a watch error, such as an event queue overflow, and at every
+// resync interval (WithResyncInterval), it rescans the whole directory and
+// sends the difference.
+//
+// If the directory disappears after Run started, its pods are deleted, as
+// for an empty directory, and the Source tries to watch it again at every
+// resync interval, rescanning when it is back. With the periodic rescan
+// disabled it does not retry. A directory that exists but cannot be
+// listed changes nothing.
+//
+// All calls to the Sink are made from the goroutine running Run.
+package manifest

@@ -1,0 +1,67 @@
+package manifest
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// The values of the reason label of podsapi_manifest_errors_total. The set
+// is fixed; every value is exported (at zero) from the start.
+const (
+	// reasonRead is a manifest file or the directory that cannot be read.
+	reasonRead = "read"
+	// reasonDecode is a document that is not a strictly valid v1 Pod:
+	// bad YAML or JSON, an unknown or duplicate field, a wrong type, or an
+	// apiVersion or kind other than v1 and Pod.
+	reasonDecode = "decode"
+	// reasonInvalid is a Pod that decodes but is not acceptable: no
+	// metadata.name, or a name or namespace that is not a valid Kubernetes
+	// name.
+	reasonInvalid = "invalid"
+	// reasonDuplicate is a Pod whose UID, or namespace and name, an earlier
+	// manifest already provides.
+	reasonDuplicate = "duplicate"
+)
+
+var reasons = []string{reasonRead, reasonDecode, reasonInvalid, reasonDuplicate}
+
+type metrics struct {
+	errors *prometheus.CounterVec
+}
+
+// newMetrics makes the metrics and registers them with reg unless reg is
+// nil. A collector that reg already holds with the same description is
+// reused, so several Sources can share a registerer. It panics on any
+// other registration error, as prometheus.MustRegister does: that is a
+// programming error (another metric with the same name).
+func newMetrics(reg prometheus.Registerer) *metrics {
+	errs := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "podsapi",
+		Subsystem: "manifest",
+		Name:      "errors_total",
+		Help:      "Static pod manifest documents or files that were rejected, by reason (read, decode, invalid, duplicate).",
+	}, []string{"reason"})
+	if reg != nil {
+		if err := reg.Register(errs); err != nil {
+			var are prometheus.AlreadyRegisteredError
+			if !errors.As(err, &are) {
+				panic(fmt.Errorf("manifest: register podsapi_manifest_errors_total: %w", err))
+			}
+			existing, ok := are.ExistingCollector.(*prometheus.CounterVec)
+			if !ok {
+				panic(fmt.Errorf("manifest: register podsapi_manifest_errors_total: existing collector is a %T", are.ExistingCollector))
+			}
+			errs = existing
+		}
+	}
+	for _, r := range reasons {
+		errs.WithLabelValues(r)
+	}
+	return &metrics{errors: errs}
+}
+
+func (m *metrics) countError(reason string) {
+	m.errors.WithLabelValues(reason).Inc()
+}
