@@ -8,7 +8,8 @@
 // subdirectories, dotfiles and other names (such as the editor temporary
 // files "x.yaml~" and ".x.yaml.swp") are ignored. Symbolic links are
 // followed. A YAML file holds any number of Pod documents separated by
-// "---" lines; empty documents are skipped. A JSON file holds one Pod.
+// "---" lines; empty documents are skipped. A JSON file holds one Pod, in
+// JSON.
 //
 // Decoding is strict: unknown and duplicate fields are errors, and every
 // document must have apiVersion v1 and kind Pod. A Pod needs a
@@ -58,6 +59,13 @@
 // manifest. On a watch error, such as an event queue overflow, and at every
 // resync interval (WithResyncInterval), it rescans the whole directory and
 // sends the difference.
+//
+// Writers should replace manifests atomically, by renaming a complete
+// temporary file over them. A file written in place can be read while it
+// is half written: an empty or undecodable state keeps the last good pods,
+// but a prefix that happens to decode is served until the rest arrives.
+// Renaming a manifest to another manifest name may be seen as a Delete and
+// then an Upsert of its pods, when the two events arrive apart.
 //
 // If the directory disappears after Run started, its pods are deleted, as
 // for an empty directory, and the Source tries to watch it again at every

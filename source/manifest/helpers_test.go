@@ -6,7 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"runtime/pprof"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -33,6 +33,9 @@ const (
 	upsertCall callKind = "upsert"
 	deleteCall callKind = "delete"
 	syncedCall callKind = "synced"
+	// returnedCall is no sink call: the harness records it when Run returns
+	// before the test ends.
+	returnedCall callKind = "returned"
 )
 
 // call is one recorded Sink call.
@@ -40,6 +43,7 @@ type call struct {
 	kind callKind
 	uid  types.UID
 	pod  *corev1.Pod // Set for upserts.
+	err  error       // Set for returnedCall.
 }
 
 // String renders the call for comparisons: "upsert ns/name uid",
@@ -100,17 +104,23 @@ func start(t *testing.T, dir string, opts ...manifest.Option) *harness {
 	}, opts...)...)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- src.Run(ctx, h.rec) }()
+	go func() {
+		err := src.Run(ctx, h.rec)
+		if ctx.Err() == nil {
+			h.rec.calls <- call{kind: returnedCall, err: err}
+		}
+		done <- err
+	}()
 	t.Cleanup(func() {
 		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("Run returned %v after cancel, want nil", err)
-			}
-		case <-time.After(waitTimeout):
-			t.Errorf("Run did not return within %v of cancel", waitTimeout)
-			pprof.Lookup("goroutine").WriteTo(os.Stderr, 2) // DEBUG
+		err, ok := receive(done)
+		if !ok {
+			buf := make([]byte, 1<<20)
+			t.Errorf("Run did not return within %v of cancel; goroutines:\n%s", waitTimeout, buf[:runtime.Stack(buf, true)])
+			return
+		}
+		if err != nil {
+			t.Errorf("Run returned %v after cancel, want nil", err)
 		}
 	})
 	h.waitSynced()
@@ -120,23 +130,41 @@ func start(t *testing.T, dir string, opts ...manifest.Option) *harness {
 // next returns the next sink call and applies it to h.pods.
 func (h *harness) next() call {
 	h.t.Helper()
+	c, ok := receive(h.rec.calls)
+	if !ok {
+		h.t.Fatalf("no sink call within %v", waitTimeout)
+	}
+	switch c.kind {
+	case returnedCall:
+		h.t.Fatalf("Run returned early: %v", c.err)
+	case upsertCall:
+		h.pods[c.uid] = c.pod
+	case deleteCall:
+		if _, ok := h.pods[c.uid]; !ok {
+			h.t.Errorf("Delete(%s) of a pod the sink does not have", c.uid)
+		}
+		delete(h.pods, c.uid)
+	}
+	return c
+}
+
+// receive waits up to waitTimeout for a value from ch. A value that is
+// ready when the time is up still counts, so a stalled machine cannot make
+// it fail while the value is there.
+func receive[T any](ch <-chan T) (T, bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer cancel()
 	select {
-	case c := <-h.rec.calls:
-		switch c.kind {
-		case upsertCall:
-			h.pods[c.uid] = c.pod
-		case deleteCall:
-			if _, ok := h.pods[c.uid]; !ok {
-				h.t.Errorf("Delete(%s) of a pod the sink does not have", c.uid)
-			}
-			delete(h.pods, c.uid)
-		}
-		return c
+	case v := <-ch:
+		return v, true
 	case <-ctx.Done():
-		h.t.Fatalf("no sink call within %v", waitTimeout)
-		return call{}
+		select {
+		case v := <-ch:
+			return v, true
+		default:
+			var zero T
+			return zero, false
+		}
 	}
 }
 

@@ -159,8 +159,8 @@ func TestMarkSyncedAfterInitialUpserts(t *testing.T) {
 		got = append(got, c.String())
 	}
 	cancel()
-	if err := <-done; err != nil {
-		t.Errorf("Run returned %v after cancel, want nil", err)
+	if err, ok := receive(done); !ok || err != nil {
+		t.Errorf("Run returned %v (returned: %v) after cancel, want nil", err, ok)
 	}
 	// Upserts come in file name and document order, all before MarkSynced.
 	want := []string{

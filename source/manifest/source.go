@@ -87,7 +87,9 @@ func (s *Source) Run(ctx context.Context, sink Sink) error {
 	}
 
 	st := newState(s, sink)
+	st.changeLevel = slog.LevelDebug
 	st.sync(names)
+	st.changeLevel = slog.LevelInfo
 	sink.MarkSynced()
 	s.log.Info("manifest directory synced", "path", s.dir, "files", len(st.files), "pods", len(st.published),
 		"resync_interval", s.resync)

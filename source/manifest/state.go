@@ -1,6 +1,7 @@
 package manifest
 
 import (
+	"context"
 	"crypto/sha256"
 	"errors"
 	"io/fs"
@@ -66,6 +67,9 @@ type state struct {
 	duplicates map[duplicateKey]struct{}
 	dirGone    bool   // The directory was found missing by the last rescan.
 	dirErr     string // The last error listing the directory, if any.
+	// changeLevel is the level of the log line of each pod change: debug
+	// for the initial read, whose summary is logged once, info after it.
+	changeLevel slog.Level
 }
 
 func newState(s *Source, sink Sink) *state {
@@ -229,7 +233,7 @@ func (st *state) publish() {
 		old := st.published[uid]
 		delete(st.published, uid)
 		st.sink.Delete(uid)
-		st.log.Info("pod removed", "namespace", old.pod.Namespace, "name", old.pod.Name, "uid", uid,
+		st.log.Log(context.Background(), st.changeLevel, "pod removed", "namespace", old.pod.Namespace, "name", old.pod.Name, "uid", uid,
 			"path", filepath.Join(st.dir, old.file))
 	}
 	for _, uid := range order {
@@ -244,7 +248,7 @@ func (st *state) publish() {
 		if had {
 			msg = "pod updated"
 		}
-		st.log.Info(msg, "namespace", p.pod.Namespace, "name", p.pod.Name, "uid", uid,
+		st.log.Log(context.Background(), st.changeLevel, msg, "namespace", p.pod.Namespace, "name", p.pod.Name, "uid", uid,
 			"path", filepath.Join(st.dir, p.file))
 	}
 }
