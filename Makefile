@@ -63,8 +63,12 @@ lint: protodeps ## Run go vet, buf lint and buf format.
 	$(BUF) format -d --exit-code proto
 
 .PHONY: breaking
-breaking: protodeps ## Check proto/ for breaking changes against the main branch.
-	$(BUF) breaking --against '.git#branch=main'
+BREAKING_AGAINST ?= main
+breaking: protodeps ## Check proto/ for breaking changes against the main branch (BREAKING_AGAINST=ref to change).
+	@rm -rf build/against && mkdir -p build/against/build
+	git archive "$(BREAKING_AGAINST)" buf.yaml proto | tar -x -C build/against
+	cp -r build/proto build/against/build/proto
+	$(BUF) breaking --against build/against
 
 .PHONY: clean
 clean: ## Remove build outputs.
