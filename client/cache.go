@@ -1,0 +1,318 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"connectrpc.com/connect"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Cache is a local copy of the node's pods kept up to date by a watch, like
+// a client-go informer: agents read it without calling the server, and
+// register handlers told about every change.
+//
+// Run watches until its context is done. When the watch ends (the server
+// restarts, is not synced yet, or drops the watcher) the cache keeps
+// serving what it knows and watches again after a jittered exponential
+// backoff. On each new watch it reads the new snapshot, then reconciles:
+// pods gone in between are reported to OnDelete, changed ones to OnUpdate,
+// new ones to OnAdd, unchanged ones to nobody.
+//
+// Pods returned by the cache, and given to handlers, are shared: they must
+// not be modified.
+type Cache struct {
+	client *Client
+	opts   cacheOptions
+
+	mu      sync.RWMutex
+	idx     *index
+	synced  chan struct{}
+	started atomic.Bool
+
+	onAdd    []func(pod *corev1.Pod)
+	onUpdate []func(old, new *corev1.Pod)
+	onDelete []func(pod *corev1.Pod)
+}
+
+// NewCache returns a cache of the pods c serves. Register handlers, then
+// call Run.
+func NewCache(c *Client, opts ...CacheOption) *Cache {
+	o := cacheOptions{minBackoff: DefaultMinBackoff, maxBackoff: DefaultMaxBackoff, onError: func(error) {}}
+	for _, opt := range opts {
+		opt.applyCache(&o)
+	}
+	return &Cache{client: c, opts: o, idx: newIndex(), synced: make(chan struct{})}
+}
+
+// OnAdd registers f to be called with every pod added to the cache. Handlers
+// are called from the goroutine of Run, one at a time, in the order of the
+// changes, after the cache reflects the change. It panics if called after
+// Run.
+func (c *Cache) OnAdd(f func(pod *corev1.Pod)) {
+	c.mustNotBeStarted()
+	c.onAdd = append(c.onAdd, f)
+}
+
+// OnUpdate registers f to be called with the previous and the new state of
+// every changed pod, like OnAdd.
+func (c *Cache) OnUpdate(f func(old, new *corev1.Pod)) {
+	c.mustNotBeStarted()
+	c.onUpdate = append(c.onUpdate, f)
+}
+
+// OnDelete registers f to be called with the last known state of every pod
+// removed from the cache, like OnAdd.
+func (c *Cache) OnDelete(f func(pod *corev1.Pod)) {
+	c.mustNotBeStarted()
+	c.onDelete = append(c.onDelete, f)
+}
+
+// mustNotBeStarted panics when Run was called.
+func (c *Cache) mustNotBeStarted() {
+	if c.started.Load() {
+		panic("client: Cache handlers must be registered before Run")
+	}
+}
+
+// HasSynced reports whether the cache has received a complete snapshot of
+// the node's pods. It stays true while the cache reconnects.
+func (c *Cache) HasSynced() bool {
+	select {
+	case <-c.synced:
+		return true
+	default:
+		return false
+	}
+}
+
+// WaitForSync waits until the cache has synced, or returns ctx's error.
+func (c *Cache) WaitForSync(ctx context.Context) error {
+	select {
+	case <-c.synced:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Get returns the pod with the given UID.
+func (c *Cache) Get(uid types.UID) (*corev1.Pod, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	pod, ok := c.idx.pods[uid]
+	return pod, ok
+}
+
+// GetByName returns the pod named name in namespace.
+func (c *Cache) GetByName(namespace, name string) (*corev1.Pod, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	uid, ok := c.idx.byName[types.NamespacedName{Namespace: namespace, Name: name}]
+	if !ok {
+		return nil, false
+	}
+	return c.idx.pods[uid], true
+}
+
+// List returns every pod of the cache, sorted by namespace, name and UID.
+func (c *Cache) List() []*corev1.Pod {
+	c.mu.RLock()
+	pods := make([]*corev1.Pod, 0, len(c.idx.pods))
+	for _, p := range c.idx.pods {
+		pods = append(pods, p)
+	}
+	c.mu.RUnlock()
+	sortPods(pods)
+	return pods
+}
+
+// ByPodIP returns the pods that have ip among their status.podIPs (or as
+// status.podIP), sorted by namespace, name and UID. Several pods share an
+// IP when they use the host's network.
+func (c *Cache) ByPodIP(ip string) []*corev1.Pod {
+	c.mu.RLock()
+	var pods []*corev1.Pod
+	for uid := range c.idx.byIP[ip] {
+		pods = append(pods, c.idx.pods[uid])
+	}
+	c.mu.RUnlock()
+	sortPods(pods)
+	return pods
+}
+
+// Run keeps the cache up to date until ctx is done, then returns nil. It
+// returns an error only for one that retrying cannot fix: an invalid field
+// mask (INVALID_ARGUMENT). Run may be called once.
+func (c *Cache) Run(ctx context.Context) error {
+	if !c.started.CompareAndSwap(false, true) {
+		return errors.New("client: Cache.Run called twice")
+	}
+	b := backoff{min: c.opts.minBackoff, max: c.opts.maxBackoff}
+	for {
+		err := c.watchOnce(ctx, &b)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if connect.CodeOf(err) == connect.CodeInvalidArgument {
+			return err
+		}
+		c.opts.onError(err)
+		t := time.NewTimer(b.delay())
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// watchOnce watches until the watch fails, reconciling the cache with the
+// watch's snapshot, and returns the error that ended it.
+func (c *Cache) watchOnce(ctx context.Context, b *backoff) error {
+	w, err := c.client.Watch(ctx, WithFields(c.opts.fields...))
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	snapshot := make(map[types.UID]*corev1.Pod)
+	var order []*corev1.Pod
+	for {
+		ev, err := w.Next()
+		if err != nil {
+			return err
+		}
+		if ev.Type == Synced {
+			break
+		}
+		// Before Synced the server sends only Added; be lenient anyway.
+		if ev.Type == Deleted {
+			delete(snapshot, ev.Pod.UID)
+			continue
+		}
+		if _, seen := snapshot[ev.Pod.UID]; !seen {
+			order = append(order, ev.Pod)
+		}
+		snapshot[ev.Pod.UID] = ev.Pod
+	}
+	c.reconcile(snapshot, order)
+	b.reset()
+	for {
+		ev, err := w.Next()
+		if err != nil {
+			return err
+		}
+		c.apply(ev)
+	}
+}
+
+// reconcile replaces the cache's pods with snapshot, whose pods are also in
+// order (maybe with stale duplicates), and calls the handlers for the
+// differences: deletions first, then additions and updates in snapshot
+// order.
+func (c *Cache) reconcile(snapshot map[types.UID]*corev1.Pod, order []*corev1.Pod) {
+	c.mu.Lock()
+	var deleted []*corev1.Pod
+	for uid, old := range c.idx.pods {
+		if _, ok := snapshot[uid]; !ok {
+			deleted = append(deleted, old)
+		}
+	}
+	type change struct{ old, new *corev1.Pod }
+	var changes []change
+	for _, p := range order {
+		cur := snapshot[p.UID]
+		if cur != p {
+			continue // a stale duplicate
+		}
+		old, ok := c.idx.pods[p.UID]
+		if ok && !changed(old, cur) {
+			continue
+		}
+		changes = append(changes, change{old, cur})
+	}
+	for _, p := range deleted {
+		c.idx.remove(p.UID)
+	}
+	for _, ch := range changes {
+		c.idx.set(ch.new)
+	}
+	select {
+	case <-c.synced:
+	default:
+		close(c.synced)
+	}
+	c.mu.Unlock()
+
+	sortPods(deleted)
+	for _, p := range deleted {
+		c.notifyDelete(p)
+	}
+	for _, ch := range changes {
+		if ch.old == nil {
+			c.notifyAdd(ch.new)
+		} else {
+			c.notifyUpdate(ch.old, ch.new)
+		}
+	}
+}
+
+// changed reports whether the pod changed from old to new: when both have
+// a resourceVersion and they differ; otherwise (same or unknown versions,
+// which a field mask or a source without versions gives) when the pods are
+// not semantically equal.
+func changed(old, new *corev1.Pod) bool {
+	if old.ResourceVersion != "" && new.ResourceVersion != "" && old.ResourceVersion != new.ResourceVersion {
+		return true
+	}
+	return !equality.Semantic.DeepEqual(old, new)
+}
+
+// apply applies a live event to the cache and calls the handlers.
+func (c *Cache) apply(ev Event) {
+	if ev.Pod == nil {
+		return
+	}
+	c.mu.Lock()
+	old, had := c.idx.pods[ev.Pod.UID]
+	switch ev.Type {
+	case Added, Modified:
+		c.idx.set(ev.Pod)
+	case Deleted:
+		c.idx.remove(ev.Pod.UID)
+	}
+	c.mu.Unlock()
+	switch {
+	case ev.Type == Deleted && had:
+		c.notifyDelete(ev.Pod)
+	case ev.Type == Deleted:
+	case had:
+		c.notifyUpdate(old, ev.Pod)
+	default:
+		c.notifyAdd(ev.Pod)
+	}
+}
+
+func (c *Cache) notifyAdd(pod *corev1.Pod) {
+	for _, f := range c.onAdd {
+		f(pod)
+	}
+}
+
+func (c *Cache) notifyUpdate(old, new *corev1.Pod) {
+	for _, f := range c.onUpdate {
+		f(old, new)
+	}
+}
+
+func (c *Cache) notifyDelete(pod *corev1.Pod) {
+	for _, f := range c.onDelete {
+		f(pod)
+	}
+}

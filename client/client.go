@@ -1,0 +1,106 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+
+	"connectrpc.com/connect"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1/podsv1alpha1connect"
+	"github.com/podsapi/podsapi/internal/h2c"
+	"github.com/podsapi/podsapi/socket"
+)
+
+// DefaultSocket is the standard path of the Pods API socket, used when New
+// is given an empty socket.
+const DefaultSocket = socket.DefaultPath
+
+// Client is a client of the Pods API. It is safe for concurrent use.
+type Client struct {
+	socket string
+	http   *http.Client
+	list   *connect.Client[emptyRequest, listResponse]
+	get    *connect.Client[getRequest, getResponse]
+	watch  *connect.Client[emptyRequest, watchResponse]
+}
+
+// New returns a client of the Pods API served on the socket endpoint: a
+// path, a unix:///path URL, or "" for DefaultSocket. It speaks gRPC over h2c.
+// Connections are made when needed, so New succeeds even when the server is
+// not running yet; only a malformed socket is an error.
+func New(endpoint string, opts ...Option) (*Client, error) {
+	o := clientOptions{readMaxBytes: DefaultReadMaxBytes}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if endpoint == "" {
+		endpoint = DefaultSocket
+	}
+	if strings.Contains(endpoint, "://") && !strings.HasPrefix(endpoint, "unix://") {
+		return nil, errors.New("client: the socket must be a path or a unix:// URL, not " + endpoint)
+	}
+	path := h2c.SocketPath(endpoint)
+	if path == "" {
+		return nil, errors.New("client: empty socket path in " + endpoint)
+	}
+	hc := h2c.NewClient(path)
+	copts := []connect.ClientOption{
+		connect.WithGRPC(),
+		connect.WithCodec(codec{}),
+		connect.WithReadMaxBytes(o.readMaxBytes),
+	}
+	return &Client{
+		socket: path,
+		http:   hc,
+		list:   connect.NewClient[emptyRequest, listResponse](hc, h2c.BaseURL+podsv1alpha1connect.PodsListPodsProcedure, copts...),
+		get:    connect.NewClient[getRequest, getResponse](hc, h2c.BaseURL+podsv1alpha1connect.PodsGetPodProcedure, copts...),
+		watch:  connect.NewClient[emptyRequest, watchResponse](hc, h2c.BaseURL+podsv1alpha1connect.PodsWatchPodsProcedure, copts...),
+	}, nil
+}
+
+// Socket returns the path of the socket the client talks to.
+func (c *Client) Socket() string { return c.socket }
+
+// Close closes the client's idle connections. It does not end open watches:
+// cancel their contexts, or Close them, for that.
+func (c *Client) Close() error {
+	c.http.CloseIdleConnections()
+	return nil
+}
+
+// List returns every pod of the node, sorted by namespace, name and UID.
+func (c *Client) List(ctx context.Context, opts ...CallOption) ([]*corev1.Pod, error) {
+	req := newRequest(&emptyRequest{}, newCallOptions(opts))
+	res, err := c.list.CallUnary(ctx, req)
+	if err != nil {
+		return nil, wrapError(err, false)
+	}
+	return res.Msg.pods, nil
+}
+
+// Get returns the pod with the given UID. An unknown UID fails with an error
+// that wraps ErrNotFound.
+func (c *Client) Get(ctx context.Context, uid types.UID, opts ...CallOption) (*corev1.Pod, error) {
+	req := newRequest(&getRequest{uid: string(uid)}, newCallOptions(opts))
+	res, err := c.get.CallUnary(ctx, req)
+	if err != nil {
+		return nil, wrapError(err, false)
+	}
+	if res.Msg.pod == nil {
+		return &corev1.Pod{}, nil
+	}
+	return res.Msg.pod, nil
+}
+
+// newRequest returns a request of msg carrying the field mask of o.
+func newRequest[T any](msg *T, o callOptions) *connect.Request[T] {
+	req := connect.NewRequest(msg)
+	if h := o.header(); h != "" {
+		req.Header().Set(fieldMaskHeader, h)
+	}
+	return req
+}

@@ -1,0 +1,177 @@
+package client
+
+import (
+	"errors"
+	"fmt"
+
+	"google.golang.org/protobuf/encoding/protowire"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// wireMessage is a message of the Pods API that encodes and decodes itself.
+// The client's messages are small hand-written types rather than the
+// generated protobuf-go ones, so that pods are decoded once, from the wire
+// bytes, by k8s.io/api's generated Unmarshal.
+type wireMessage interface {
+	marshalWire() []byte
+	unmarshalWire(b []byte) error
+}
+
+// codec is the client's "proto" codec: it handles only wireMessage values.
+type codec struct{}
+
+// Name returns "proto", so that the codec replaces connect's protobuf codec.
+func (codec) Name() string { return "proto" }
+
+// Marshal encodes a request.
+func (codec) Marshal(msg any) ([]byte, error) {
+	m, ok := msg.(wireMessage)
+	if !ok {
+		return nil, fmt.Errorf("client codec: cannot marshal %T", msg)
+	}
+	return m.marshalWire(), nil
+}
+
+// Unmarshal decodes a response. The pods it holds are decoded here, which
+// copies what they keep: data may be reused once Unmarshal returns.
+func (codec) Unmarshal(data []byte, msg any) error {
+	m, ok := msg.(wireMessage)
+	if !ok {
+		return fmt.Errorf("client codec: cannot unmarshal %T", msg)
+	}
+	return m.unmarshalWire(data)
+}
+
+// emptyRequest is PodListRequest and PodWatchRequest: no fields.
+type emptyRequest struct{}
+
+func (emptyRequest) marshalWire() []byte { return nil }
+func (*emptyRequest) unmarshalWire(b []byte) error {
+	return errors.New("client codec: requests are not decoded")
+}
+
+// getRequest is PodGetRequest.
+type getRequest struct{ uid string }
+
+func (r getRequest) marshalWire() []byte {
+	if r.uid == "" {
+		return nil
+	}
+	b := protowire.AppendTag(nil, 1, protowire.BytesType)
+	return protowire.AppendString(b, r.uid)
+}
+func (*getRequest) unmarshalWire(b []byte) error {
+	return errors.New("client codec: requests are not decoded")
+}
+
+// listResponse is PodListResponse.
+type listResponse struct{ pods []*corev1.Pod }
+
+func (*listResponse) marshalWire() []byte { return nil }
+func (r *listResponse) unmarshalWire(b []byte) error {
+	return eachField(b, func(num protowire.Number, typ protowire.Type, v []byte) error {
+		if num != 1 || typ != protowire.BytesType {
+			return nil
+		}
+		pod, err := decodePod(v)
+		if err != nil {
+			return err
+		}
+		r.pods = append(r.pods, pod)
+		return nil
+	})
+}
+
+// getResponse is PodGetResponse.
+type getResponse struct{ pod *corev1.Pod }
+
+func (*getResponse) marshalWire() []byte { return nil }
+func (r *getResponse) unmarshalWire(b []byte) error {
+	return eachField(b, func(num protowire.Number, typ protowire.Type, v []byte) error {
+		if num != 1 || typ != protowire.BytesType {
+			return nil
+		}
+		pod, err := mergePod(r.pod, v)
+		r.pod = pod
+		return err
+	})
+}
+
+// watchResponse is PodWatchResponse.
+type watchResponse struct {
+	pod *corev1.Pod
+	typ uint64
+}
+
+func (*watchResponse) marshalWire() []byte { return nil }
+func (r *watchResponse) unmarshalWire(b []byte) error {
+	return eachField(b, func(num protowire.Number, typ protowire.Type, v []byte) error {
+		switch {
+		case num == 1 && typ == protowire.BytesType:
+			pod, err := mergePod(r.pod, v)
+			r.pod = pod
+			return err
+		case num == 2 && typ == protowire.VarintType:
+			n, l := protowire.ConsumeVarint(v)
+			if l < 0 {
+				return protowire.ParseError(l)
+			}
+			r.typ = n
+		}
+		return nil
+	})
+}
+
+// decodePod decodes one k8s.io.api.core.v1.Pod.
+func decodePod(b []byte) (*corev1.Pod, error) {
+	pod := &corev1.Pod{}
+	if err := pod.Unmarshal(b); err != nil {
+		return nil, fmt.Errorf("decode pod: %w", err)
+	}
+	return pod, nil
+}
+
+// mergePod decodes b into pod, or a new pod when pod is nil. Protobuf
+// merges repeated occurrences of a message field; k8s.io/api's Unmarshal
+// does the same when given the previous value.
+func mergePod(pod *corev1.Pod, b []byte) (*corev1.Pod, error) {
+	if pod == nil {
+		return decodePod(b)
+	}
+	if err := pod.Unmarshal(b); err != nil {
+		return nil, fmt.Errorf("decode pod: %w", err)
+	}
+	return pod, nil
+}
+
+// eachField calls f with the number, wire type and value of every field of
+// the message b. For a varint field, v is the varint's encoding; for a bytes
+// field, its contents. Unknown fields are skipped by f returning nil.
+func eachField(b []byte, f func(num protowire.Number, typ protowire.Type, v []byte) error) error {
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return fmt.Errorf("client codec: %w", protowire.ParseError(n))
+		}
+		b = b[n:]
+		var v []byte
+		if typ == protowire.BytesType {
+			val, m := protowire.ConsumeBytes(b)
+			if m < 0 {
+				return fmt.Errorf("client codec: %w", protowire.ParseError(m))
+			}
+			v, n = val, m
+		} else {
+			n = protowire.ConsumeFieldValue(num, typ, b)
+			if n < 0 {
+				return fmt.Errorf("client codec: %w", protowire.ParseError(n))
+			}
+			v = b[:n]
+		}
+		if err := f(num, typ, v); err != nil {
+			return err
+		}
+		b = b[n:]
+	}
+	return nil
+}

@@ -1,0 +1,181 @@
+package printer_test
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/podsapi/podsapi/client"
+	"github.com/podsapi/podsapi/client/printer"
+)
+
+var now = time.Date(2026, 11, 4, 16, 0, 0, 0, time.UTC)
+
+// pod returns a pod created an hour ago with the given container statuses.
+func pod(phase corev1.PodPhase, statuses ...corev1.ContainerStatus) *corev1.Pod {
+	p := &corev1.Pod{}
+	p.Name = "p"
+	p.CreationTimestamp = metav1.NewTime(now.Add(-time.Hour))
+	p.Status.Phase = phase
+	for _, s := range statuses {
+		p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: s.Name})
+	}
+	p.Status.ContainerStatuses = statuses
+	return p
+}
+
+func running(name string) corev1.ContainerStatus {
+	return corev1.ContainerStatus{Name: name, Ready: true, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}
+}
+
+func waiting(reason string, restarts int32, lastExit time.Time) corev1.ContainerStatus {
+	s := corev1.ContainerStatus{Name: "w", RestartCount: restarts, State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason}}}
+	if !lastExit.IsZero() {
+		s.LastTerminationState.Terminated = &corev1.ContainerStateTerminated{FinishedAt: metav1.NewTime(lastExit)}
+	}
+	return s
+}
+
+func terminated(reason string, code, signal int32) corev1.ContainerStatus {
+	return corev1.ContainerStatus{Name: "t", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: reason, ExitCode: code, Signal: signal}}}
+}
+
+func TestSummarize(t *testing.T) {
+	always := corev1.ContainerRestartPolicyAlways
+	tests := []struct {
+		name string
+		pod  func() *corev1.Pod
+		want printer.Summary
+	}{
+		{"Running", func() *corev1.Pod { return pod(corev1.PodRunning, running("a"), running("b")) },
+			printer.Summary{Ready: "2/2", Status: "Running", Restarts: "0", Age: "60m"}},
+		{"CrashLoopBackOff", func() *corev1.Pod {
+			return pod(corev1.PodRunning, running("a"), waiting("CrashLoopBackOff", 4, now.Add(-90*time.Second)))
+		}, printer.Summary{Ready: "1/2", Status: "CrashLoopBackOff", Restarts: "4 (90s ago)", Age: "60m"}},
+		{"Completed", func() *corev1.Pod { return pod(corev1.PodSucceeded, terminated("Completed", 0, 0)) },
+			printer.Summary{Ready: "0/1", Status: "Completed", Restarts: "0", Age: "60m"}},
+		{"Error", func() *corev1.Pod { return pod(corev1.PodFailed, terminated("Error", 1, 0)) },
+			printer.Summary{Ready: "0/1", Status: "Error", Restarts: "0", Age: "60m"}},
+		{"ExitCode", func() *corev1.Pod { return pod(corev1.PodFailed, terminated("", 3, 0)) },
+			printer.Summary{Ready: "0/1", Status: "ExitCode:3", Restarts: "0", Age: "60m"}},
+		{"Signal", func() *corev1.Pod { return pod(corev1.PodFailed, terminated("", 137, 9)) },
+			printer.Summary{Ready: "0/1", Status: "Signal:9", Restarts: "0", Age: "60m"}},
+		{"CompletedWithRunningSidecar", func() *corev1.Pod {
+			p := pod(corev1.PodRunning, terminated("Completed", 0, 0), running("b"))
+			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse}}
+			return p
+		}, printer.Summary{Ready: "1/2", Status: "NotReady", Restarts: "0", Age: "60m"}},
+		{"InitRunning", func() *corev1.Pod {
+			p := pod(corev1.PodPending, waiting("PodInitializing", 0, time.Time{}))
+			p.Spec.InitContainers = []corev1.Container{{Name: "i1"}, {Name: "i2"}}
+			p.Status.InitContainerStatuses = []corev1.ContainerStatus{terminated("Completed", 0, 0), {Name: "i2", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}
+			return p
+		}, printer.Summary{Ready: "0/1", Status: "Init:1/2", Restarts: "0", Age: "60m"}},
+		{"InitCrashLoop", func() *corev1.Pod {
+			p := pod(corev1.PodPending, waiting("PodInitializing", 0, time.Time{}))
+			p.Spec.InitContainers = []corev1.Container{{Name: "i1"}}
+			p.Status.InitContainerStatuses = []corev1.ContainerStatus{waiting("CrashLoopBackOff", 2, time.Time{})}
+			return p
+		}, printer.Summary{Ready: "0/1", Status: "Init:CrashLoopBackOff", Restarts: "2", Age: "60m"}},
+		{"InitError", func() *corev1.Pod {
+			p := pod(corev1.PodPending, waiting("PodInitializing", 0, time.Time{}))
+			p.Spec.InitContainers = []corev1.Container{{Name: "i1"}}
+			p.Status.InitContainerStatuses = []corev1.ContainerStatus{terminated("", 2, 0)}
+			return p
+		}, printer.Summary{Ready: "0/1", Status: "Init:ExitCode:2", Restarts: "0", Age: "60m"}},
+		{"SidecarCounts", func() *corev1.Pod {
+			p := pod(corev1.PodRunning, running("a"))
+			p.Spec.InitContainers = []corev1.Container{{Name: "proxy", RestartPolicy: &always}}
+			s := running("proxy")
+			s.Started = new(true)
+			p.Status.InitContainerStatuses = []corev1.ContainerStatus{s}
+			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodInitialized, Status: corev1.ConditionTrue}}
+			return p
+		}, printer.Summary{Ready: "2/2", Status: "Running", Restarts: "0", Age: "60m"}},
+		{"Terminating", func() *corev1.Pod {
+			p := pod(corev1.PodRunning, running("a"))
+			p.DeletionTimestamp = &metav1.Time{Time: now}
+			return p
+		}, printer.Summary{Ready: "1/1", Status: "Terminating", Restarts: "0", Age: "60m"}},
+		{"DeletedAfterSuccess", func() *corev1.Pod {
+			p := pod(corev1.PodSucceeded, terminated("Completed", 0, 0))
+			p.DeletionTimestamp = &metav1.Time{Time: now}
+			return p
+		}, printer.Summary{Ready: "0/1", Status: "Completed", Restarts: "0", Age: "60m"}},
+		{"NodeLost", func() *corev1.Pod {
+			p := pod(corev1.PodRunning, running("a"))
+			p.Status.Reason = "NodeLost"
+			p.DeletionTimestamp = &metav1.Time{Time: now}
+			return p
+		}, printer.Summary{Ready: "1/1", Status: "Unknown", Restarts: "0", Age: "60m"}},
+		{"Evicted", func() *corev1.Pod {
+			p := pod(corev1.PodFailed)
+			p.Status.Reason = "Evicted"
+			return p
+		}, printer.Summary{Ready: "0/0", Status: "Evicted", Restarts: "0", Age: "60m"}},
+		{"SchedulingGated", func() *corev1.Pod {
+			p := pod(corev1.PodPending)
+			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Reason: corev1.PodReasonSchedulingGated}}
+			return p
+		}, printer.Summary{Ready: "0/0", Status: "SchedulingGated", Restarts: "0", Age: "60m"}},
+		{"NoCreationTime", func() *corev1.Pod {
+			p := pod(corev1.PodPending)
+			p.CreationTimestamp = metav1.Time{}
+			return p
+		}, printer.Summary{Ready: "0/0", Status: "Pending", Restarts: "0", Age: "<unknown>"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := printer.Summarize(tt.pod(), now); got != tt.want {
+				t.Fatalf("Summarize = %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestParseFormat(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    printer.Format
+		wantErr bool
+	}{
+		{"", printer.Table, false},
+		{"table", printer.Table, false},
+		{"wide", printer.Wide, false},
+		{"json", printer.JSON, false},
+		{"yaml", printer.YAML, false},
+		{"name", printer.Name, false},
+		{"xml", "", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			got, err := printer.ParseFormat(tt.in)
+			if got != tt.want || (err != nil) != tt.wantErr {
+				t.Fatalf("ParseFormat(%q) = %q, %v", tt.in, got, err)
+			}
+		})
+	}
+}
+
+// TestEventWrites checks that each event is one Write, and that the table's
+// snapshot is held until SYNCED.
+func TestEventWrites(t *testing.T) {
+	var buf bytes.Buffer
+	p := printer.New(&buf, printer.Table, printer.WithNow(func() time.Time { return now }))
+	a := pod(corev1.PodRunning, running("a"))
+	if err := p.PrintEvent(client.Event{Type: client.Added, Pod: a}); err != nil || buf.Len() != 0 {
+		t.Fatalf("snapshot row printed before SYNCED: %q, %v", buf.String(), err)
+	}
+	if err := p.PrintEvent(client.Event{Type: client.Synced}); err != nil {
+		t.Fatal(err)
+	}
+	want := "EVENT      NAMESPACE   NAME   READY   STATUS    RESTARTS   AGE\n" +
+		"ADDED                  p      1/1     Running   0          60m\n" +
+		"SYNCED\n"
+	if buf.String() != want {
+		t.Fatalf("got\n%s\nwant\n%s", buf.String(), want)
+	}
+}

@@ -1,0 +1,149 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/podsapi/podsapi/client"
+	"github.com/podsapi/podsapi/client/printer"
+)
+
+// runList runs podsctl list.
+func runList(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	o, err := parse("list", "list [flags]", args, true, stderr)
+	if err != nil {
+		return err
+	}
+	if len(o.args) > 0 {
+		return usageError{fmt.Errorf("list takes no arguments, got %q", o.args)}
+	}
+	c, err := o.dial()
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	pods, err := c.List(ctx, o.mask())
+	if err != nil {
+		return fmt.Errorf("list: %w", err)
+	}
+	var shown []*corev1.Pod
+	for _, p := range pods {
+		if o.matches(p) {
+			shown = append(shown, p)
+		}
+	}
+	if len(shown) == 0 && (o.format == printer.Table || o.format == printer.Wide) {
+		fmt.Fprintln(stderr, "No resources found.")
+		return nil
+	}
+	return printer.New(stdout, o.format, printer.WithNow(now)).PrintList(shown)
+}
+
+// runGet runs podsctl get UID.
+func runGet(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	o, err := parse("get", "get UID [flags]", args, false, stderr)
+	if err != nil {
+		return err
+	}
+	if len(o.args) != 1 || o.args[0] == "" {
+		return usageError{fmt.Errorf("get takes one pod UID, got %q", o.args)}
+	}
+	c, err := o.dial()
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	pod, err := c.Get(ctx, types.UID(o.args[0]), o.mask())
+	if err != nil {
+		return fmt.Errorf("get %s: %w", o.args[0], err)
+	}
+	return printer.New(stdout, o.format, printer.WithNow(now)).PrintPod(pod)
+}
+
+// runWatch runs podsctl watch until ctx is done or the watch fails.
+func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	o, err := parse("watch", "watch [flags]", args, true, stderr)
+	if err != nil {
+		return err
+	}
+	if len(o.args) > 0 {
+		return usageError{fmt.Errorf("watch takes no arguments, got %q", o.args)}
+	}
+	c, err := o.dial()
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	w, err := c.Watch(ctx, o.mask())
+	if err != nil {
+		return fmt.Errorf("watch: %w", err)
+	}
+	defer w.Close()
+	p := printer.New(stdout, o.format, printer.WithNow(now))
+	f := filter{o: o, shown: make(map[types.UID]bool)}
+	for {
+		ev, err := w.Next()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("watch: %w", err)
+		}
+		ev, ok := f.event(ev)
+		if !ok {
+			continue
+		}
+		if err := p.PrintEvent(ev); err != nil {
+			return err
+		}
+	}
+}
+
+// matches reports whether pod passes --namespace and --selector.
+func (o *options) matches(pod *corev1.Pod) bool {
+	if o.namespace != "" && pod.Namespace != o.namespace {
+		return false
+	}
+	return o.labels.Matches(labels.Set(pod.Labels))
+}
+
+// filter applies --namespace and --selector to watch events, as the
+// Kubernetes API server does: a pod that starts matching is ADDED, one that
+// stops matching is DELETED.
+type filter struct {
+	o     *options
+	shown map[types.UID]bool
+}
+
+// event returns the event to print for ev, if any.
+func (f *filter) event(ev client.Event) (client.Event, bool) {
+	if ev.Pod == nil {
+		return ev, true
+	}
+	uid := ev.Pod.UID
+	was, is := f.shown[uid], f.o.matches(ev.Pod)
+	if ev.Type == client.Deleted {
+		delete(f.shown, uid)
+		return ev, was
+	}
+	if is {
+		f.shown[uid] = true
+	} else {
+		delete(f.shown, uid)
+	}
+	switch {
+	case was && is:
+		return ev, true
+	case is:
+		return client.Event{Type: client.Added, Pod: ev.Pod}, true
+	case was:
+		return client.Event{Type: client.Deleted, Pod: ev.Pod}, true
+	default:
+		return ev, false
+	}
+}

@@ -1,0 +1,45 @@
+package main
+
+import (
+	"errors"
+	"strings"
+	"syscall"
+
+	"connectrpc.com/connect"
+
+	"github.com/podsapi/podsapi/client"
+)
+
+// describe returns err with its gRPC code in the gRPC spelling, such as
+// "FAILED_PRECONDITION: the pod sources have not synced yet: retry later".
+func describe(err error) string {
+	var ce *connect.Error
+	if !errors.As(err, &ce) {
+		return err.Error()
+	}
+	prefix := strings.TrimSuffix(err.Error(), ce.Error())
+	return prefix + strings.ToUpper(ce.Code().String()) + ": " + ce.Message()
+}
+
+// hint returns what the user may do about err, or "".
+func hint(err error) string {
+	switch {
+	case errors.Is(err, syscall.ENOENT), errors.Is(err, syscall.ECONNREFUSED):
+		return "is the server running? Choose its socket with --socket or PODSAPI_SOCKET"
+	case errors.Is(err, syscall.EACCES), errors.Is(err, syscall.EPERM):
+		return "the socket is readable by root only: run podsctl as root"
+	case errors.Is(err, client.ErrNotSynced):
+		return "the server has not synced yet: retry in a moment"
+	case errors.Is(err, client.ErrRateLimited):
+		return "rate limited, retry later"
+	case errors.Is(err, client.ErrFellBehind):
+		return "podsctl fell behind the server's events: watch again"
+	case errors.Is(err, client.ErrNotFound):
+		return "list the pods of this node with podsctl list"
+	case connect.CodeOf(err) == connect.CodeInvalidArgument:
+		return "field paths are Kubernetes JSON names, such as metadata.name,status.phase"
+	case connect.CodeOf(err) == connect.CodeUnavailable:
+		return "is the server running? Choose its socket with --socket or PODSAPI_SOCKET"
+	}
+	return ""
+}

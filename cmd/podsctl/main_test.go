@@ -1,0 +1,263 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/podsapi/podsapi/internal/podstest"
+	"github.com/podsapi/podsapi/server"
+	"github.com/podsapi/podsapi/store"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files of testdata/")
+
+// testTimeout bounds every wait of these tests.
+const testTimeout = 20 * time.Second
+
+// testNow is the clock of the tests: three days and four hours after the
+// pods of podstest.Pod were created.
+var testNow = time.Date(2026, 11, 4, 16, 0, 0, 0, time.UTC)
+
+func TestMain(m *testing.M) {
+	now = func() time.Time { return testNow }
+	os.Exit(m.Run())
+}
+
+// at returns a time d after podstest's creation time.
+func at(d time.Duration) metav1.Time {
+	return metav1.NewTime(time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC).Add(d))
+}
+
+// testPods returns pods in the states kubectl names: running, crash
+// looping, completed, failed, initializing, terminating.
+func testPods() []*corev1.Pod {
+	running := podstest.Pod("default", "web-1", 1)
+
+	crash := podstest.Pod("shop", "orders-api", 2)
+	crash.Labels["app.kubernetes.io/name"] = "orders-api"
+	cs := &crash.Status.ContainerStatuses[0]
+	cs.Ready, cs.RestartCount = false, 7
+	cs.State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: "back-off 5m0s restarting failed container"}}
+	cs.LastTerminationState = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 2, Reason: "Error", FinishedAt: metav1.NewTime(testNow.Add(-4 * time.Minute))}}
+
+	completed := podstest.Pod("batch", "report-29031840", 3)
+	completed.Labels["app.kubernetes.io/name"] = "report"
+	completed.Status.Phase = corev1.PodSucceeded
+	for i := range completed.Status.ContainerStatuses {
+		c := &completed.Status.ContainerStatuses[i]
+		c.Ready = false
+		c.State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed", FinishedAt: at(time.Hour)}}
+	}
+
+	failed := podstest.Pod("batch", "report-29031900", 4)
+	failed.Labels["app.kubernetes.io/name"] = "report"
+	failed.Status.Phase = corev1.PodFailed
+	for i := range failed.Status.ContainerStatuses {
+		c := &failed.Status.ContainerStatuses[i]
+		c.Ready = false
+		c.State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error", FinishedAt: at(time.Hour)}}
+	}
+
+	initializing := podstest.Pod("default", "web-2", 5)
+	initializing.CreationTimestamp = metav1.NewTime(testNow.Add(-40 * time.Second))
+	initializing.Status.Phase = corev1.PodPending
+	initializing.Status.PodIPs, initializing.Status.PodIP = nil, ""
+	initializing.Status.InitContainerStatuses[0].State = corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(testNow.Add(-30 * time.Second))}}
+	initializing.Status.InitContainerStatuses[0].Ready = false
+	for i := range initializing.Status.ContainerStatuses {
+		c := &initializing.Status.ContainerStatuses[i]
+		c.Ready, c.RestartCount = false, 0
+		c.State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "PodInitializing"}}
+	}
+	initializing.Status.Conditions = nil
+
+	terminating := podstest.Pod("default", "web-0", 6)
+	deleted := metav1.NewTime(testNow.Add(-10 * time.Second))
+	terminating.DeletionTimestamp = &deleted
+	terminating.DeletionGracePeriodSeconds = new(int64(30))
+
+	return []*corev1.Pod{running, crash, completed, failed, initializing, terminating}
+}
+
+// startServer serves pods from a new store, synced unless unsynced, and
+// returns the store and the socket.
+func startServer(t *testing.T, cfg server.Config, unsynced bool, pods ...*corev1.Pod) (*store.Store, string) {
+	t.Helper()
+	st := store.New()
+	for _, p := range pods {
+		st.Upsert(p)
+	}
+	if !unsynced {
+		st.MarkSynced()
+	}
+	srv := podstest.Start(t, st, cfg)
+	return st, srv.SocketPath()
+}
+
+// run runs podsctl with args and returns its outputs and exit code.
+func run(t *testing.T, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	var out, errOut bytes.Buffer
+	err := Run(ctx, args, &out, &errOut)
+	code = report(err, &errOut)
+	return out.String(), errOut.String(), code
+}
+
+// golden compares got with testdata/name, or rewrites it with -update.
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if got != string(want) {
+		t.Errorf("output differs from %s (run go test -update after checking it):\n--- got\n%s\n--- want\n%s", path, got, want)
+	}
+}
+
+func TestListAndGetGolden(t *testing.T) {
+	pods := testPods()
+	_, socket := startServer(t, server.Config{QPS: -1}, false, pods...)
+	uid := string(pods[1].UID)
+	tests := []struct {
+		name   string
+		args   []string
+		golden string
+	}{
+		{"ListTable", []string{"list"}, "list.txt"},
+		{"ListWide", []string{"list", "-o", "wide"}, "list-wide.txt"},
+		{"ListJSON", []string{"list", "-o", "json"}, "list.json"},
+		{"ListYAML", []string{"list", "--output=yaml"}, "list.yaml"},
+		{"ListName", []string{"list", "-o", "name"}, "list-name.txt"},
+		{"ListNamespace", []string{"list", "-n", "default"}, "list-namespace.txt"},
+		{"ListSelector", []string{"list", "-l", "app.kubernetes.io/name in (report, orders-api),tier"}, "list-selector.txt"},
+		{"ListFieldsYAML", []string{"list", "--fields", "metadata.name,status.phase", "-o", "yaml", "--namespace", "batch"}, "list-fields.yaml"},
+		{"GetTable", []string{"get", uid}, "get.txt"},
+		{"GetWide", []string{"get", uid, "-o", "wide"}, "get-wide.txt"},
+		{"GetJSON", []string{"get", "-o", "json", uid}, "get.json"},
+		{"GetYAML", []string{"get", uid, "-o", "yaml"}, "get.yaml"},
+		{"GetName", []string{"get", uid, "-o", "name"}, "get-name.txt"},
+		{"GetFieldsJSON", []string{"get", uid, "--fields", "status.podIPs,status.containerStatuses.ready", "-o", "json"}, "get-fields.json"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			stdout, stderr, code := run(t, append(tt.args, "--socket", socket)...)
+			if code != 0 || stderr != "" {
+				t.Fatalf("exit %d, stderr %q", code, stderr)
+			}
+			golden(t, tt.golden, stdout)
+		})
+	}
+}
+
+func TestListNothing(t *testing.T) {
+	_, socket := startServer(t, server.Config{}, false, testPods()...)
+	stdout, stderr, code := run(t, "list", "--socket", socket, "-n", "nope")
+	if code != 0 || stdout != "" || stderr != "No resources found.\n" {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+}
+
+// TestSocketEnv checks that PODSAPI_SOCKET sets the default socket.
+func TestSocketEnv(t *testing.T) {
+	_, socket := startServer(t, server.Config{}, false, testPods()...)
+	t.Setenv(socketEnv, "unix://"+socket)
+	stdout, stderr, code := run(t, "list", "-o", "name", "-n", "shop")
+	if code != 0 || stdout != "pod/orders-api\n" {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+}
+
+// writes is an io.Writer that sends each write on a channel.
+type writes chan string
+
+func (w writes) Write(p []byte) (int, error) {
+	w <- string(p)
+	return len(p), nil
+}
+
+// next returns the next write.
+func (w writes) next(t *testing.T) string {
+	t.Helper()
+	select {
+	case s := <-w:
+		return s
+	case <-time.After(testTimeout):
+		t.Fatal("podsctl watch printed nothing more")
+		return ""
+	}
+}
+
+func TestWatchGolden(t *testing.T) {
+	tests := []struct {
+		name   string
+		args   []string
+		golden string
+	}{
+		{"Table", nil, "watch.txt"},
+		{"Wide", []string{"-o", "wide"}, "watch-wide.txt"},
+		{"JSON", []string{"-o", "json"}, "watch.json"},
+		{"YAML", []string{"-o", "yaml"}, "watch.yaml"},
+		{"Name", []string{"-o", "name"}, "watch-name.txt"},
+		{"Selector", []string{"-l", "tier=web", "-o", "name"}, "watch-selector.txt"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pods := testPods()[:3]
+			st, socket := startServer(t, server.Config{}, false, pods...)
+			out := make(writes, 100)
+			var stderr bytes.Buffer
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() { done <- Run(ctx, append([]string{"watch", "--socket", socket}, tt.args...), out, &stderr) }()
+			defer func() {
+				cancel()
+				select {
+				case err := <-done:
+					if err != nil {
+						t.Errorf("watch ended with %v after cancellation, want nil", err)
+					}
+				case <-time.After(testTimeout):
+					t.Error("watch did not end after cancellation")
+				}
+			}()
+
+			var got strings.Builder
+			for !strings.Contains(got.String(), "SYNCED") {
+				got.WriteString(out.next(t))
+			}
+			// A change, a pod leaving the selector, a deletion.
+			changed := pods[0].DeepCopy()
+			changed.ResourceVersion = "2"
+			changed.Status.ContainerStatuses[0].RestartCount = 1
+			st.Upsert(changed)
+			relabelled := pods[1].DeepCopy()
+			relabelled.ResourceVersion = "2"
+			relabelled.Labels["tier"] = "api"
+			st.Upsert(relabelled)
+			st.Delete(pods[2].UID)
+			for range 3 {
+				got.WriteString(out.next(t))
+			}
+			golden(t, tt.golden, got.String())
+		})
+	}
+}
