@@ -140,8 +140,18 @@ func TestWatchFieldMask(t *testing.T) {
 			f.store.Upsert(p)
 			expectEvent(t, recv(t, w), podsv1alpha1.EventType_EVENT_TYPE_MODIFIED, view(corev1.PodSucceeded))
 
+			// A visible change followed at once by a hidden one: the
+			// visible one arrives without waiting for another event.
+			p = p.DeepCopy()
+			p.Status.Phase = corev1.PodFailed
+			f.store.Upsert(p)
+			p = p.DeepCopy()
+			p.Labels["extra"] = "again"
+			f.store.Upsert(p)
+			expectEvent(t, recv(t, w), podsv1alpha1.EventType_EVENT_TYPE_MODIFIED, view(corev1.PodFailed))
+
 			f.store.Delete(p.UID)
-			expectEvent(t, recv(t, w), podsv1alpha1.EventType_EVENT_TYPE_DELETED, view(corev1.PodSucceeded))
+			expectEvent(t, recv(t, w), podsv1alpha1.EventType_EVENT_TYPE_DELETED, view(corev1.PodFailed))
 		})
 	}
 }

@@ -109,7 +109,8 @@ func New(st Store, cfg Config) (*Server, error) {
 	reflector := grpcreflect.NewStaticReflector(podsv1alpha1connect.PodsName, grpchealth.HealthV1ServiceName)
 
 	mux := http.NewServeMux()
-	mux.Handle(podsv1alpha1connect.NewPodsHandler(pods, service.HandlerOptions(metrics, st.Synced, limiter)...))
+	podsPath, podsHandler := podsv1alpha1connect.NewPodsHandler(pods, service.HandlerOptions(metrics, st.Synced, limiter)...)
+	mux.Handle(podsPath, service.BatchWatchFlushes(podsHandler))
 	mux.Handle(grpchealth.NewHandler(s.health))
 	mux.Handle(grpcreflect.NewHandlerV1(reflector))
 	mux.Handle(grpcreflect.NewHandlerV1Alpha(reflector))

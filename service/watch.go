@@ -35,6 +35,10 @@ func (h *handler) WatchPods(ctx context.Context, _ *connect.Request[podsv1alpha1
 	snapshot, w := h.store.Watch(h.queue, h.metrics.droppedEvents)
 	defer w.Stop()
 
+	// Events that are ready together go out with one flush: the snapshot,
+	// then whatever the queue holds each time the watch wakes up.
+	batch := batchFrom(ctx)
+	batch.hold()
 	for _, p := range snapshot {
 		if err := h.check(ctx, w); err != nil {
 			return err
@@ -47,6 +51,7 @@ func (h *handler) WatchPods(ctx context.Context, _ *connect.Request[podsv1alpha1
 	if err := sendErr(ctx, stream.Send(synced)); err != nil {
 		return err
 	}
+	batch.release()
 	for {
 		select {
 		case <-ctx.Done():
@@ -56,24 +61,34 @@ func (h *handler) WatchPods(ctx context.Context, _ *connect.Request[podsv1alpha1
 		case <-w.Dropped():
 			return errFellBehind(w.Lost())
 		case ev := <-w.Events():
-			// An event dequeued after the watcher was dropped is lost.
-			if err := h.check(ctx, w); err != nil {
-				return err
-			}
-			if ev.Type == store.Modified && mask != nil {
-				same, err := h.sameView(ev.Prev, ev.Pod, mask)
-				if err != nil {
+			batch.hold()
+			for {
+				// An event dequeued after the watcher was dropped is lost.
+				if err := h.check(ctx, w); err != nil {
 					return err
 				}
-				if same {
-					continue
+				if err := h.deliver(ctx, stream, ev, mask); err != nil {
+					return err
 				}
+				if len(w.Events()) == 0 {
+					break
+				}
+				ev = <-w.Events()
 			}
-			if err := h.send(ctx, stream, ev.Type, ev.Pod, mask); err != nil {
-				return err
-			}
+			batch.release()
 		}
 	}
+}
+
+// deliver sends ev, unless a field mask hides the whole change.
+func (h *handler) deliver(ctx context.Context, stream *connect.ServerStream[podsv1alpha1.PodWatchResponse], ev store.Event, mask *fieldmask.Mask) error {
+	if ev.Type == store.Modified && mask != nil {
+		same, err := h.sameView(ev.Prev, ev.Pod, mask)
+		if err != nil || same {
+			return err
+		}
+	}
+	return h.send(ctx, stream, ev.Type, ev.Pod, mask)
 }
 
 // check returns the error that ends the watch now, if any.
