@@ -34,7 +34,16 @@ test: ## Run go vet and every test with the race detector.
 	go test -race ./...
 
 .PHONY: bench
-bench: ## Run the Go micro-benchmarks.
+bench: ## Measure ours against the baselines over real sockets and write docs/benchmarks.md (about 6 minutes).
+	go run ./cmd/bench --json docs/bench-results.json --svg docs/bench-list-latency.svg --md docs/benchmarks.md
+
+.PHONY: bench-quick
+bench-quick: ## The same measurements with small sizes (under a minute), written to build/.
+	@mkdir -p build
+	go run ./cmd/bench --quick --json build/bench-results.json --svg build/bench-list-latency.svg --md build/benchmarks.md
+
+.PHONY: bench-micro
+bench-micro: ## Run the Go micro-benchmarks of every package.
 	go test -run '^$$' -bench . -benchmem ./...
 
 .PHONY: protodeps

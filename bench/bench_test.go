@@ -1,0 +1,129 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestMain(m *testing.M) {
+	// The harness re-executes its own binary as server children: in a test,
+	// that binary is the test binary.
+	if child, code := ChildMain(); child {
+		os.Exit(code)
+	}
+	os.Exit(m.Run())
+}
+
+// TestRunTiny runs the whole harness, child processes included, with tiny
+// sizes, so that it cannot rot.
+func TestRunTiny(t *testing.T) {
+	dir := t.TempDir()
+	var out, errs bytes.Buffer
+	args := []string{
+		"--pods", "3,5", "--concurrency", "1,2", "--duration", "50ms", "--min-requests", "2",
+		"--watchers", "2", "--watch-pods", "3", "--churn", "50", "--watch-duration", "300ms",
+		"--idle-pods", "3", "--idle-watchers", "2", "--decode-time", "1ms", "--timeout", "60s",
+		"--json", filepath.Join(dir, "r.json"), "--svg", filepath.Join(dir, "p.svg"), "--md", filepath.Join(dir, "b.md"),
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	if err := Run(ctx, args, &out, &errs); err != nil {
+		t.Fatalf("Run: %v\n%s", err, errs.String())
+	}
+	var res Results
+	b, err := os.ReadFile(filepath.Join(dir, "r.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &res); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []struct {
+		op, impl string
+		pods     int
+	}{
+		{"list", ImplOurs, 3}, {"list-masked", ImplOurs, 5}, {"get", ImplOurs, 3},
+		{"list", ImplBaselineA, 5}, {"list-masked", ImplBaselineA, 3}, {"get", ImplBaselineA, 5},
+		{"list", ImplBaselineB, 3}, {"empty", ImplFloorRPC, 0}, {"raw:list", ImplFloorRaw, 5},
+	} {
+		r := res.row(want.op, want.impl, want.pods, 2)
+		if r == nil || r.Requests < 2 || r.MedianUs <= 0 {
+			t.Errorf("no measurement of %s %s %d pods: %+v", want.impl, want.op, want.pods, r)
+		}
+	}
+	full, masked, a := res.row("list", ImplOurs, 3, 1), res.row("list-masked", ImplOurs, 3, 1), res.row("list", ImplBaselineA, 3, 1)
+	if full.Bytes != a.Bytes || masked.Bytes*5 > full.Bytes {
+		t.Errorf("bytes per list: ours %v, A %v, masked %v", full.Bytes, a.Bytes, masked.Bytes)
+	}
+	if len(res.Watch) != 2 {
+		t.Fatalf("%d watch results, want 2", len(res.Watch))
+	}
+	for _, w := range res.Watch {
+		if w.Updates == 0 || w.Received != w.Expected || w.Lost != 0 {
+			t.Errorf("watch %s: %d updates, %d of %d events", w.Impl, w.Updates, w.Received, w.Expected)
+		}
+	}
+	if res.Idle == nil || res.Idle.RSSBytes == 0 {
+		t.Errorf("no idle measurement")
+	}
+	if len(res.Targets) == 0 || len(res.Micro) == 0 {
+		t.Errorf("no targets or micro-benchmarks")
+	}
+	for _, f := range []string{"p.svg", "b.md"} {
+		b, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil || len(b) < 500 {
+			t.Errorf("%s: %d bytes, %v", f, len(b), err)
+		}
+	}
+	if !strings.Contains(out.String(), "## Targets") {
+		t.Errorf("no table printed:\n%s", out.String())
+	}
+}
+
+// BenchmarkListPods measures ListPods of whole pods through a real server on
+// a socket, in this process: ours against baseline A (Marshal per request).
+func BenchmarkListPods(b *testing.B) {
+	for _, impl := range []string{ImplOurs, ImplBaselineA} {
+		b.Run(impl, func(b *testing.B) {
+			for _, n := range []int{110, 1000} {
+				b.Run(fmt.Sprint(n), func(b *testing.B) {
+					dir, err := os.MkdirTemp("", "pb")
+					if err != nil {
+						b.Fatal(err)
+					}
+					defer os.RemoveAll(dir)
+					c, err := startChild(context.Background(), childOptions{dir: dir, inProcess: true, watchQueue: 1000}, impl, n)
+					if err != nil {
+						b.Fatal(err)
+					}
+					defer c.stop()
+					callers, closeFn, err := grpcUnary(c.socket, methodList, "", nil)(1)
+					if err != nil {
+						b.Fatal(err)
+					}
+					defer closeFn()
+					ctx := context.Background()
+					size, err := callers[0](ctx)
+					if err != nil {
+						b.Fatal(err)
+					}
+					b.SetBytes(int64(size))
+					b.ReportAllocs()
+					b.ResetTimer()
+					for b.Loop() {
+						if _, err := callers[0](ctx); err != nil {
+							b.Fatal(err)
+						}
+					}
+				})
+			}
+		})
+	}
+}

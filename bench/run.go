@@ -1,0 +1,370 @@
+// Package bench is the `make bench` harness: it runs our server and the
+// baselines in child processes on UNIX sockets, drives them over the socket
+// and reports every figure against the baselines and floors measured in the
+// same run.
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/podsapi/podsapi/internal/podstest"
+)
+
+// Options are the flags of the benchmark.
+type Options struct {
+	Pods          []int
+	Concurrency   []int
+	Watchers      []int
+	WatchImpls    []string
+	Duration      time.Duration // per closed-loop measurement
+	MinRequests   int
+	WatchDuration time.Duration
+	Churn         float64
+	WatchPods     int
+	IdlePods      int
+	IdleWatchers  int
+	DecodeTime    time.Duration
+	Timeout       time.Duration
+	JSON          string
+	SVG           string
+	MD            string
+	CPUProfileDir string
+	InProcess     bool
+	Quick         bool
+	Command       string
+}
+
+// Run runs the benchmark command: `bench [flags]`, or the hidden
+// `bench serve [flags]` that serves one implementation in a child process.
+func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "serve" {
+		return serveChild(ctx, args[1:], stdout, stderr)
+	}
+	o, err := parseFlags(args, stderr)
+	if err != nil {
+		return err
+	}
+	return runBench(ctx, o, stdout, stderr)
+}
+
+// ChildMain serves when the process is a re-executed server child, and
+// reports whether it was one. Test binaries call it from TestMain.
+func ChildMain() (bool, int) {
+	if os.Getenv(childEnv) == "" || len(os.Args) < 2 || os.Args[1] != "serve" {
+		return false, 0
+	}
+	if err := serveChild(context.Background(), os.Args[2:], os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "serve:", err)
+		return true, 1
+	}
+	return true, 0
+}
+
+func parseFlags(args []string, stderr io.Writer) (Options, error) {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var o Options
+	pods := fs.String("pods", "110,1000,5000", "pod counts of the ListPods/GetPod measurements")
+	conc := fs.String("concurrency", "1,4", "closed-loop concurrent requests")
+	watchers := fs.String("watchers", "1,100,1000", "watcher counts of the watch measurements")
+	impls := fs.String("watch-impls", "ours,baselineA", "implementations of the watch measurements")
+	fs.DurationVar(&o.Duration, "duration", 2*time.Second, "duration of each closed-loop measurement")
+	fs.IntVar(&o.MinRequests, "min-requests", 5, "minimum requests of each measurement (bounded by 4x --duration)")
+	fs.DurationVar(&o.WatchDuration, "watch-duration", 10*time.Second, "churn duration of each watch measurement")
+	fs.Float64Var(&o.Churn, "churn", 1000, "status updates per second during watch measurements")
+	fs.IntVar(&o.WatchPods, "watch-pods", 110, "pods of the watch measurements")
+	fs.IntVar(&o.IdlePods, "idle-pods", 1000, "pods of the idle-watcher memory measurement")
+	fs.IntVar(&o.IdleWatchers, "idle-watchers", 1000, "idle watchers of the memory measurement (0 skips it)")
+	fs.DurationVar(&o.DecodeTime, "decode-time", time.Second, "duration of each in-process micro-benchmark")
+	fs.DurationVar(&o.Timeout, "timeout", 15*time.Minute, "bound of the whole run")
+	fs.StringVar(&o.JSON, "json", "", "write the results as JSON to this file")
+	fs.StringVar(&o.SVG, "svg", "", "draw ListPods latency versus pod count to this SVG file")
+	fs.StringVar(&o.MD, "md", "", "write the report (reproduction, machine, table, targets) to this Markdown file")
+	fs.StringVar(&o.CPUProfileDir, "cpuprofile", "", "directory for CPU profiles of every server child")
+	fs.BoolVar(&o.Quick, "quick", false, "small sizes and short durations (under a minute)")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if o.Quick {
+		def := func(name string, apply func()) {
+			if !set[name] {
+				apply()
+			}
+		}
+		def("pods", func() { *pods = "110,1000" })
+		def("duration", func() { o.Duration = 300 * time.Millisecond })
+		def("min-requests", func() { o.MinRequests = 3 })
+		def("watchers", func() { *watchers = "1,100" })
+		def("watch-duration", func() { o.WatchDuration = 2 * time.Second })
+		def("idle-pods", func() { o.IdlePods = 110 })
+		def("idle-watchers", func() { o.IdleWatchers = 200 })
+		def("decode-time", func() { o.DecodeTime = 200 * time.Millisecond })
+		def("timeout", func() { o.Timeout = 3 * time.Minute })
+	}
+	var err error
+	if o.Pods, err = ints(*pods); err != nil {
+		return o, err
+	}
+	if o.Concurrency, err = ints(*conc); err != nil {
+		return o, err
+	}
+	if o.Watchers, err = ints(*watchers); err != nil {
+		return o, err
+	}
+	for s := range strings.SplitSeq(*impls, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			o.WatchImpls = append(o.WatchImpls, s)
+		}
+	}
+	o.Command = "go run ./cmd/bench " + strings.Join(args, " ")
+	return o, nil
+}
+
+func ints(s string) ([]int, error) {
+	var out []int
+	for f := range strings.SplitSeq(s, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("bad number %q", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// Row is one closed-loop measurement.
+type Row struct {
+	Op   string `json:"op"` // list, list-masked, get, empty, raw
+	Impl string `json:"impl"`
+	Pods int    `json:"pods"`
+	K    int    `json:"concurrency"`
+	loadResult
+}
+
+// Results is everything one run measured.
+type Results struct {
+	Machine Machine       `json:"machine"`
+	Options Options       `json:"options"`
+	Started time.Time     `json:"started"`
+	Seconds float64       `json:"seconds"`
+	Rows    []Row         `json:"rows"`
+	Watch   []watchResult `json:"watch"`
+	Idle    *idleResult   `json:"idle,omitempty"`
+	Micro   []microResult `json:"micro"`
+	Targets []Target      `json:"targets"`
+	Errors  []string      `json:"errors,omitempty"`
+}
+
+// Machine describes where the run happened.
+type Machine struct {
+	CPU       string `json:"cpu"`
+	NProc     int    `json:"nproc"`
+	GoVersion string `json:"goVersion"`
+	OS        string `json:"os"`
+}
+
+func machine() Machine {
+	m := Machine{CPU: "unknown", NProc: runtime.NumCPU(), GoVersion: runtime.Version(), OS: runtime.GOOS + "/" + runtime.GOARCH}
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for l := range strings.SplitSeq(string(b), "\n") {
+			if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {
+				m.CPU = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	return m
+}
+
+func getRequest(pods int) []byte {
+	i := pods / 2
+	uid := podstest.UID(fmt.Sprintf("ns-%02d", i%10), fmt.Sprintf("pod-%05d-x7k2q", i))
+	return protowire.AppendString(protowire.AppendTag(nil, 1, protowire.BytesType), string(uid))
+}
+
+// lockedWriter serializes the writes of the harness and its children.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+func runBench(ctx context.Context, o Options, stdout, stderr io.Writer) error {
+	stderr = &lockedWriter{w: stderr}
+	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
+	defer cancel()
+	dir, err := os.MkdirTemp("", "pb")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	if o.CPUProfileDir != "" {
+		if err := os.MkdirAll(o.CPUProfileDir, 0o755); err != nil {
+			return err
+		}
+	}
+	co := childOptions{dir: dir, inProcess: o.InProcess, cpuprofile: o.CPUProfileDir, stderr: stderr, watchQueue: 1000}
+	res := &Results{Machine: machine(), Options: o, Started: time.Now()}
+	logf := func(format string, a ...any) {
+		fmt.Fprintf(stderr, "%s "+format+"\n", append([]any{time.Since(res.Started).Truncate(100 * time.Millisecond)}, a...)...)
+	}
+	fail := func(what string, err error) {
+		logf("ERROR %s: %v", what, err)
+		res.Errors = append(res.Errors, what+": "+err.Error())
+	}
+	measure := func(c *child, op string, pods int, f clientFactory) {
+		for _, k := range o.Concurrency {
+			if ctx.Err() != nil {
+				return
+			}
+			r, err := load(ctx, c, f, k, o.Duration, o.MinRequests, 1_000_000)
+			if err != nil {
+				fail(fmt.Sprintf("%s %s %d pods k=%d", c.impl, op, pods, k), err)
+				continue
+			}
+			res.Rows = append(res.Rows, Row{Op: op, Impl: c.impl, Pods: pods, K: k, loadResult: r})
+			logf("%-9s %-11s pods=%-5d k=%d  median %9.1fµs  p99 %9.1fµs  %9.0f B  cpu %8.1fµs/req  %7.0f allocs/req",
+				c.impl, op, pods, k, r.MedianUs, r.P99Us, r.Bytes, r.CPUUs, r.Allocs)
+		}
+	}
+
+	// ListPods and GetPod on every implementation and pod count.
+	for _, n := range o.Pods {
+		for _, impl := range []string{ImplOurs, ImplBaselineA, ImplBaselineB} {
+			if ctx.Err() != nil {
+				break
+			}
+			c, err := startChild(ctx, co, impl, n)
+			if err != nil {
+				fail(fmt.Sprintf("start %s %d pods", impl, n), err)
+				continue
+			}
+			if impl == ImplBaselineB {
+				measure(c, "list", n, httpGet(c.socket, "http://localhost/pods"))
+			} else {
+				measure(c, "list", n, grpcUnary(c.socket, methodList, "", nil))
+				measure(c, "list-masked", n, grpcUnary(c.socket, methodList, ListMask, nil))
+				measure(c, "get", n, grpcUnary(c.socket, methodGet, "", getRequest(n)))
+			}
+			c.stop()
+		}
+	}
+	// Floors: an empty RPC on our transport, and the same bytes as each of
+	// our responses over a plain socket.
+	if c, err := startChild(ctx, co, ImplFloorRPC, 0); err != nil {
+		fail("start floor-rpc", err)
+	} else {
+		measure(c, "empty", 0, grpcUnary(c.socket, methodEmpty, "", nil))
+		c.stop()
+	}
+	if c, err := startChild(ctx, co, ImplFloorRaw, 0); err != nil {
+		fail("start floor-raw", err)
+	} else {
+		for _, r := range slices.Clone(res.Rows) {
+			if r.Impl != ImplOurs || r.K != o.Concurrency[0] {
+				continue
+			}
+			size := int(r.Bytes)
+			measure(c, "raw:"+r.Op, r.Pods, rawFloor(c.socket, size))
+		}
+		c.stop()
+	}
+
+	// Watches.
+	for _, w := range o.Watchers {
+		for _, impl := range o.WatchImpls {
+			if ctx.Err() != nil {
+				break
+			}
+			logf("watch %s: %d pods, %d watchers, %g updates/s for %v", impl, o.WatchPods, w, o.Churn, o.WatchDuration)
+			r, err := runWatch(ctx, co, impl, o.WatchPods, w, o.Churn, o.WatchDuration)
+			if err != nil {
+				fail(fmt.Sprintf("watch %s %d watchers", impl, w), err)
+				continue
+			}
+			res.Watch = append(res.Watch, r)
+			logf("watch %s %d watchers: %d updates, %d/%d events, lost %d (%d by reading watchers, %d dropped), delay p50 %.0fµs p99 %.0fµs, cpu %.2f cores, %.1fµs/event, encodes/update %.2f, view computes/update %.2f",
+				impl, w, r.Updates, r.Received, r.Expected, r.Lost, r.LostByReading, r.Dropped, r.DelayMedianUs, r.DelayP99Us, r.CPUCores, r.CPUUsPerEvent, r.EncodesPerUpd, r.ComputesPerUpd)
+		}
+	}
+
+	// Memory of idle watchers.
+	if o.IdleWatchers > 0 && ctx.Err() == nil {
+		logf("idle: %d pods, %d watchers", o.IdlePods, o.IdleWatchers)
+		r, err := runIdle(ctx, co, ImplOurs, o.IdlePods, o.IdleWatchers)
+		if err != nil {
+			fail("idle watchers", err)
+		} else {
+			res.Idle = &r
+			logf("idle: RSS %d MiB with %d watchers, %d MiB without: %.1f KiB per watcher", r.RSSBytes>>20, r.Watchers, r.RSS0Bytes>>20, r.PerWatcherByte/1024)
+		}
+	}
+
+	// In-process micro-benchmarks: client decode, server response building.
+	if ctx.Err() == nil {
+		res.Micro = runMicro(o.DecodeTime)
+		for _, m := range res.Micro {
+			logf("micro %-40s %10.1fµs/op %8.0f allocs/op %10.0f B/op", m.Name, m.NsPerOp/1e3, m.AllocsPerOp, m.BytesPerOp)
+		}
+	}
+	res.Seconds = time.Since(res.Started).Seconds()
+	res.Targets = evaluate(res)
+	for i := range res.Targets {
+		if math.IsNaN(res.Targets[i].Value) {
+			res.Targets[i].Value = 0 // JSON has no NaN; Status says NOT MEASURED
+		}
+	}
+	if err := ctx.Err(); err != nil && !errors.Is(err, context.Canceled) {
+		res.Errors = append(res.Errors, "run bounded by --timeout: "+err.Error())
+	}
+
+	writeTable(stdout, res)
+	if o.JSON != "" {
+		b, err := json.MarshalIndent(res, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(o.JSON, append(b, '\n'), 0o644); err != nil {
+			return err
+		}
+	}
+	if o.SVG != "" {
+		if err := os.WriteFile(o.SVG, []byte(svgPlot(res)), 0o644); err != nil {
+			return err
+		}
+	}
+	if o.MD != "" {
+		if err := os.WriteFile(o.MD, []byte(markdown(res)), 0o644); err != nil {
+			return err
+		}
+	}
+	if len(res.Errors) > 0 {
+		return fmt.Errorf("%d measurements failed: %s", len(res.Errors), strings.Join(res.Errors, "; "))
+	}
+	return nil
+}
