@@ -11,6 +11,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/podsapi/podsapi/internal/retry"
 )
 
 // Cache is a local copy of the node's pods kept up to date by a watch, like
@@ -153,9 +155,9 @@ func (c *Cache) Run(ctx context.Context) error {
 	if !c.started.CompareAndSwap(false, true) {
 		return errors.New("client: Cache.Run called twice")
 	}
-	b := backoff{min: c.opts.minBackoff, max: c.opts.maxBackoff}
+	b := retry.NewBackoff(c.opts.minBackoff, c.opts.maxBackoff)
 	for {
-		err := c.watchOnce(ctx, &b)
+		err := c.watchOnce(ctx, b)
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -163,7 +165,7 @@ func (c *Cache) Run(ctx context.Context) error {
 			return err
 		}
 		c.opts.onError(err)
-		t := time.NewTimer(b.delay())
+		t := time.NewTimer(b.Next())
 		select {
 		case <-ctx.Done():
 			t.Stop()
@@ -175,7 +177,7 @@ func (c *Cache) Run(ctx context.Context) error {
 
 // watchOnce watches until the watch fails, reconciling the cache with the
 // watch's snapshot, and returns the error that ended it.
-func (c *Cache) watchOnce(ctx context.Context, b *backoff) error {
+func (c *Cache) watchOnce(ctx context.Context, b *retry.Backoff) error {
 	w, err := c.client.Watch(ctx, WithFields(c.opts.fields...))
 	if err != nil {
 		return err
@@ -202,7 +204,7 @@ func (c *Cache) watchOnce(ctx context.Context, b *backoff) error {
 		snapshot[ev.Pod.UID] = ev.Pod
 	}
 	c.reconcile(snapshot, order)
-	b.reset()
+	b.Reset()
 	for {
 		ev, err := w.Next()
 		if err != nil {

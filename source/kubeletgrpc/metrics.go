@@ -1,0 +1,33 @@
+package kubeletgrpc
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/podsapi/podsapi/source/internal/sourcemetrics"
+)
+
+// sourceLabel is the value of the source label of the metrics.
+const sourceLabel = "kubelet-grpc"
+
+// The values of the reason label of podsapi_source_errors_total. Every value
+// is exported (at zero) from the start.
+const (
+	// reasonConnect is a WatchPods call that could not be opened: the
+	// socket is missing or does not answer, or the kubelet refused it.
+	reasonConnect = "connect"
+	// reasonStream is a stream that ended or broke.
+	reasonStream = "stream"
+	// reasonDecode is a pod whose bytes are not a v1.Pod.
+	reasonDecode = "decode"
+	// reasonProtocol is an event the Source does not expect: an unknown
+	// type, a pod without a UID, or a second INITIAL_SYNC_COMPLETE.
+	reasonProtocol = "protocol"
+)
+
+var reasons = []string{reasonConnect, reasonStream, reasonDecode, reasonProtocol}
+
+// newMetrics makes the source's metrics and registers them with reg
+// unless reg is nil.
+func newMetrics(reg prometheus.Registerer) *sourcemetrics.Metrics {
+	return sourcemetrics.New(reg, sourceLabel, reasons...)
+}

@@ -1,0 +1,158 @@
+package kubelethttp
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// The defaults of the options.
+const (
+	// DefaultURL is the kubelet's authenticated /pods endpoint on the node.
+	DefaultURL = "https://127.0.0.1:10250/pods"
+	// DefaultInterval is the time between two successful polls.
+	DefaultInterval = 5 * time.Second
+	// DefaultRequestTimeout bounds each poll, the body included.
+	DefaultRequestTimeout = 10 * time.Second
+	// DefaultMinBackoff is the first wait after a failed poll.
+	DefaultMinBackoff = time.Second
+	// DefaultMaxBackoff is the longest wait after failed polls.
+	DefaultMaxBackoff = time.Minute
+	// DefaultMaxBodyBytes is the largest response body accepted.
+	DefaultMaxBodyBytes = 256 << 20
+)
+
+// Option configures a Source made by New.
+type Option func(*options)
+
+type options struct {
+	url                string
+	interval           time.Duration
+	timeout            time.Duration
+	minBackoff         time.Duration
+	maxBackoff         time.Duration
+	maxBody            int64
+	tokenFile          string
+	caFile             string
+	insecureSkipVerify bool
+	certFile, keyFile  string
+	logger             *slog.Logger
+	registerer         prometheus.Registerer
+}
+
+func defaultOptions() options {
+	return options{
+		url:        DefaultURL,
+		interval:   DefaultInterval,
+		timeout:    DefaultRequestTimeout,
+		minBackoff: DefaultMinBackoff,
+		maxBackoff: DefaultMaxBackoff,
+		maxBody:    DefaultMaxBodyBytes,
+		logger:     slog.Default(),
+	}
+}
+
+// WithURL sets the URL of the kubelet's /pods endpoint, http or https. The
+// default is DefaultURL; the read-only port is http://127.0.0.1:10255/pods.
+func WithURL(url string) Option {
+	return func(o *options) { o.url = url }
+}
+
+// WithInterval sets the time between two successful polls. The default is
+// DefaultInterval (5s). Non-positive values keep the default.
+func WithInterval(d time.Duration) Option {
+	return func(o *options) {
+		if d > 0 {
+			o.interval = d
+		}
+	}
+}
+
+// WithRequestTimeout bounds each poll, from the request to the end of the
+// body. The default is DefaultRequestTimeout (10s). Non-positive values keep
+// the default.
+func WithRequestTimeout(d time.Duration) Option {
+	return func(o *options) {
+		if d > 0 {
+			o.timeout = d
+		}
+	}
+}
+
+// WithBackoff sets the first and the longest wait after a failed poll. Each
+// failure doubles the wait up to maxWait, with up to half of it randomly
+// taken off (jitter); a successful poll resets it. The defaults are
+// DefaultMinBackoff (1s) and DefaultMaxBackoff (1m). Non-positive values
+// keep the defaults; maxWait is raised to minWait if smaller.
+func WithBackoff(minWait, maxWait time.Duration) Option {
+	return func(o *options) {
+		if minWait > 0 {
+			o.minBackoff = minWait
+		}
+		if maxWait > 0 {
+			o.maxBackoff = maxWait
+		}
+		o.maxBackoff = max(o.maxBackoff, o.minBackoff)
+	}
+}
+
+// WithMaxBodyBytes sets the size of the largest response body accepted; a
+// larger one fails the poll. The default is DefaultMaxBodyBytes (256 MiB).
+// Non-positive values keep the default.
+func WithMaxBodyBytes(n int64) Option {
+	return func(o *options) {
+		if n > 0 {
+			o.maxBody = n
+		}
+	}
+}
+
+// WithTokenFile sets a file holding a bearer token, sent in the
+// Authorization header. The file is read at each poll, so that a rotated
+// token (such as a projected service account token) is picked up. The
+// default is no token.
+func WithTokenFile(path string) Option {
+	return func(o *options) { o.tokenFile = path }
+}
+
+// WithCAFile sets a PEM file of the certificate authorities that sign the
+// kubelet's serving certificate. The default is the system's roots.
+func WithCAFile(path string) Option {
+	return func(o *options) { o.caFile = path }
+}
+
+// WithInsecureSkipVerify turns off the verification of the kubelet's
+// serving certificate, which is often self-signed. The default is to verify
+// it. It takes precedence over WithCAFile.
+func WithInsecureSkipVerify(skip bool) Option {
+	return func(o *options) { o.insecureSkipVerify = skip }
+}
+
+// WithClientCert sets a PEM client certificate and key to authenticate to
+// the kubelet with. They are read again for each new connection, so that
+// rotated certificates are picked up. The default is no client
+// certificate.
+func WithClientCert(certFile, keyFile string) Option {
+	return func(o *options) { o.certFile, o.keyFile = certFile, keyFile }
+}
+
+// WithLogger sets the logger of the Source. The default is slog.Default()
+// at the time New is called. A nil logger keeps the default. Every record
+// carries the attribute source=Name().
+func WithLogger(logger *slog.Logger) Option {
+	return func(o *options) {
+		if logger != nil {
+			o.logger = logger
+		}
+	}
+}
+
+// WithRegisterer registers the metrics of the Source,
+// podsapi_source_errors_total and
+// podsapi_source_last_success_timestamp_seconds, with reg. The default is
+// to register no metrics. Sources of every kind may share one registerer:
+// they then share the metrics, told apart by their source label.
+func WithRegisterer(reg prometheus.Registerer) Option {
+	return func(o *options) { o.registerer = reg }
+}

@@ -1,0 +1,117 @@
+package kubelethttp
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"unicode/utf8"
+
+	corev1 "k8s.io/api/core/v1"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
+)
+
+// pollError is a failed poll, with the reason label it is counted under.
+type pollError struct {
+	reason string
+	err    error
+}
+
+func (e *pollError) Error() string { return e.err.Error() }
+
+func (e *pollError) Unwrap() error { return e.err }
+
+func failed(reason string, format string, args ...any) *pollError {
+	return &pollError{reason: reason, err: fmt.Errorf(format, args...)}
+}
+
+// fetch polls the kubelet once and returns its pods.
+func (s *Source) fetch(ctx context.Context, client *http.Client) ([]corev1.Pod, *pollError) {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.url, nil)
+	if err != nil {
+		return nil, failed(reasonRequest, "make the request: %w", err)
+	}
+	req.Header.Set("Accept", "application/json")
+	if s.tokenFile != "" {
+		token, perr := readToken(s.tokenFile)
+		if perr != nil {
+			return nil, perr
+		}
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, transportError(ctx, "GET "+s.url, err)
+	}
+	defer func() {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
+		_ = resp.Body.Close()
+	}()
+	if resp.StatusCode != http.StatusOK {
+		reason := reasonStatus
+		if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
+			reason = reasonUnauthorized
+		}
+		snippet, _ := io.ReadAll(io.LimitReader(resp.Body, 256))
+		return nil, failed(reason, "GET %s: %s: %q", s.url, resp.Status, sanitize(snippet))
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, s.maxBody+1))
+	if err != nil {
+		return nil, transportError(ctx, "read the body of "+s.url, err)
+	}
+	if int64(len(body)) > s.maxBody {
+		return nil, failed(reasonTooLarge, "the body of %s is larger than %d bytes", s.url, s.maxBody)
+	}
+	pods, perr := decode(body)
+	if perr != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		// The body was cut short by the deadline.
+		return nil, failed(reasonTimeout, "read the body of %s: timed out: %w", s.url, perr)
+	}
+	return pods, perr
+}
+
+// decode decodes a JSON v1 PodList, ignoring unknown fields.
+func decode(body []byte) ([]corev1.Pod, *pollError) {
+	var list corev1.PodList
+	if err := utiljson.Unmarshal(body, &list); err != nil {
+		return nil, failed(reasonDecode, "decode the pod list: %w", err)
+	}
+	if list.Kind != "PodList" || list.APIVersion != "v1" {
+		return nil, failed(reasonDecode, "decode the pod list: got kind %q and apiVersion %q, want PodList and v1",
+			list.Kind, list.APIVersion)
+	}
+	return list.Items, nil
+}
+
+// readToken reads a bearer token file.
+func readToken(path string) (string, *pollError) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", failed(reasonToken, "read the token file: %w", err)
+	}
+	token := string(bytes.TrimSpace(b))
+	if token == "" {
+		return "", failed(reasonToken, "the token file %s is empty", path)
+	}
+	return token, nil
+}
+
+// transportError classifies an error of the request or of the body.
+func transportError(ctx context.Context, what string, err error) *pollError {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return failed(reasonTimeout, "%s: timed out: %w", what, err)
+	}
+	return failed(reasonRequest, "%s: %w", what, err)
+}
+
+// sanitize makes a body snippet fit for a log line.
+func sanitize(b []byte) string {
+	s := strings.ToValidUTF8(string(b), string(utf8.RuneError))
+	return strings.TrimSpace(s)
+}

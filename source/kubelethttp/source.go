@@ -1,0 +1,114 @@
+package kubelethttp
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"time"
+
+	"github.com/podsapi/podsapi/internal/retry"
+	"github.com/podsapi/podsapi/source/internal/sourcemetrics"
+)
+
+// Source polls the kubelet's /pods endpoint. Make one with New and start it
+// with Run.
+type Source struct {
+	url                string
+	interval           time.Duration
+	timeout            time.Duration
+	minBackoff         time.Duration
+	maxBackoff         time.Duration
+	maxBody            int64
+	tokenFile          string
+	caFile             string
+	insecureSkipVerify bool
+	certFile, keyFile  string
+	log                *slog.Logger
+	metrics            *sourcemetrics.Metrics
+}
+
+// New returns a Source configured by opts. It registers the Source's
+// metrics if WithRegisterer is given, and panics if that registerer holds a
+// different metric of the same name.
+func New(opts ...Option) *Source {
+	o := defaultOptions()
+	for _, opt := range opts {
+		opt(&o)
+	}
+	s := &Source{
+		url:                o.url,
+		interval:           o.interval,
+		timeout:            o.timeout,
+		minBackoff:         o.minBackoff,
+		maxBackoff:         o.maxBackoff,
+		maxBody:            o.maxBody,
+		tokenFile:          o.tokenFile,
+		caFile:             o.caFile,
+		insecureSkipVerify: o.insecureSkipVerify,
+		certFile:           o.certFile,
+		keyFile:            o.keyFile,
+		metrics:            newMetrics(o.registerer),
+	}
+	s.log = o.logger.With("source", s.Name())
+	return s
+}
+
+// Name returns "kubelet-http:" followed by the URL, to tell the Source
+// apart in logs.
+func (s *Source) Name() string {
+	return "kubelet-http:" + s.url
+}
+
+// Run polls the kubelet and sends its pods to sink, calling
+// sink.MarkSynced after the first successful poll, until ctx is cancelled;
+// see the package documentation. It calls sink from its own goroutine only
+// and assumes sink starts without any of this Source's pods.
+//
+// Run returns nil when ctx is cancelled. It returns an error, at once, only
+// for a configuration that cannot work: a URL that is not http or https, a
+// CA file or client certificate that cannot be loaded. A kubelet that does
+// not answer is retried forever: until the first successful poll the sink
+// stays unsynced, afterwards it keeps the last known pods.
+func (s *Source) Run(ctx context.Context, sink Sink) error {
+	u, err := url.Parse(s.url)
+	if err != nil {
+		return fmt.Errorf("kubelethttp: the kubelet URL: %w", err)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("kubelethttp: the kubelet URL %q is not an http or https URL", s.url)
+	}
+	client, err := s.newClient()
+	if err != nil {
+		return err
+	}
+	defer client.CloseIdleConnections()
+	if s.insecureSkipVerify && u.Scheme == "https" {
+		s.log.Warn("not verifying the kubelet's serving certificate (insecure-skip-verify)")
+	}
+
+	st := newState(s, sink)
+	bo := retry.NewBackoff(s.minBackoff, s.maxBackoff)
+	for {
+		pods, perr := s.fetch(ctx, client)
+		if ctx.Err() != nil {
+			return nil
+		}
+		wait := s.interval
+		if perr != nil {
+			st.fail(perr)
+			wait = bo.Next()
+		} else {
+			bo.Reset()
+			s.metrics.Success(time.Now())
+			st.apply(pods)
+		}
+		timer := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return nil
+		case <-timer.C:
+		}
+	}
+}
