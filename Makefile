@@ -46,6 +46,14 @@ bench-quick: ## The same measurements with small sizes (under a minute), written
 bench-micro: ## Run the Go micro-benchmarks of every package.
 	go test -run '^$$' -bench . -benchmem ./...
 
+.PHONY: conformance
+conformance: ## Run the conformance suite against our server, started and restarted by the runner.
+	@mkdir -p build
+	go build -o bin/podsapi-server ./cmd/server
+	go run ./cmd/conformance \
+		--server-cmd 'bin/podsapi-server --socket {socket} --manifest-dir {manifests} --metrics-address {metrics} --watch-queue 16 --log-level warn' \
+		--features conformance/features/podsapi-server.yaml --junit build/conformance.xml --json build/conformance.json
+
 .PHONY: protodeps
 protodeps: ## Copy the Kubernetes .proto files from the module cache (versions pinned in go.mod) to build/proto.
 	@go mod download k8s.io/api k8s.io/apimachinery

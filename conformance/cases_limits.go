@@ -1,0 +1,270 @@
+package conformance
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"connectrpc.com/connect"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	podsv1alpha1 "github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1"
+)
+
+// rawList calls ListPods once, unpaced.
+func (c *C) rawList(h http.Header) error {
+	_, err := c.env.client.ListPods(c.ctx, withHeader(&podsv1alpha1.PodListRequest{}, h))
+	return err
+}
+
+// rawGet calls GetPod once, unpaced.
+func (c *C) rawGet(uid string, h http.Header) error {
+	_, err := c.env.client.GetPod(c.ctx, withHeader(&podsv1alpha1.PodGetRequest{PodUID: uid}, h))
+	return err
+}
+
+// refill waits until the declared bucket is full again: a real wait for the
+// implementation's limiter, bounded by the declared rate.
+func (c *C) refill() {
+	rl := c.env.cfg.Features.RateLimit
+	if rl.QPS <= 0 {
+		return
+	}
+	d := time.Duration(float64(rl.Burst+1) / rl.QPS * float64(time.Second))
+	select {
+	case <-c.ctx.Done():
+		c.Fatalf("interrupted")
+	case <-time.After(d):
+	}
+}
+
+// burst makes calls with f as fast as possible, at most n, and returns how
+// many succeeded (or were answered other than RESOURCE_EXHAUSTED) and the
+// first unexpected error.
+func (c *C) burst(n int, f func() error) (ok, limited int, unexpected error) {
+	for range n {
+		err := f()
+		switch codeOf(err) {
+		case connect.CodeResourceExhausted:
+			limited++
+		case 0, connect.CodeNotFound:
+			ok++
+		default:
+			if unexpected == nil {
+				unexpected = err
+			}
+		}
+	}
+	return ok, limited, unexpected
+}
+
+// exhaust empties the declared bucket with ListPods calls.
+func (c *C) exhaust() {
+	rl := c.env.cfg.Features.RateLimit
+	_, limited, _ := c.burst(rl.Burst*3+10, func() error { return c.rawList(textMask("metadata.uid")) })
+	if limited == 0 {
+		c.Logf("ListPods was not rate limited while exhausting the bucket")
+	}
+}
+
+// checkBurst checks one rate-limited RPC.
+func (c *C) checkBurst(rpc string, f func() error) {
+	rl := c.env.cfg.Features.RateLimit
+	c.refill()
+	n := rl.Burst*3 + 10
+	start := time.Now()
+	ok, limited, unexpected := c.burst(n, f)
+	elapsed := time.Since(start)
+	req := fmt.Sprintf("%d %s calls in %s (declared: %v qps, burst %d)", n, rpc, elapsed.Round(time.Millisecond), rl.QPS, rl.Burst)
+	if unexpected != nil {
+		c.Failf(req, "OK or RESOURCE_EXHAUSTED", codeName(unexpected))
+	}
+	// The bucket may refill during the burst.
+	allowed := rl.Burst + int(elapsed.Seconds()*rl.QPS) + 1
+	if limited == 0 || ok > allowed {
+		c.Failf(req, fmt.Sprintf("at most %d answered, the others RESOURCE_EXHAUSTED", allowed), fmt.Sprintf("%d answered, %d RESOURCE_EXHAUSTED", ok, limited))
+	}
+	if ok < min(rl.Burst, n) && elapsed < time.Second {
+		c.Failf(req, fmt.Sprintf("the first %d calls (the burst) answered", rl.Burst), fmt.Sprintf("%d answered", ok))
+	}
+	c.refill()
+}
+
+func registerLimitCases() {
+	unknown := func(c *C) string { return "00000000-0000-4000-8000-" + c.env.runID + "beef" }
+	register("RateLimit/ListPods",
+		"ListPods calls beyond the declared burst MUST fail with RESOURCE_EXHAUSTED.",
+		needs(NeedRateLimit), func(c *C) {
+			c.checkBurst("ListPods", func() error { return c.rawList(textMask("metadata.uid")) })
+		})
+	register("RateLimit/GetPod",
+		"GetPod calls beyond the declared burst MUST fail with RESOURCE_EXHAUSTED.",
+		needs(NeedRateLimit), func(c *C) {
+			uid := unknown(c)
+			c.checkBurst("GetPod", func() error { return c.rawGet(uid, nil) })
+		})
+	register("RateLimit/Shared",
+		"ListPods and GetPod MUST share one rate limit: after ListPods exhausted it, GetPod fails with RESOURCE_EXHAUSTED.",
+		needs(NeedRateLimit), func(c *C) {
+			c.refill()
+			c.exhaust()
+			rl := c.env.cfg.Features.RateLimit
+			uid := unknown(c)
+			start := time.Now()
+			ok, limited, unexpected := c.burst(5, func() error { return c.rawGet(uid, nil) })
+			allowed := int(time.Since(start).Seconds()*rl.QPS) + 1
+			if unexpected != nil || limited == 0 || ok > allowed {
+				c.Failf("5 GetPod calls right after ListPods exhausted the rate limit", fmt.Sprintf("RESOURCE_EXHAUSTED (at most %d answered as the bucket refills)", allowed),
+					fmt.Sprintf("%d answered, %d RESOURCE_EXHAUSTED, error %v", ok, limited, unexpected))
+			}
+			c.refill()
+		})
+	register("RateLimit/Refill",
+		"Tokens MUST refill at the declared rate: after exhausting the limit and waiting for a few tokens, calls succeed again.",
+		needs(NeedRateLimit), func(c *C) {
+			rl := c.env.cfg.Features.RateLimit
+			if rl.QPS < 2 {
+				c.Skipf("the declared rate (%v qps) is too low to check quickly", rl.QPS)
+			}
+			c.refill()
+			c.exhaust()
+			wait := time.Duration(3 / rl.QPS * float64(time.Second))
+			select {
+			case <-c.ctx.Done():
+				c.Fatalf("interrupted")
+			case <-time.After(wait):
+			}
+			ok, limited, unexpected := c.burst(3, func() error { return c.rawList(textMask("metadata.uid")) })
+			if ok == 0 || unexpected != nil {
+				c.Failf(fmt.Sprintf("3 ListPods calls %s after exhausting the rate limit (declared %v qps)", wait, rl.QPS),
+					"at least one OK", fmt.Sprintf("%d OK, %d RESOURCE_EXHAUSTED, error %v", ok, limited, unexpected))
+			}
+			c.refill()
+		})
+	register("Metrics/Names",
+		"The metrics endpoint MUST export kubelet_pod_requests_total, kubelet_pod_requests_list_total, kubelet_pod_requests_get_total and kubelet_pod_requests_watch_total with labels server_api_version and status_code, and kubelet_pod_watch_events_dropped_total.",
+		needs(NeedMetrics), func(c *C) {
+			c.list(nil)
+			c.get("", nil)
+			w := c.watch(textMask("metadata.nosuchfield"))
+			w.next(c.recvTimeout())
+			m := c.scrape()
+			for _, name := range requestMetrics {
+				fam := m[name]
+				if fam == nil || len(fam.GetMetric()) == 0 {
+					c.Failf("scrape "+c.env.cfg.MetricsURL, name+" exported", "absent")
+				}
+				for _, s := range fam.GetMetric() {
+					var labels []string
+					for _, l := range s.GetLabel() {
+						labels = append(labels, l.GetName())
+					}
+					slices.Sort(labels)
+					if !slices.Equal(labels, []string{"server_api_version", "status_code"}) {
+						c.Failf("scrape "+c.env.cfg.MetricsURL, name+" with labels server_api_version, status_code", fmt.Sprint(labels))
+					}
+				}
+			}
+			if m["kubelet_pod_watch_events_dropped_total"] == nil {
+				c.Failf("scrape "+c.env.cfg.MetricsURL, "kubelet_pod_watch_events_dropped_total exported", "absent")
+			}
+		})
+	register("Metrics/Counts",
+		"The request metrics MUST grow by exactly the requests made, per RPC and status_code (gRPC code names such as OK, NotFound).",
+		needs(NeedMetrics), func(c *C) {
+			c.refill()
+			before := c.scrape()
+			// A known sequence, within the burst.
+			_ = c.rawList(nil)                                               // OK
+			_ = c.rawList(textMask("metadata.name"))                         // OK
+			_ = c.rawList(textMask("metadata.nosuchfield"))                  // InvalidArgument
+			_ = c.rawGet("", nil)                                            // InvalidArgument
+			_ = c.rawGet("00000000-0000-4000-8000-"+c.env.runID+"f00d", nil) // NotFound
+			w := c.watch(textMask("spec.nosuchfield"))
+			w.next(c.recvTimeout()) // InvalidArgument
+			after := c.scrape()
+			want := map[string]map[string]float64{
+				"kubelet_pod_requests_list_total":  {"OK": 2, "InvalidArgument": 1},
+				"kubelet_pod_requests_get_total":   {"InvalidArgument": 1, "NotFound": 1},
+				"kubelet_pod_requests_watch_total": {"InvalidArgument": 1},
+				"kubelet_pod_requests_total":       {"OK": 2, "InvalidArgument": 3, "NotFound": 1},
+			}
+			var diffs []string
+			for name, codes := range want {
+				for _, code := range []string{"OK", "InvalidArgument", "NotFound", "ResourceExhausted", "FailedPrecondition"} {
+					l := map[string]string{"server_api_version": "v1alpha1", "status_code": code}
+					got := after.value(name, l) - before.value(name, l)
+					if got != codes[code] {
+						diffs = append(diffs, fmt.Sprintf("%s{status_code=%q} grew by %v, want %v", name, code, got, codes[code]))
+					}
+				}
+			}
+			if len(diffs) > 0 {
+				c.Failf("ListPods OK, ListPods OK (mask), ListPods bad mask, GetPod empty UID, GetPod unknown UID, WatchPods bad mask",
+					"each counted once with its code and server_api_version=\"v1alpha1\"", strings.Join(diffs, "; "))
+			}
+			c.refill()
+		})
+}
+
+var requestMetrics = []string{"kubelet_pod_requests_total", "kubelet_pod_requests_list_total", "kubelet_pod_requests_get_total", "kubelet_pod_requests_watch_total"}
+
+// metrics is a scrape.
+type metrics map[string]*dto.MetricFamily
+
+// scrape reads the metrics endpoint.
+func (c *C) scrape() metrics {
+	req, err := http.NewRequestWithContext(c.ctx, http.MethodGet, c.env.cfg.MetricsURL, nil)
+	if err != nil {
+		c.Fatalf("metrics URL %q: %v", c.env.cfg.MetricsURL, err)
+	}
+	req.Header.Set("Accept", "text/plain")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		c.Fatalf("scrape %s: %v", c.env.cfg.MetricsURL, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		c.Fatalf("scrape %s: %s: %s", c.env.cfg.MetricsURL, resp.Status, b)
+	}
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		c.Fatalf("scrape %s: %v", c.env.cfg.MetricsURL, err)
+	}
+	return metrics(fams)
+}
+
+// value returns the value of the sample of name with labels (nil: the
+// sample without labels), 0 when absent.
+func (m metrics) value(name string, labels map[string]string) float64 {
+	fam := m[name]
+	for _, s := range fam.GetMetric() {
+		if len(s.GetLabel()) != len(labels) {
+			continue
+		}
+		match := true
+		for _, l := range s.GetLabel() {
+			if labels[l.GetName()] != l.GetValue() {
+				match = false
+			}
+		}
+		if match {
+			switch {
+			case s.GetCounter() != nil:
+				return s.GetCounter().GetValue()
+			case s.GetGauge() != nil:
+				return s.GetGauge().GetValue()
+			case s.GetUntyped() != nil:
+				return s.GetUntyped().GetValue()
+			}
+		}
+	}
+	return 0
+}

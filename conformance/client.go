@@ -1,0 +1,428 @@
+package conformance
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"connectrpc.com/connect"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/fieldmaskpb"
+
+	corev1pb "github.com/podsapi/podsapi/gen/k8s.io/api/core/v1"
+	podsv1alpha1 "github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1"
+	"github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1/podsv1alpha1connect"
+)
+
+// The field mask headers of the API.
+const (
+	maskHeader    = "x-kubernetes-fieldmask"
+	maskBinHeader = "x-kubernetes-fieldmask-bin"
+)
+
+// c.recvTimeout() bounds the wait for one watch event the suite expects
+// (Config.EventTimeout).
+func (c *C) recvTimeout() time.Duration { return c.env.cfg.EventTimeout }
+
+// textMask returns metadata with one x-kubernetes-fieldmask value per
+// argument.
+func textMask(values ...string) http.Header {
+	h := http.Header{}
+	for _, v := range values {
+		h.Add(maskHeader, v)
+	}
+	return h
+}
+
+// binMask returns metadata with paths as a serialized FieldMask.
+func binMask(paths ...string) http.Header {
+	b, err := proto.Marshal(&fieldmaskpb.FieldMask{Paths: paths})
+	if err != nil {
+		panic(err)
+	}
+	h := http.Header{}
+	h.Set(maskBinHeader, connect.EncodeBinaryHeader(b))
+	return h
+}
+
+// describe formats a request for failure messages.
+func describe(rpc string, h http.Header, detail string) string {
+	var parts []string
+	for _, k := range []string{maskHeader, maskBinHeader} {
+		for _, v := range h.Values(k) {
+			parts = append(parts, fmt.Sprintf("%s: %q", k, v))
+		}
+	}
+	s := rpc
+	if detail != "" {
+		s += "(" + detail + ")"
+	}
+	if len(parts) > 0 {
+		s += " with " + strings.Join(parts, ", ")
+	}
+	return s
+}
+
+func codeOf(err error) connect.Code {
+	if err == nil {
+		return 0
+	}
+	return connect.CodeOf(err)
+}
+
+// codeName is the gRPC name of the code of err, "OK" for nil.
+func codeName(err error) string {
+	if err == nil {
+		return "OK"
+	}
+	return fmt.Sprintf("%s (%v)", strings.ToUpper(strings.ReplaceAll(codeSnake(codeOf(err)), " ", "_")), err)
+}
+
+func codeSnake(c connect.Code) string {
+	return strings.ReplaceAll(c.String(), "_", " ")
+}
+
+func withHeader[T any](msg *T, h http.Header) *connect.Request[T] {
+	req := connect.NewRequest(msg)
+	for k, vs := range h {
+		for _, v := range vs {
+			req.Header().Add(k, v)
+		}
+	}
+	return req
+}
+
+// pace waits for the suite's own client-side rate limit, so that ordinary
+// calls of the cases are not refused by the implementation's.
+func (c *C) pace() {
+	if c.env.pacer != nil {
+		if err := c.env.pacer.Wait(c.ctx); err != nil {
+			c.Fatalf("interrupted: %v", err)
+		}
+	}
+}
+
+// retryRateLimited calls f until it is not refused with RESOURCE_EXHAUSTED
+// (a leftover of another case's exhausted bucket), within bounds.
+func retryRateLimited(c *C, f func() error) error {
+	var err error
+	for range 50 {
+		c.pace()
+		if err = f(); codeOf(err) != connect.CodeResourceExhausted || c.env.pacer == nil {
+			return err
+		}
+		select {
+		case <-c.ctx.Done():
+			return err
+		case <-time.After(time.Duration(float64(time.Second) / float64(c.env.pacer.Limit()))):
+		}
+	}
+	return err
+}
+
+// list calls ListPods with h, paced and retried when rate limited.
+func (c *C) list(h http.Header) ([]*corev1pb.Pod, error) {
+	return c.listWith(c.env.client, h)
+}
+
+func (c *C) listWith(client podsv1alpha1connect.PodsClient, h http.Header) ([]*corev1pb.Pod, error) {
+	var pods []*corev1pb.Pod
+	err := retryRateLimited(c, func() error {
+		resp, err := client.ListPods(c.ctx, withHeader(&podsv1alpha1.PodListRequest{}, h))
+		if err == nil {
+			pods = resp.Msg.GetPods()
+		}
+		return err
+	})
+	return pods, err
+}
+
+// mustList is list that fails the case on an error.
+func (c *C) mustList(h http.Header) []*corev1pb.Pod {
+	pods, err := c.list(h)
+	if err != nil {
+		c.Failf(describe("ListPods", h, ""), "OK", codeName(err))
+	}
+	return pods
+}
+
+// get calls GetPod with h, paced and retried when rate limited.
+func (c *C) get(uid string, h http.Header) (*corev1pb.Pod, error) {
+	var pod *corev1pb.Pod
+	err := retryRateLimited(c, func() error {
+		resp, err := c.env.client.GetPod(c.ctx, withHeader(&podsv1alpha1.PodGetRequest{PodUID: uid}, h))
+		if err == nil {
+			pod = resp.Msg.GetPod()
+		}
+		return err
+	})
+	return pod, err
+}
+
+func (c *C) mustGet(uid string, h http.Header) *corev1pb.Pod {
+	pod, err := c.get(uid, h)
+	if err != nil {
+		c.Failf(describe("GetPod", h, "podUID="+uid), "OK", codeName(err))
+	}
+	return pod
+}
+
+// event is one WatchPods event, or the error that ended the stream.
+type event struct {
+	typ podsv1alpha1.EventType
+	pod *corev1pb.Pod
+	err error
+}
+
+func (ev event) String() string {
+	if ev.err != nil {
+		return "stream ended: " + codeName(ev.err)
+	}
+	m := ev.pod.GetMetadata()
+	if ev.pod == nil {
+		return ev.typ.String() + " (no pod)"
+	}
+	return fmt.Sprintf("%s %s/%s uid=%s version=%s phase=%s", ev.typ, m.GetNamespace(), m.GetName(), m.GetUid(), m.GetAnnotations()[versionAnnotation], ev.pod.GetStatus().GetPhase())
+}
+
+// watch is an open WatchPods stream. It is read only when the case asks
+// for an event, so that a case can stop reading it.
+type watch struct {
+	c      *C
+	desc   string
+	stream *connect.ServerStreamForClient[podsv1alpha1.PodWatchResponse]
+	ctx    context.Context
+	cancel context.CancelFunc
+	once   sync.Once
+	events chan event
+	done   chan struct{}
+	ended  bool
+}
+
+// watch opens a WatchPods stream with h on the suite's client.
+func (c *C) watch(h http.Header) *watch {
+	return c.watchWith(c.env.client, h)
+}
+
+func (c *C) watchWith(client podsv1alpha1connect.PodsClient, h http.Header) *watch {
+	ctx, cancel := context.WithCancel(c.ctx)
+	w := &watch{c: c, desc: describe("WatchPods", h, ""), ctx: ctx, cancel: cancel, events: make(chan event), done: make(chan struct{})}
+	// The call returns with the response headers: bound it.
+	timer := time.AfterFunc(c.recvTimeout(), cancel)
+	stream, err := client.WatchPods(ctx, withHeader(&podsv1alpha1.PodWatchRequest{}, h))
+	if !timer.Stop() {
+		c.Failf(w.desc, "response headers within "+c.recvTimeout().String(), "nothing")
+	}
+	if err != nil {
+		cancel()
+		c.Failf(w.desc, "a stream", codeName(err))
+	}
+	w.stream = stream
+	c.Cleanup(w.close)
+	return w
+}
+
+func (w *watch) pump() {
+	defer close(w.done)
+	for {
+		var ev event
+		if w.stream.Receive() {
+			ev = event{typ: w.stream.Msg().GetType(), pod: w.stream.Msg().GetPod()}
+		} else {
+			ev.err = w.stream.Err()
+			if ev.err == nil {
+				ev.err = errors.New("the stream ended without a status")
+			}
+		}
+		select {
+		case w.events <- ev:
+		case <-w.ctx.Done():
+			return
+		}
+		if ev.err != nil {
+			return
+		}
+	}
+}
+
+// close ends the stream.
+func (w *watch) close() {
+	w.cancel()
+	w.once.Do(func() { close(w.done) })
+	<-w.done
+	w.stream.Close()
+}
+
+// next returns the next event (or the end of the stream), failing the case
+// if none comes within timeout.
+func (w *watch) next(timeout time.Duration) event {
+	ev, ok := w.tryNext(timeout)
+	if !ok {
+		w.c.Failf(w.desc, "a watch event within "+timeout.String(), "nothing")
+	}
+	return ev
+}
+
+// tryNext returns the next event, or false after timeout.
+func (w *watch) tryNext(timeout time.Duration) (event, bool) {
+	if w.ended {
+		w.c.Fatalf("internal: reading a watch that has ended")
+	}
+	w.once.Do(func() { go w.pump() })
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case ev := <-w.events:
+		if ev.err != nil {
+			w.ended = true
+		}
+		return ev, true
+	case <-t.C:
+		return event{}, false
+	case <-w.c.ctx.Done():
+		w.c.Fatalf("timed out waiting for an event of %s", w.desc)
+		return event{}, false
+	}
+}
+
+// mustNext is next that fails the case when the stream ended.
+func (w *watch) mustNext() event {
+	ev := w.next(w.c.recvTimeout())
+	if ev.err != nil {
+		w.c.Failf(w.desc, "a watch event", ev.String())
+	}
+	return ev
+}
+
+// initial reads the initial snapshot up to INITIAL_SYNC_COMPLETE and
+// returns its pods, checking its form.
+func (w *watch) initial() []*corev1pb.Pod {
+	var pods []*corev1pb.Pod
+	seen := map[string]bool{}
+	for {
+		ev := w.mustNext()
+		switch ev.typ {
+		case podsv1alpha1.EventType_EVENT_TYPE_INITIAL_SYNC_COMPLETE:
+			if ev.pod != nil {
+				w.c.Failf(w.desc, "EVENT_TYPE_INITIAL_SYNC_COMPLETE without a pod", ev.String()+" with a pod")
+			}
+			return pods
+		case podsv1alpha1.EventType_EVENT_TYPE_ADDED:
+			uid := ev.pod.GetMetadata().GetUid()
+			if seen[uid] {
+				w.c.Failf(w.desc, "one EVENT_TYPE_ADDED per pod in the initial snapshot", "a second "+ev.String())
+			}
+			seen[uid] = true
+			pods = append(pods, ev.pod)
+		default:
+			w.c.Failf(w.desc, "EVENT_TYPE_ADDED events then EVENT_TYPE_INITIAL_SYNC_COMPLETE", ev.String())
+		}
+	}
+}
+
+// observer is an unmasked watch the cases use to wait for the effects of
+// the driver.
+type observer struct {
+	*watch
+	pods map[string]*corev1pb.Pod // by name, the run's pods only
+}
+
+// observe opens an observer, past its initial snapshot.
+func (c *C) observe() *observer {
+	for attempt := 0; ; attempt++ {
+		o := &observer{watch: c.watch(nil), pods: map[string]*corev1pb.Pod{}}
+		pods, err := o.tryInitial()
+		if codeOf(err) == connect.CodeResourceExhausted && attempt < 100 {
+			// Dropped during a burst of changes: watch again.
+			o.close()
+			continue
+		}
+		if err != nil {
+			c.Failf(o.desc, "the initial snapshot", codeName(err))
+		}
+		for _, p := range pods {
+			o.pods[p.GetMetadata().GetName()] = p
+		}
+		return o
+	}
+}
+
+// tryInitial is initial that returns the error that ended the stream.
+func (w *watch) tryInitial() ([]*corev1pb.Pod, error) {
+	var pods []*corev1pb.Pod
+	for {
+		ev := w.next(w.c.recvTimeout())
+		if ev.err != nil {
+			return nil, ev.err
+		}
+		if ev.typ == podsv1alpha1.EventType_EVENT_TYPE_INITIAL_SYNC_COMPLETE {
+			return pods, nil
+		}
+		pods = append(pods, ev.pod)
+	}
+}
+
+// waitFor reads events until one about the pod named name satisfies ok,
+// and returns it. Events about other pods are skipped. When the observer
+// is dropped for falling behind (a burst of changes beyond a small watch
+// queue), it watches again and checks the new snapshot with ok.
+func (o *observer) waitFor(name string, what string, ok func(ev event) bool) event {
+	deadline := time.Now().Add(o.c.recvTimeout())
+	for {
+		left := time.Until(deadline)
+		if left <= 0 {
+			o.c.Failf("driver change of "+name, what+" within "+o.c.recvTimeout().String(), "no such event")
+		}
+		ev, got := o.tryNext(left)
+		if !got {
+			continue
+		}
+		if ev.err != nil && codeOf(ev.err) == connect.CodeResourceExhausted {
+			o.c.Logf("observer dropped (%v): watching again", ev.err)
+			o.watch.close()
+			*o = *o.c.observe()
+			p, present := o.pods[name]
+			snap := event{typ: podsv1alpha1.EventType_EVENT_TYPE_ADDED, pod: p}
+			if !present {
+				snap = event{typ: podsv1alpha1.EventType_EVENT_TYPE_DELETED, pod: &corev1pb.Pod{}}
+			}
+			if ok(snap) {
+				return snap
+			}
+			continue
+		}
+		if ev.err != nil {
+			o.c.Failf(o.desc, what, ev.String())
+		}
+		if ev.pod.GetMetadata().GetName() != name {
+			continue
+		}
+		if ev.typ == podsv1alpha1.EventType_EVENT_TYPE_DELETED {
+			delete(o.pods, name)
+		} else {
+			o.pods[name] = ev.pod
+		}
+		if ok(ev) {
+			return ev
+		}
+	}
+}
+
+// waitVersion waits for the pod named name to be at version v.
+func (o *observer) waitVersion(name string, v int) event {
+	want := fmt.Sprint(v)
+	return o.waitFor(name, fmt.Sprintf("an event of %s at version %s", name, want), func(ev event) bool {
+		return ev.typ != podsv1alpha1.EventType_EVENT_TYPE_DELETED && ev.pod.GetMetadata().GetAnnotations()[versionAnnotation] == want
+	})
+}
+
+// waitDeleted waits for the pod named name to be deleted.
+func (o *observer) waitDeleted(name string) event {
+	return o.waitFor(name, "EVENT_TYPE_DELETED of "+name, func(ev event) bool {
+		return ev.typ == podsv1alpha1.EventType_EVENT_TYPE_DELETED
+	})
+}

@@ -1,0 +1,272 @@
+package conformance
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+
+	"connectrpc.com/connect"
+	"golang.org/x/time/rate"
+
+	podsv1alpha1 "github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1"
+	"github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1/podsv1alpha1connect"
+	"github.com/podsapi/podsapi/internal/h2c"
+)
+
+// maxMessageBytes is the receive limit of the suite's clients.
+const maxMessageBytes = 256 << 20
+
+// env is the state shared by the cases of a run.
+type env struct {
+	cfg     Config
+	socket  string
+	runID   string
+	http    *http.Client
+	client  podsv1alpha1connect.PodsClient
+	pacer   *rate.Limiter
+	driver  *manifestDriver
+	mu      sync.Mutex
+	clients []*http.Client
+
+	harnessFailure error
+}
+
+func newEnv(_ context.Context, cfg Config) (*env, error) {
+	e := &env{cfg: cfg, socket: h2c.SocketPath(cfg.Endpoint)}
+	var b [4]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return nil, &HarnessError{err}
+	}
+	e.runID = hex.EncodeToString(b[:])
+	e.http = e.newHTTPClient(nil)
+	e.client = e.newClient(e.http)
+	if q := cfg.Features.RateLimit.QPS; q > 0 {
+		// Stay below the declared rate, so that the suite's own calls are
+		// not refused.
+		e.pacer = rate.NewLimiter(rate.Limit(q*0.8), 1)
+	}
+	if cfg.ManifestDir != "" {
+		st, err := os.Stat(cfg.ManifestDir)
+		if err != nil || !st.IsDir() {
+			return nil, harnessErr("manifest directory %q: not a directory: %v", cfg.ManifestDir, err)
+		}
+		e.driver = &manifestDriver{dir: cfg.ManifestDir, runID: e.runID, suffix: cfg.Features.PodNameSuffix}
+	}
+	return e, nil
+}
+
+// newHTTPClient returns an h2c client of the socket, with HTTP/2 settings
+// if given, closed at the end of the run.
+func (e *env) newHTTPClient(h2 *http.HTTP2Config) *http.Client {
+	hc := h2c.NewClient(e.socket)
+	if h2 != nil {
+		hc.Transport.(*http.Transport).HTTP2 = h2
+	}
+	e.mu.Lock()
+	e.clients = append(e.clients, hc)
+	e.mu.Unlock()
+	return hc
+}
+
+func (e *env) newClient(hc *http.Client) podsv1alpha1connect.PodsClient {
+	return podsv1alpha1connect.NewPodsClient(hc, h2c.BaseURL, connect.WithGRPC(), connect.WithReadMaxBytes(maxMessageBytes))
+}
+
+func (e *env) close() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, c := range e.clients {
+		c.CloseIdleConnections()
+	}
+}
+
+// waitReachable waits until the implementation answers on its socket,
+// whatever it answers.
+func (e *env) waitReachable(ctx context.Context, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	var last error
+	for {
+		cctx, ccancel := context.WithTimeout(ctx, 2*time.Second)
+		_, err := e.client.ListPods(cctx, connect.NewRequest(&podsv1alpha1.PodListRequest{}))
+		ccancel()
+		if answered(err) {
+			return nil
+		}
+		last = err
+		var exited <-chan struct{}
+		if x, ok := e.cfg.Lifecycle.(interface{ Exited() <-chan struct{} }); ok {
+			exited = x.Exited()
+		}
+		select {
+		case <-exited:
+			return harnessErr("the implementation exited before it answered on %s", e.socket)
+		case <-ctx.Done():
+			return harnessErr("the implementation did not become reachable on %s within %s: %v", e.socket, timeout, last)
+		case <-tick.C:
+		}
+	}
+}
+
+// answered reports whether err (of a call) is an answer of the
+// implementation rather than a failure to reach it.
+func answered(err error) bool {
+	if err == nil {
+		return true
+	}
+	var ce *connect.Error
+	if !errors.As(err, &ce) {
+		return false
+	}
+	switch ce.Code() {
+	case connect.CodeUnavailable, connect.CodeCanceled, connect.CodeDeadlineExceeded, connect.CodeUnknown:
+		return false
+	}
+	return true
+}
+
+// failure ends a case as failed.
+type failure struct{ msg string }
+
+// C is the state of one running case.
+type C struct {
+	ctx      context.Context
+	env      *env
+	id       string
+	mu       sync.Mutex
+	log      []string
+	status   Status
+	msg      string
+	cleanups []func()
+	created  map[string]bool
+}
+
+// Logf records a line in the case's log.
+func (c *C) Logf(format string, args ...any) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.log = append(c.log, fmt.Sprintf(format, args...))
+}
+
+// Fatalf ends the case as failed.
+func (c *C) Fatalf(format string, args ...any) {
+	c.mu.Lock()
+	c.status = Failed
+	c.msg = fmt.Sprintf(format, args...)
+	c.mu.Unlock()
+	runtime.Goexit()
+}
+
+// Failf ends the case as failed, saying what was sent, expected and seen.
+func (c *C) Failf(request, expected, seen string) {
+	c.Fatalf("request:  %s\nexpected: %s\nseen:     %s", request, expected, seen)
+}
+
+// Skipf ends the case as skipped.
+func (c *C) Skipf(format string, args ...any) {
+	c.mu.Lock()
+	c.status = Skipped
+	c.msg = fmt.Sprintf(format, args...)
+	c.mu.Unlock()
+	runtime.Goexit()
+}
+
+// Cleanup registers f to run at the end of the case, last first.
+func (c *C) Cleanup(f func()) { c.cleanups = append(c.cleanups, f) }
+
+// runCase runs one case in its own goroutine, bounded by CaseTimeout.
+func (e *env) runCase(ctx context.Context, tc *Case) (res Result) {
+	res = Result{ID: tc.ID, Statement: tc.Statement}
+	start := time.Now()
+	defer func() { res.Duration = time.Since(start) }()
+	if reason := e.missing(tc); reason != "" {
+		res.Status, res.Message = Skipped, reason
+		return res
+	}
+	cctx, cancel := context.WithTimeout(ctx, e.cfg.CaseTimeout)
+	defer cancel()
+	c := &C{ctx: cctx, env: e, id: tc.ID, status: Passed}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer func() {
+			for i := len(c.cleanups) - 1; i >= 0; i-- {
+				c.cleanups[i]()
+			}
+		}()
+		defer func() {
+			if r := recover(); r != nil {
+				c.mu.Lock()
+				c.status, c.msg = Failed, fmt.Sprintf("panic: %v", r)
+				c.mu.Unlock()
+			}
+		}()
+		tc.run(c)
+	}()
+	select {
+	case <-done:
+	case <-time.After(e.cfg.CaseTimeout + e.cfg.StartTimeout + 60*time.Second):
+		e.harnessFailure = harnessErr("case %s did not stop within %s of its timeout", tc.ID, e.cfg.StartTimeout+60*time.Second)
+		c.mu.Lock()
+		c.status, c.msg = Failed, "the case did not end: "+e.harnessFailure.Error()
+		c.mu.Unlock()
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	res.Status, res.Message, res.Log = c.status, c.msg, append([]string(nil), c.log...)
+	if res.Status == Failed && cctx.Err() == context.DeadlineExceeded && !strings.Contains(res.Message, "timed out") {
+		res.Message = fmt.Sprintf("the case timed out after %s\n%s", e.cfg.CaseTimeout, res.Message)
+	}
+	return res
+}
+
+// missing returns why tc cannot run, or "".
+func (e *env) missing(tc *Case) string {
+	for _, n := range tc.Needs {
+		switch n {
+		case NeedDriver:
+			if e.driver == nil {
+				return "needs the manifest directory driver: run with --manifest-dir (or --server-cmd)"
+			}
+		case NeedLifecycle:
+			if e.cfg.Lifecycle == nil {
+				return "needs to start and stop the implementation: run with --server-cmd"
+			}
+		case NeedMetrics:
+			if e.cfg.MetricsURL == "" {
+				return "needs the metrics endpoint: run with --metrics-url (or {metrics} in --server-cmd)"
+			}
+		case NeedEventTypes:
+			if !e.cfg.Features.EventTypes {
+				return "needs watch event types: the features declare eventTypes: false"
+			}
+		case NeedRateLimit:
+			if e.cfg.Features.RateLimit.QPS <= 0 {
+				return "needs a declared rate limit: the features declare none (rateLimit.qps: 0)"
+			}
+		case NeedReflection:
+			if !e.cfg.Features.Reflection {
+				return "optional feature not declared: reflection"
+			}
+		case NeedHealth:
+			if !e.cfg.Features.Health {
+				return "optional feature not declared: health"
+			}
+		case NeedManifestStatus:
+			if !e.cfg.Features.ManifestStatus {
+				return "needs manifest statuses served as written: the features declare manifestStatus: false"
+			}
+		}
+	}
+	return ""
+}

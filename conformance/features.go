@@ -1,0 +1,84 @@
+package conformance
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"sigs.k8s.io/yaml"
+)
+
+// Features is what an implementation declares about itself. The suite checks
+// what is declared and skips what is not.
+type Features struct {
+	// RateLimit is the rate limit shared by ListPods and GetPod. A zero QPS
+	// declares no rate limit: the rate limit cases are skipped.
+	RateLimit RateLimit `json:"rateLimit"`
+	// WatchQueue is how many live events a watcher may have queued before
+	// it is dropped. Zero: unknown, the slow consumer case assumes 1000.
+	WatchQueue int `json:"watchQueue"`
+	// Reflection: the implementation serves gRPC reflection v1 on the
+	// socket.
+	Reflection bool `json:"reflection"`
+	// Health: the implementation serves gRPC health v1 on the socket.
+	Health bool `json:"health"`
+	// EventTypes: watch events carry their type (PodWatchResponse.type).
+	// Without it the watch cases are skipped.
+	EventTypes bool `json:"eventTypes"`
+	// ManifestStatus: the status of a static pod manifest is served as
+	// written (podsapi-server). A kubelet computes the status itself: set
+	// false, and the cases that compare or edit the status are skipped.
+	ManifestStatus bool `json:"manifestStatus"`
+	// PodNameSuffix is appended by the implementation to the names of
+	// static pods (a kubelet appends "-" and the node name).
+	PodNameSuffix string `json:"podNameSuffix"`
+	// SocketOwnerRoot: the socket is owned by root and not accessible to
+	// group and others when the implementation runs as root. Default true.
+	SocketPermissions bool `json:"socketPermissions"`
+}
+
+// RateLimit is a token bucket.
+type RateLimit struct {
+	QPS   float64 `json:"qps"`
+	Burst int     `json:"burst"`
+}
+
+// DefaultFeatures returns the features of the API's documented defaults:
+// a rate limit of 100 qps with a burst of 10, a watch queue of 1000, event
+// types, manifest statuses served as written, a private socket; no
+// reflection or health.
+func DefaultFeatures() Features {
+	return Features{
+		RateLimit:         RateLimit{QPS: 100, Burst: 10},
+		WatchQueue:        1000,
+		EventTypes:        true,
+		ManifestStatus:    true,
+		SocketPermissions: true,
+	}
+}
+
+// LoadFeatures reads a YAML (or JSON) features file; what it does not set
+// keeps the value of DefaultFeatures.
+func LoadFeatures(path string) (Features, error) {
+	f := DefaultFeatures()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return f, err
+	}
+	if err := yaml.UnmarshalStrict(data, &f); err != nil {
+		return f, fmt.Errorf("features file %s: %w", path, err)
+	}
+	return f, f.validate()
+}
+
+func (f Features) validate() error {
+	switch {
+	case f.RateLimit.QPS < 0:
+		return errors.New("features: rateLimit.qps must not be negative (0 declares no rate limit)")
+	case f.RateLimit.QPS > 0 && f.RateLimit.Burst < 1:
+		return errors.New("features: rateLimit.burst must be at least 1")
+	case f.WatchQueue < 0:
+		return errors.New("features: watchQueue must not be negative")
+	}
+	return nil
+}
