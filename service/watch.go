@@ -52,6 +52,7 @@ func (h *handler) WatchPods(ctx context.Context, _ *connect.Request[podsv1alpha1
 		return err
 	}
 	batch.release()
+	var events []store.Event
 	for {
 		select {
 		case <-ctx.Done():
@@ -60,20 +61,18 @@ func (h *handler) WatchPods(ctx context.Context, _ *connect.Request[podsv1alpha1
 			return errShuttingDown
 		case <-w.Dropped():
 			return errFellBehind(w.Lost())
-		case ev := <-w.Events():
+		case <-w.Ready():
+			// Every event taken here was queued before any drop, so it is
+			// delivered: the events a drop loses are those still queued.
+			events = w.Take(events)
 			batch.hold()
-			for {
-				// An event dequeued after the watcher was dropped is lost.
-				if err := h.check(ctx, w); err != nil {
+			for _, ev := range events {
+				if err := h.checkLive(ctx); err != nil {
 					return err
 				}
 				if err := h.deliver(ctx, stream, ev, mask); err != nil {
 					return err
 				}
-				if len(w.Events()) == 0 {
-					break
-				}
-				ev = <-w.Events()
 			}
 			batch.release()
 		}
@@ -94,12 +93,21 @@ func (h *handler) deliver(ctx context.Context, stream *connect.ServerStream[pods
 // check returns the error that ends the watch now, if any.
 func (h *handler) check(ctx context.Context, w *store.Watcher) error {
 	select {
+	case <-w.Dropped():
+		return errFellBehind(w.Lost())
+	default:
+		return h.checkLive(ctx)
+	}
+}
+
+// checkLive returns the error that ends the watch now because its client
+// left or the server is shutting down, if any.
+func (h *handler) checkLive(ctx context.Context) error {
+	select {
 	case <-ctx.Done():
 		return sendErr(ctx, ctx.Err())
 	case <-h.shutdown:
 		return errShuttingDown
-	case <-w.Dropped():
-		return errFellBehind(w.Lost())
 	default:
 		return nil
 	}

@@ -105,10 +105,19 @@ func TestWatchDropsFullQueue(t *testing.T) {
 	if lost != 3 || w.Lost() != 3 {
 		t.Fatalf("lost = %d (Lost %d), want 3", lost, w.Lost())
 	}
-	if len(ow.Events()) != 3 {
-		t.Fatalf("the other watcher has %d events queued, want 3", len(ow.Events()))
+	select {
+	case <-ow.Ready():
+	default:
+		t.Fatal("the other watcher is not ready with events queued")
 	}
-	ev := <-ow.Events()
+	events := ow.Take(nil)
+	if len(events) != 3 {
+		t.Fatalf("the other watcher had %d events queued, want 3", len(events))
+	}
+	ev := events[0]
+	if again := ow.Take(events); len(again) != 0 {
+		t.Fatalf("a second Take returned %d events, want none", len(again))
+	}
 	if ev.Type != store.Modified || ev.Prev == nil || ev.Prev.UID != pod.UID {
 		t.Fatalf("event = %v, want MODIFIED with the previous version", ev)
 	}

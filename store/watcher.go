@@ -1,15 +1,26 @@
 package store
 
-import "sync/atomic"
+import (
+	"sync"
+	"sync/atomic"
+)
 
 // Watcher receives the live events of a Store. Create one with
 // Store.Watch; stop it with Stop.
+//
+// Its queue grows with the events waiting for it, up to its limit, rather
+// than being allocated at its limit: an idle watcher costs a few hundred
+// bytes, whatever the limit.
 type Watcher struct {
 	store   *Store
-	events  chan Event
+	limit   int
+	onDrop  func(lost int)
+	ready   chan struct{} // holds a token when events may be queued
 	dropped chan struct{}
 	lost    atomic.Int64
-	onDrop  func(lost int)
+
+	mu    sync.Mutex
+	queue []Event
 }
 
 // Watch registers a watcher whose queue holds at most queue live events
@@ -22,9 +33,10 @@ type Watcher struct {
 func (s *Store) Watch(queue int, onDrop func(lost int)) ([]*Pod, *Watcher) {
 	w := &Watcher{
 		store:   s,
-		events:  make(chan Event, max(queue, 1)),
-		dropped: make(chan struct{}),
+		limit:   max(queue, 1),
 		onDrop:  onDrop,
+		ready:   make(chan struct{}, 1),
+		dropped: make(chan struct{}),
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -32,8 +44,21 @@ func (s *Store) Watch(queue int, onDrop func(lost int)) ([]*Pod, *Watcher) {
 	return s.list(), w
 }
 
-// Events returns the channel of the watcher's live events.
-func (w *Watcher) Events() <-chan Event { return w.events }
+// Ready returns a channel that receives a value after events are queued.
+// A receive may find the queue empty: Take what it holds and wait again.
+func (w *Watcher) Ready() <-chan struct{} { return w.ready }
+
+// Take removes every queued event, in order, and returns them in a slice
+// that reuses buf's storage. Pass the slice Take returned last time as buf,
+// once done with its events, so that a busy watcher does not allocate.
+func (w *Watcher) Take(buf []Event) []Event {
+	clear(buf)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	events := w.queue
+	w.queue = buf[:0]
+	return events
+}
 
 // Dropped returns a channel that is closed when the watcher was dropped for
 // falling behind. Events still queued then are lost.
@@ -50,20 +75,37 @@ func (w *Watcher) Stop() {
 	delete(w.store.watchers, w)
 }
 
+// push queues ev and reports whether it fit; when it does not, the queue is
+// emptied and lost says how many events the watcher lost.
+func (w *Watcher) push(ev Event) (lost int, ok bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.queue) >= w.limit {
+		lost = len(w.queue) + 1
+		w.queue = nil
+		return lost, false
+	}
+	w.queue = append(w.queue, ev)
+	return 0, true
+}
+
 // broadcast queues ev for every watcher and drops those whose queue is full.
 // s.mu is held.
 func (s *Store) broadcast(ev Event) {
 	for w := range s.watchers {
-		select {
-		case w.events <- ev:
-		default:
-			lost := len(w.events) + 1
-			delete(s.watchers, w)
-			w.lost.Store(int64(lost))
-			close(w.dropped)
-			if w.onDrop != nil {
-				w.onDrop(lost)
+		lost, ok := w.push(ev)
+		if ok {
+			select {
+			case w.ready <- struct{}{}:
+			default:
 			}
+			continue
+		}
+		delete(s.watchers, w)
+		w.lost.Store(int64(lost))
+		close(w.dropped)
+		if w.onDrop != nil {
+			w.onDrop(lost)
 		}
 	}
 }

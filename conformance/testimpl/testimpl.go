@@ -313,9 +313,11 @@ func (b *broken) watchWithoutMarker(ctx context.Context, stream *connect.ServerS
 			return ctx.Err()
 		case <-w.Dropped():
 			return connect.NewError(connect.CodeResourceExhausted, errors.New("fell behind"))
-		case ev := <-w.Events():
-			if err := send(types[ev.Type], ev.Pod); err != nil {
-				return err
+		case <-w.Ready():
+			for _, ev := range w.Take(nil) {
+				if err := send(types[ev.Type], ev.Pod); err != nil {
+					return err
+				}
 			}
 		}
 	}
