@@ -10,7 +10,6 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/podsapi/podsapi/fieldmask"
 	podsv1alpha1 "github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1"
 	"github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1/podsv1alpha1connect"
 	"github.com/podsapi/podsapi/store"
@@ -82,10 +81,11 @@ func (h *handler) ListPods(ctx context.Context, _ *connect.Request[podsv1alpha1.
 	mask := maskFrom(ctx)
 	version, pods := h.store.List()
 	raw, built, err := h.lists.get(version, mask.Key(), func() ([]byte, error) {
+		pr := newProjection(mask)
 		views := make([][]byte, len(pods))
 		size := 0
 		for i, p := range pods {
-			v, err := h.view(p, mask)
+			v, err := h.view(p, pr)
 			if err != nil {
 				return nil, err
 			}
@@ -115,7 +115,7 @@ func (h *handler) GetPod(ctx context.Context, req *connect.Request[podsv1alpha1.
 	if !ok {
 		return nil, errNotFound(uid)
 	}
-	v, err := h.view(p, maskFrom(ctx))
+	v, err := h.view(p, newProjection(maskFrom(ctx)))
 	if err != nil {
 		return nil, err
 	}
@@ -123,20 +123,20 @@ func (h *handler) GetPod(ctx context.Context, req *connect.Request[podsv1alpha1.
 	return connect.NewResponse(withRaw(&podsv1alpha1.PodGetResponse{}, raw)), nil
 }
 
-// view returns the encoding of p trimmed by mask, computed once per pod
+// view returns the encoding of p trimmed by pr's mask, computed once per pod
 // version and mask and shared by every request that needs it.
-func (h *handler) view(p *store.Pod, mask *fieldmask.Mask) ([]byte, error) {
-	if mask == nil {
+func (h *handler) view(p *store.Pod, pr *projection) ([]byte, error) {
+	if pr.mask == nil {
 		return p.Raw(), nil
 	}
 	built := false
-	v, err := p.View("mask:"+mask.Key(), func(raw []byte) ([]byte, error) {
+	v, err := p.View(pr.view, func(raw []byte) ([]byte, error) {
 		built = true
-		return mask.AppendProjection(make([]byte, 0, len(raw)), raw)
+		return pr.mask.AppendProjection(make([]byte, 0, len(raw)), raw)
 	})
 	h.metrics.viewUsed(viewMask, built)
 	if err != nil {
-		h.logger.Error("cannot project pod", "uid", p.UID, "namespace", p.Namespace, "name", p.Name, "mask", mask.String(), "error", err)
+		h.logger.Error("cannot project pod", "uid", p.UID, "namespace", p.Namespace, "name", p.Name, "mask", pr.mask.String(), "error", err)
 		return nil, errEncoding
 	}
 	return v, nil

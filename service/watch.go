@@ -7,7 +7,6 @@ import (
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/encoding/protowire"
 
-	"github.com/podsapi/podsapi/fieldmask"
 	podsv1alpha1 "github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1"
 	"github.com/podsapi/podsapi/store"
 )
@@ -32,6 +31,10 @@ func (h *handler) WatchPods(ctx context.Context, _ *connect.Request[podsv1alpha1
 			return errFieldMask(err)
 		}
 	}
+	pr := newProjection(mask)
+	// One response message serves every send: connect encodes it before
+	// Send returns.
+	resp := &podsv1alpha1.PodWatchResponse{}
 	snapshot, w := h.store.Watch(h.queue, h.metrics.droppedEvents)
 	defer w.Stop()
 
@@ -43,7 +46,7 @@ func (h *handler) WatchPods(ctx context.Context, _ *connect.Request[podsv1alpha1
 		if err := h.check(ctx, w); err != nil {
 			return err
 		}
-		if err := h.send(ctx, stream, store.Added, p, mask); err != nil {
+		if err := h.send(ctx, stream, resp, store.Added, p, pr); err != nil {
 			return err
 		}
 	}
@@ -70,7 +73,7 @@ func (h *handler) WatchPods(ctx context.Context, _ *connect.Request[podsv1alpha1
 				if err := h.checkLive(ctx); err != nil {
 					return err
 				}
-				if err := h.deliver(ctx, stream, ev, mask); err != nil {
+				if err := h.deliver(ctx, stream, resp, ev, pr); err != nil {
 					return err
 				}
 			}
@@ -80,14 +83,14 @@ func (h *handler) WatchPods(ctx context.Context, _ *connect.Request[podsv1alpha1
 }
 
 // deliver sends ev, unless a field mask hides the whole change.
-func (h *handler) deliver(ctx context.Context, stream *connect.ServerStream[podsv1alpha1.PodWatchResponse], ev store.Event, mask *fieldmask.Mask) error {
-	if ev.Type == store.Modified && mask != nil {
-		same, err := h.sameView(ev.Prev, ev.Pod, mask)
+func (h *handler) deliver(ctx context.Context, stream *connect.ServerStream[podsv1alpha1.PodWatchResponse], resp *podsv1alpha1.PodWatchResponse, ev store.Event, pr *projection) error {
+	if ev.Type == store.Modified && pr.mask != nil {
+		same, err := h.sameView(ev.Prev, ev.Pod, pr)
 		if err != nil || same {
 			return err
 		}
 	}
-	return h.send(ctx, stream, ev.Type, ev.Pod, mask)
+	return h.send(ctx, stream, resp, ev.Type, ev.Pod, pr)
 }
 
 // check returns the error that ends the watch now, if any.
@@ -115,15 +118,11 @@ func (h *handler) checkLive(ctx context.Context) error {
 
 // send sends one event about p. The framed event is built once per pod
 // version, event type and mask, and shared by every watcher.
-func (h *handler) send(ctx context.Context, stream *connect.ServerStream[podsv1alpha1.PodWatchResponse], t store.EventType, p *store.Pod, mask *fieldmask.Mask) error {
-	key := "watch:" + t.String() + ":"
-	if mask != nil {
-		key += mask.Key()
-	}
+func (h *handler) send(ctx context.Context, stream *connect.ServerStream[podsv1alpha1.PodWatchResponse], resp *podsv1alpha1.PodWatchResponse, t store.EventType, p *store.Pod, pr *projection) error {
 	built := false
-	ev, err := p.View(key, func([]byte) ([]byte, error) {
+	ev, err := p.View(pr.events[t], func([]byte) ([]byte, error) {
 		built = true
-		v, err := h.view(p, mask)
+		v, err := h.view(p, pr)
 		if err != nil {
 			return nil, err
 		}
@@ -134,16 +133,16 @@ func (h *handler) send(ctx context.Context, stream *connect.ServerStream[podsv1a
 	if err != nil {
 		return err
 	}
-	return sendErr(ctx, stream.Send(withRaw(&podsv1alpha1.PodWatchResponse{}, ev)))
+	return sendErr(ctx, stream.Send(withRaw(resp, ev)))
 }
 
-// sameView reports whether two versions of a pod look the same through mask.
-func (h *handler) sameView(a, b *store.Pod, mask *fieldmask.Mask) (bool, error) {
-	va, err := h.view(a, mask)
+// sameView reports whether two versions of a pod look the same through pr.
+func (h *handler) sameView(a, b *store.Pod, pr *projection) (bool, error) {
+	va, err := h.view(a, pr)
 	if err != nil {
 		return false, err
 	}
-	vb, err := h.view(b, mask)
+	vb, err := h.view(b, pr)
 	if err != nil {
 		return false, err
 	}

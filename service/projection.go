@@ -1,0 +1,28 @@
+package service
+
+import (
+	"github.com/podsapi/podsapi/fieldmask"
+	"github.com/podsapi/podsapi/store"
+)
+
+// projection is the field mask of a request or stream together with the
+// keys of the shared views it selects, derived once rather than per pod or
+// per event.
+type projection struct {
+	// mask trims the pods; nil keeps them whole.
+	mask *fieldmask.Mask
+	// view is the key of a pod trimmed by mask.
+	view string
+	// events are the keys of the framed watch events, by event type.
+	events [store.Deleted + 1]string
+}
+
+// newProjection returns the projection of mask, which may be nil.
+func newProjection(mask *fieldmask.Mask) *projection {
+	key := mask.Key()
+	p := &projection{mask: mask, view: "mask:" + key}
+	for _, t := range []store.EventType{store.Added, store.Modified, store.Deleted} {
+		p.events[t] = "watch:" + t.String() + ":" + key
+	}
+	return p
+}
