@@ -6,12 +6,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"os/user"
+	"strconv"
 	"sync"
 	"time"
 
+	"connectrpc.com/connect"
 	"connectrpc.com/grpchealth"
 	"connectrpc.com/grpcreflect"
 	"github.com/prometheus/client_golang/prometheus"
@@ -31,7 +36,27 @@ const (
 	DefaultShutdownTimeout = 10 * time.Second
 	DefaultMaxStreams      = 1000
 	DefaultMetricsAddress  = "127.0.0.1:10265"
+
+	DefaultMaxWatchers       = 10000
+	DefaultMaxConnections    = 1024
+	DefaultIdleTimeout       = 5 * time.Minute
+	DefaultKeepaliveInterval = time.Minute
+	DefaultKeepaliveTimeout  = 20 * time.Second
+	DefaultWriteStallTimeout = 30 * time.Second
+	// DefaultPerClientBurst is the burst of each client's bucket when
+	// PerClientQPS is set without PerClientBurst.
+	DefaultPerClientBurst = 5
 )
+
+// DefaultAllowedUIDs returns the UIDs allowed by default: root and the
+// server's own user (the same when the server runs as root).
+func DefaultAllowedUIDs() []uint32 {
+	uids := []uint32{0}
+	if euid := os.Geteuid(); euid > 0 {
+		uids = append(uids, uint32(euid))
+	}
+	return uids
+}
 
 // Config configures a Server. Zero values take the documented defaults.
 type Config struct {
@@ -53,6 +78,46 @@ type Config struct {
 	// ShutdownTimeout bounds the graceful shutdown. Default
 	// DefaultShutdownTimeout.
 	ShutdownTimeout time.Duration
+
+	// AllowedUIDs and AllowedGIDs are the peers (SO_PEERCRED) that may call
+	// the Pods API and reflection: a peer whose UID is in AllowedUIDs, or
+	// whose effective or supplementary group is in AllowedGIDs. Others get
+	// PERMISSION_DENIED. Health stays open to every peer that can connect.
+	// A nil AllowedUIDs means DefaultAllowedUIDs; AllowAnyPeer turns the
+	// check off.
+	AllowedUIDs  []uint32
+	AllowedGIDs  []uint32
+	AllowAnyPeer bool
+	// SocketMode is the permission of the socket file; default 0600, or 0660
+	// when SocketGroup is set. SocketGroup is a group name or number given
+	// to the socket (and to its directory when the server creates it).
+	SocketMode  fs.FileMode
+	SocketGroup string
+	// PerClientQPS and PerClientBurst set a rate limit of ListPods and
+	// GetPod per peer UID, applied before the shared one. 0 (the default)
+	// turns it off; PerClientBurst defaults to DefaultPerClientBurst.
+	PerClientQPS   float64
+	PerClientBurst int
+	// MaxWatchers bounds the watches open at once (RESOURCE_EXHAUSTED beyond
+	// it); MaxConnections bounds the open connections (more are closed as
+	// soon as accepted). Defaults DefaultMaxWatchers and
+	// DefaultMaxConnections; negative means no limit.
+	MaxWatchers    int
+	MaxConnections int
+	// IdleTimeout closes a connection without open calls or watches after
+	// that long. Default DefaultIdleTimeout; negative disables it.
+	IdleTimeout time.Duration
+	// KeepaliveInterval is how long a connection may stay silent before the
+	// server pings it; a peer that does not answer within KeepaliveTimeout
+	// is closed. Defaults DefaultKeepaliveInterval and
+	// DefaultKeepaliveTimeout; a negative interval disables the pings.
+	KeepaliveInterval time.Duration
+	KeepaliveTimeout  time.Duration
+	// WriteStallTimeout is how long a write to a client may stay blocked
+	// (the client stopped reading) before its stream is reset, and before a
+	// connection on which nothing can be written is closed. Default
+	// DefaultWriteStallTimeout; negative disables it.
+	WriteStallTimeout time.Duration
 	// Logger receives the server's logs. Default slog.Default().
 	Logger *slog.Logger
 	// Registry receives the server's metrics. Default a new registry with the
@@ -78,6 +143,8 @@ type Server struct {
 	mhttp    *http.Server
 	health   *grpchealth.StaticChecker
 	shutdown chan struct{}
+	stall    *stallGuard
+	watches  *service.WatchLimit
 }
 
 // New listens on cfg.Socket (and cfg.MetricsAddress) and returns a Server
@@ -97,6 +164,24 @@ func New(st Store, cfg Config) (*Server, error) {
 	if cfg.QPS >= 0 {
 		limiter = rate.NewLimiter(rate.Limit(cfg.QPS), cfg.Burst)
 	}
+	var perClient *service.PerClientLimiter
+	if cfg.PerClientQPS > 0 {
+		perClient = service.NewPerClientLimiter(cfg.PerClientQPS, cfg.PerClientBurst)
+	}
+	s.watches = service.NewWatchLimit(cfg.MaxWatchers)
+	cfg.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "podsapi_watches_open",
+		Help: "Number of WatchPods streams open (bounded by --max-watchers).",
+	}, func() float64 { return float64(s.watches.Open()) }))
+	access := &service.AccessPolicy{AnyPeer: cfg.AllowAnyPeer, UIDs: cfg.AllowedUIDs, GIDs: cfg.AllowedGIDs}
+	socketOpts := []socket.Option{socket.WithMode(cfg.SocketMode)}
+	if cfg.SocketGroup != "" {
+		gid, err := lookupGroup(cfg.SocketGroup)
+		if err != nil {
+			return nil, err
+		}
+		socketOpts = append(socketOpts, socket.WithGroup(gid))
+	}
 	pods := service.New(st,
 		service.WithWatchQueue(cfg.WatchQueue),
 		service.WithMetrics(metrics),
@@ -109,32 +194,57 @@ func New(st Store, cfg Config) (*Server, error) {
 	reflector := grpcreflect.NewStaticReflector(podsv1alpha1connect.PodsName, grpchealth.HealthV1ServiceName)
 
 	mux := http.NewServeMux()
-	podsPath, podsHandler := podsv1alpha1connect.NewPodsHandler(pods, service.HandlerOptions(metrics, st.Synced, limiter)...)
+	podsPath, podsHandler := podsv1alpha1connect.NewPodsHandler(pods, service.HandlerOptionsWith(service.Guards{
+		Metrics:   metrics,
+		Ready:     st.Synced,
+		Access:    access,
+		Logger:    cfg.Logger,
+		PerClient: perClient,
+		Limiter:   limiter,
+		Watches:   s.watches,
+	})...)
 	mux.Handle(podsPath, service.BatchWatchFlushes(podsHandler))
+	// Health stays open to any peer that can connect, for liveness probes:
+	// it tells nothing but whether the server serves. Reflection is guarded
+	// like the API.
 	mux.Handle(grpchealth.NewHandler(s.health))
-	mux.Handle(grpcreflect.NewHandlerV1(reflector))
-	mux.Handle(grpcreflect.NewHandlerV1Alpha(reflector))
+	var guard connect.HandlerOption = connect.WithHandlerOptions()
+	if !cfg.AllowAnyPeer {
+		guard = connect.WithInterceptors(service.AccessInterceptor(access, metrics, cfg.Logger))
+	}
+	mux.Handle(grpcreflect.NewHandlerV1(reflector, guard))
+	mux.Handle(grpcreflect.NewHandlerV1Alpha(reflector, guard))
+	var handler http.Handler = mux
+	if cfg.WriteStallTimeout > 0 {
+		s.stall = newStallGuard(cfg.WriteStallTimeout, cfg.Registry, cfg.Logger)
+		handler = s.stall.wrap(mux)
+	}
 
 	protocols := new(http.Protocols)
 	protocols.SetHTTP1(true)
 	protocols.SetUnencryptedHTTP2(true)
 	s.http = &http.Server{
-		Handler:           mux,
+		Handler:           handler,
 		Protocols:         protocols,
 		ReadHeaderTimeout: 10 * time.Second,
 		MaxHeaderBytes:    64 << 10,
+		IdleTimeout:       max(cfg.IdleTimeout, 0),
+		ConnContext:       connContext,
 		HTTP2: &http.HTTP2Config{
 			MaxConcurrentStreams:      cfg.MaxStreams,
 			MaxDecoderHeaderTableSize: 16 << 10,
+			SendPingTimeout:           max(cfg.KeepaliveInterval, 0),
+			PingTimeout:               cfg.KeepaliveTimeout,
+			WriteByteTimeout:          max(cfg.WriteStallTimeout, 0),
 		},
 		ErrorLog: slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelDebug),
 	}
 
-	l, err := socket.Listen(cfg.Socket)
+	l, err := socket.Listen(cfg.Socket, socketOpts...)
 	if err != nil {
 		return nil, err
 	}
-	s.listener = l
+	s.listener = newConnListener(l, cfg.MaxConnections, cfg.Registry, cfg.Logger)
 	if cfg.MetricsAddress != "" {
 		ml, err := net.Listen("tcp", cfg.MetricsAddress)
 		if err != nil {
@@ -168,6 +278,36 @@ func withDefaults(cfg Config) Config {
 	}
 	if cfg.ShutdownTimeout == 0 {
 		cfg.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	if cfg.AllowedUIDs == nil {
+		cfg.AllowedUIDs = DefaultAllowedUIDs()
+	}
+	if cfg.SocketMode == 0 {
+		cfg.SocketMode = socket.Mode
+		if cfg.SocketGroup != "" {
+			cfg.SocketMode = 0o660
+		}
+	}
+	if cfg.PerClientBurst == 0 {
+		cfg.PerClientBurst = DefaultPerClientBurst
+	}
+	if cfg.MaxWatchers == 0 {
+		cfg.MaxWatchers = DefaultMaxWatchers
+	}
+	if cfg.MaxConnections == 0 {
+		cfg.MaxConnections = DefaultMaxConnections
+	}
+	if cfg.IdleTimeout == 0 {
+		cfg.IdleTimeout = DefaultIdleTimeout
+	}
+	if cfg.KeepaliveInterval == 0 {
+		cfg.KeepaliveInterval = DefaultKeepaliveInterval
+	}
+	if cfg.KeepaliveTimeout == 0 {
+		cfg.KeepaliveTimeout = DefaultKeepaliveTimeout
+	}
+	if cfg.WriteStallTimeout == 0 {
+		cfg.WriteStallTimeout = DefaultWriteStallTimeout
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -203,6 +343,10 @@ func (s *Server) Serve(ctx context.Context) error {
 	if s.mhttp != nil {
 		wg.Go(func() { errc <- serveHTTP(s.mhttp, s.metrics) })
 	}
+	stopReaper := make(chan struct{})
+	if s.stall != nil {
+		wg.Go(func() { s.stall.run(stopReaper) })
+	}
 	wg.Go(func() {
 		select {
 		case <-s.store.SyncedC():
@@ -232,8 +376,21 @@ func (s *Server) Serve(ctx context.Context) error {
 		s.mhttp.Close()
 	}
 	s.listener.Close()
+	close(stopReaper)
 	wg.Wait()
 	return err
+}
+
+// lookupGroup returns the number of a group given by name or number.
+func lookupGroup(group string) (int, error) {
+	if gid, err := strconv.Atoi(group); err == nil && gid >= 0 {
+		return gid, nil
+	}
+	g, err := user.LookupGroup(group)
+	if err != nil {
+		return 0, fmt.Errorf("socket group: %w", err)
+	}
+	return strconv.Atoi(g.Gid)
 }
 
 // serveHTTP serves srv on l and reports only unexpected errors.

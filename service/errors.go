@@ -39,3 +39,25 @@ func errFellBehind(lost int) error {
 	return connect.NewError(connect.CodeResourceExhausted,
 		fmt.Errorf("watch dropped: the client fell behind and %d events were lost: watch again", lost))
 }
+
+// errClientRateLimited is returned when a client exceeds its own rate limit.
+func errClientRateLimited(procedure string) error {
+	return connect.NewError(connect.CodeResourceExhausted,
+		fmt.Errorf("%s: per-client rate limit exceeded: retry later, or use WatchPods instead of polling", procedure))
+}
+
+// errTooManyWatches is returned for a watch beyond the limit of open watches.
+func errTooManyWatches(limit int64) error {
+	return connect.NewError(connect.CodeResourceExhausted,
+		fmt.Errorf("too many watches are open on this server (limit %d): retry later", limit))
+}
+
+// errPermissionDenied is returned to a peer the access policy does not allow.
+func errPermissionDenied(p *Peer) error {
+	if p == nil || !p.Known {
+		return connect.NewError(connect.CodePermissionDenied,
+			errors.New("the server could not identify the client process (SO_PEERCRED): access denied"))
+	}
+	return connect.NewError(connect.CodePermissionDenied,
+		fmt.Errorf("uid %d (gid %d) is not allowed to use the Pods API (see --allowed-uids and --allowed-gids)", p.UID, p.GID))
+}

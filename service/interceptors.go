@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"log/slog"
 
 	"connectrpc.com/connect"
 
@@ -23,8 +24,32 @@ const MaxRequestBytes = 4 << 10
 // interceptors of Interceptors, JSON codecs that understand the handler's
 // responses, and the MaxRequestBytes limit.
 func HandlerOptions(metrics *Metrics, ready func() bool, limiter Limiter) []connect.HandlerOption {
+	return HandlerOptionsWith(Guards{Metrics: metrics, Ready: ready, Limiter: limiter})
+}
+
+// Guards are what the interceptors of the Pods handler check, besides
+// counting requests in Metrics. Nil fields check nothing.
+type Guards struct {
+	Metrics *Metrics
+	// Ready reports whether the pod sources have synced.
+	Ready func() bool
+	// Access says which peers may call; Logger receives its denials.
+	Access *AccessPolicy
+	Logger *slog.Logger
+	// PerClient is the rate limit of each peer UID, applied before the
+	// shared Limiter so that a client over its own limit does not spend the
+	// shared bucket.
+	PerClient *PerClientLimiter
+	// Limiter is the rate limit shared by ListPods and GetPod.
+	Limiter Limiter
+	// Watches bounds the watches open at once.
+	Watches *WatchLimit
+}
+
+// HandlerOptionsWith is HandlerOptions for every guard of g.
+func HandlerOptionsWith(g Guards) []connect.HandlerOption {
 	return []connect.HandlerOption{
-		connect.WithInterceptors(Interceptors(metrics, ready, limiter)...),
+		connect.WithInterceptors(InterceptorsWith(g)...),
 		connect.WithCodec(jsonCodec{"json"}),
 		connect.WithCodec(jsonCodec{"json; charset=utf-8"}),
 		connect.WithReadMaxBytes(MaxRequestBytes),
@@ -37,11 +62,70 @@ func HandlerOptions(metrics *Metrics, ready func() bool, limiter Limiter) []conn
 // calls (RESOURCE_EXHAUSTED when limiter refuses; WatchPods is exempt) and the
 // field mask, parsed and validated once per request or stream.
 func Interceptors(metrics *Metrics, ready func() bool, limiter Limiter) []connect.Interceptor {
-	return []connect.Interceptor{
-		metrics,
-		readiness(ready),
-		rateLimit{limiter},
-		fieldMask{},
+	return InterceptorsWith(Guards{Metrics: metrics, Ready: ready, Limiter: limiter})
+}
+
+// InterceptorsWith returns the interceptors of the Pods handler for the
+// guards of g, outermost first: metrics, access (PERMISSION_DENIED),
+// readiness, the per-client and then the shared rate limit on unary calls,
+// the limit of open watches (RESOURCE_EXHAUSTED) and the field mask.
+func InterceptorsWith(g Guards) []connect.Interceptor {
+	var is []connect.Interceptor
+	if g.Metrics != nil {
+		is = append(is, g.Metrics)
+	}
+	if g.Access != nil && !g.Access.AnyPeer {
+		is = append(is, AccessInterceptor(g.Access, g.Metrics, g.Logger))
+	}
+	if g.Ready != nil {
+		is = append(is, readiness(g.Ready))
+	}
+	if g.PerClient != nil {
+		is = append(is, clientRateLimit{g.PerClient})
+	}
+	is = append(is, rateLimit{g.Limiter})
+	if g.Watches != nil {
+		is = append(is, watchLimit{g.Watches})
+	}
+	return append(is, fieldMask{})
+}
+
+// clientRateLimit applies a PerClientLimiter to unary calls.
+type clientRateLimit struct{ limiter *PerClientLimiter }
+
+func (l clientRateLimit) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
+	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
+		if !l.limiter.Allow(PeerFrom(ctx)) {
+			return nil, errClientRateLimited(req.Spec().Procedure)
+		}
+		return next(ctx, req)
+	}
+}
+
+func (l clientRateLimit) WrapStreamingClient(next connect.StreamingClientFunc) connect.StreamingClientFunc {
+	return next
+}
+
+func (l clientRateLimit) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
+	return next
+}
+
+// watchLimit refuses a watch beyond the limit of open watches.
+type watchLimit struct{ limit *WatchLimit }
+
+func (w watchLimit) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc { return next }
+
+func (w watchLimit) WrapStreamingClient(next connect.StreamingClientFunc) connect.StreamingClientFunc {
+	return next
+}
+
+func (w watchLimit) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
+	return func(ctx context.Context, conn connect.StreamingHandlerConn) error {
+		if !w.limit.acquire() {
+			return errTooManyWatches(w.limit.max)
+		}
+		defer w.limit.release()
+		return next(ctx, conn)
 	}
 }
 

@@ -30,16 +30,57 @@ const probeTimeout = time.Second
 // ErrInUse is returned by Listen when another server answers on the socket.
 var ErrInUse = errors.New("another server is answering on the socket")
 
+// Option configures Listen.
+type Option func(*options)
+
+type options struct {
+	mode  fs.FileMode
+	group int // -1: leave the group alone
+}
+
+// WithMode sets the permission of the socket file instead of Mode. Only the
+// permission bits of mode are used.
+func WithMode(mode fs.FileMode) Option {
+	return func(o *options) { o.mode = mode.Perm() }
+}
+
+// WithGroup gives the socket file, and its directory when Listen creates it,
+// the group gid, for deployments where agents run as non-root members of
+// that group (give the socket a mode such as 0660 with WithMode). A negative
+// gid leaves the groups alone, the default.
+func WithGroup(gid int) Option {
+	return func(o *options) { o.group = gid }
+}
+
 // Listen listens on the UNIX socket at path. It creates the socket's
 // directory with DirMode when it is missing, and gives the socket Mode before
 // it becomes visible at path, so that no other user can ever connect. A stale
 // socket file (nobody answers on it) is replaced; a socket on which a server
 // still answers is not taken over (ErrInUse), and a path that is not a socket
 // is never removed. Closing the returned listener removes the socket file.
-func Listen(path string) (net.Listener, error) {
+//
+// Options change the socket's permission (WithMode) and group (WithGroup);
+// a directory Listen creates gets DirMode and the same group, while an
+// existing directory is left as it is.
+func Listen(path string, opts ...Option) (net.Listener, error) {
+	o := options{mode: Mode, group: -1}
+	for _, opt := range opts {
+		opt(&o)
+	}
 	dir := filepath.Dir(path)
+	_, statErr := os.Stat(dir)
+	created := errors.Is(statErr, fs.ErrNotExist)
 	if err := os.MkdirAll(dir, DirMode); err != nil {
 		return nil, fmt.Errorf("create the socket directory (choose another path with --socket): %w", err)
+	}
+	if created && o.group >= 0 {
+		if err := os.Chown(dir, -1, o.group); err != nil {
+			return nil, fmt.Errorf("give the socket directory the group %d: %w", o.group, err)
+		}
+		// The umask may have taken bits of DirMode away.
+		if err := os.Chmod(dir, DirMode); err != nil {
+			return nil, fmt.Errorf("set the mode of the socket directory: %w", err)
+		}
 	}
 	if err := removeStale(path); err != nil {
 		return nil, err
@@ -58,7 +99,13 @@ func Listen(path string) (net.Listener, error) {
 		return nil, fmt.Errorf("listen on %s: %w", path, err)
 	}
 	l.SetUnlinkOnClose(false)
-	if err := os.Chmod(tmpPath, Mode); err != nil {
+	if o.group >= 0 {
+		if err := os.Chown(tmpPath, -1, o.group); err != nil {
+			l.Close()
+			return nil, fmt.Errorf("give the socket the group %d: %w", o.group, err)
+		}
+	}
+	if err := os.Chmod(tmpPath, o.mode); err != nil {
 		l.Close()
 		return nil, fmt.Errorf("restrict the socket: %w", err)
 	}

@@ -8,9 +8,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	iofs "io/fs"
 	"log/slog"
 	"os"
 	"os/signal"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -61,6 +64,19 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		maxStreams = fs.Int("max-streams", server.DefaultMaxStreams, "concurrent calls and watches per connection")
 		shutdown   = fs.Duration("shutdown-timeout", server.DefaultShutdownTimeout, "how long a graceful shutdown may take")
 		logLevel   = fs.String("log-level", "info", "log level: debug, info, warn or error")
+
+		allowedUIDs    = fs.String("allowed-uids", uintList(server.DefaultAllowedUIDs()), "comma-separated UIDs that may call the API (SO_PEERCRED; default root and the server's own user); '*' allows every peer that can open the socket")
+		allowedGIDs    = fs.String("allowed-gids", "", "comma-separated GIDs (effective or supplementary) whose members may call the API")
+		socketMode     = fs.String("socket-mode", "", "permission of the socket file, in octal (default 0600, or 0660 with --socket-group)")
+		socketGroup    = fs.String("socket-group", "", "group (name or number) given to the socket, and to its directory when the server creates it")
+		perClientQPS   = fs.Float64("per-client-qps", 0, "requests per second allowed to ListPods and GetPod per client UID, before the shared limit; 0 disables it")
+		perClientBurst = fs.Int("per-client-burst", server.DefaultPerClientBurst, "burst of each client's rate limit")
+		maxWatchers    = fs.Int("max-watchers", server.DefaultMaxWatchers, "watches open at once; beyond it WatchPods returns RESOURCE_EXHAUSTED; negative disables the limit")
+		maxConns       = fs.Int("max-connections", server.DefaultMaxConnections, "connections open at once; more are closed as soon as accepted; negative disables the limit")
+		idleTimeout    = fs.Duration("idle-timeout", server.DefaultIdleTimeout, "close connections without open calls or watches after this long; negative disables it")
+		keepalive      = fs.Duration("keepalive-interval", server.DefaultKeepaliveInterval, "ping a connection silent for this long; negative disables pings")
+		keepaliveTO    = fs.Duration("keepalive-timeout", server.DefaultKeepaliveTimeout, "close a connection that does not answer a ping within this long")
+		writeStall     = fs.Duration("write-stall-timeout", server.DefaultWriteStallTimeout, "reset a stream (close a connection) whose client has not read for this long while the server has data to write; negative disables it")
 	)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: podsapi-server --manifest-dir DIR [flags]\n\nServes the Kubelet Pods API on a UNIX socket.\n\nFlags:\n")
@@ -87,6 +103,40 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return usageError{errors.New("--max-streams must be at least 1")}
 	case *shutdown <= 0:
 		return usageError{errors.New("--shutdown-timeout must be positive")}
+	case *perClientQPS < 0:
+		return usageError{errors.New("--per-client-qps must not be negative")}
+	case *perClientBurst < 1:
+		return usageError{errors.New("--per-client-burst must be at least 1")}
+	case *maxWatchers == 0:
+		return usageError{errors.New("--max-watchers must not be 0 (negative disables the limit)")}
+	case *maxConns == 0:
+		return usageError{errors.New("--max-connections must not be 0 (negative disables the limit)")}
+	case *idleTimeout == 0 || *keepalive == 0 || *writeStall == 0:
+		return usageError{errors.New("--idle-timeout, --keepalive-interval and --write-stall-timeout must not be 0 (negative disables them)")}
+	case *keepaliveTO <= 0:
+		return usageError{errors.New("--keepalive-timeout must be positive")}
+	}
+	anyPeer := strings.TrimSpace(*allowedUIDs) == "*"
+	var uids, gids []uint32
+	var err error
+	if !anyPeer {
+		if uids, err = parseIDs(*allowedUIDs); err != nil {
+			return usageError{fmt.Errorf("--allowed-uids: %w", err)}
+		}
+		if uids == nil {
+			uids = []uint32{} // none: only --allowed-gids
+		}
+	}
+	if gids, err = parseIDs(*allowedGIDs); err != nil {
+		return usageError{fmt.Errorf("--allowed-gids: %w", err)}
+	}
+	var mode iofs.FileMode
+	if *socketMode != "" {
+		m, err := strconv.ParseUint(*socketMode, 8, 32)
+		if err != nil || m == 0 || m > 0o777 {
+			return usageError{fmt.Errorf("--socket-mode %q: want octal permission bits such as 0660", *socketMode)}
+		}
+		mode = iofs.FileMode(m)
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
@@ -108,13 +158,29 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		ShutdownTimeout: *shutdown,
 		Logger:          logger,
 		Registry:        reg,
+
+		AllowedUIDs:       uids,
+		AllowedGIDs:       gids,
+		AllowAnyPeer:      anyPeer,
+		SocketMode:        mode,
+		SocketGroup:       *socketGroup,
+		PerClientQPS:      *perClientQPS,
+		PerClientBurst:    *perClientBurst,
+		MaxWatchers:       *maxWatchers,
+		MaxConnections:    *maxConns,
+		IdleTimeout:       *idleTimeout,
+		KeepaliveInterval: *keepalive,
+		KeepaliveTimeout:  *keepaliveTO,
+		WriteStallTimeout: *writeStall,
 	})
 	if err != nil {
 		return err
 	}
 	logger.Info("serving the Pods API",
 		"socket", srv.SocketPath(), "metrics", addrString(srv.MetricsAddr()), "source", src.Name(), "node", *nodeName,
-		"qps", *qps, "burst", *burst, "watchQueue", *watchQueue)
+		"qps", *qps, "burst", *burst, "watchQueue", *watchQueue,
+		"allowedUIDs", *allowedUIDs, "allowedGIDs", *allowedGIDs, "perClientQPS", *perClientQPS,
+		"maxWatchers", *maxWatchers, "maxConnections", *maxConns)
 
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -138,6 +204,31 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return cause
 	}
 	return nil
+}
+
+// parseIDs parses a comma-separated list of user or group IDs.
+func parseIDs(s string) ([]uint32, error) {
+	var ids []uint32
+	for f := range strings.SplitSeq(s, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		id, err := strconv.ParseUint(f, 10, 32)
+		if err != nil {
+			return nil, fmt.Errorf("%q is not a numeric ID", f)
+		}
+		ids = append(ids, uint32(id))
+	}
+	return ids, nil
+}
+
+// uintList formats IDs as parseIDs reads them.
+func uintList(ids []uint32) string {
+	s := make([]string, len(ids))
+	for i, id := range ids {
+		s[i] = strconv.FormatUint(uint64(id), 10)
+	}
+	return strings.Join(s, ",")
 }
 
 // addrString formats an address that may be absent.

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"syscall"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -86,12 +87,13 @@ func newState(s *Source, sink Sink) *state {
 }
 
 // rescan lists the directory and brings the sink up to date with every
-// manifest file in it. A directory that does not exist counts as empty; a
-// directory that cannot be listed for another reason changes nothing.
+// manifest file in it. A directory that does not exist, or was replaced by
+// something that is not a directory, counts as empty; a directory that
+// cannot be listed for another reason changes nothing.
 func (st *state) rescan() {
 	names, err := listManifests(st.dir)
 	switch {
-	case errors.Is(err, fs.ErrNotExist):
+	case errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR):
 		if !st.dirGone {
 			st.log.Warn("manifest directory is gone: serving no pods from it until it is back", "path", st.dir)
 		}

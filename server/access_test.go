@@ -1,0 +1,155 @@
+package server_test
+
+import (
+	"bytes"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+
+	"connectrpc.com/connect"
+	"github.com/prometheus/client_golang/prometheus"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/reflection/grpc_reflection_v1"
+
+	"github.com/podsapi/podsapi/internal/podstest"
+	"github.com/podsapi/podsapi/server"
+)
+
+// logBuffer is a concurrency-safe log sink.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// TestPeerDenied runs as root with only UID 4242 allowed: every call of the
+// Pods API and reflection is PERMISSION_DENIED, health still answers, each
+// denied call is counted and each connection is logged once with the peer.
+func TestPeerDenied(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the test allows UID 4242 only, which must not be the test's UID and gid 0 must not be ours: run as root")
+	}
+	reg := prometheus.NewRegistry()
+	logs := &logBuffer{}
+	pods := samplePods()
+	f := start(t, server.Config{
+		AllowedUIDs: []uint32{4242},
+		Registry:    reg,
+		Logger:      slog.New(slog.NewTextHandler(logs, nil)),
+	}, false, pods...)
+
+	calls := 0
+	for _, kind := range clientKinds {
+		c := kind.dial(t, f.socket)
+		_, err := c.List(ctx(t), nil)
+		check := func(name string, err error) {
+			t.Helper()
+			calls++
+			if codeOf(err) != connect.CodePermissionDenied || !strings.Contains(messageOf(err), "uid 0") {
+				t.Fatalf("%s %s: %v, want PermissionDenied naming uid 0", kind.name, name, err)
+			}
+		}
+		check("ListPods", err)
+		_, err = c.Get(ctx(t), string(pods[0].UID), nil)
+		check("GetPod", err)
+		w, err := c.Watch(ctx(t), nil)
+		if err == nil {
+			_, err = w.Recv()
+		}
+		check("WatchPods", err)
+	}
+
+	conn := podstest.GRPCConn(t, f.socket)
+	stream, err := grpc_reflection_v1.NewServerReflectionClient(conn).ServerReflectionInfo(ctx(t))
+	if err == nil {
+		err = stream.Send(&grpc_reflection_v1.ServerReflectionRequest{
+			MessageRequest: &grpc_reflection_v1.ServerReflectionRequest_ListServices{},
+		})
+	}
+	if err == nil {
+		_, err = stream.Recv()
+	}
+	if codeOf(err) != connect.CodePermissionDenied {
+		t.Fatalf("reflection: %v, want PermissionDenied", err)
+	}
+	calls++
+	resp, err := healthpb.NewHealthClient(conn).Check(ctx(t), &healthpb.HealthCheckRequest{})
+	if err != nil || resp.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+		t.Fatalf("health of a denied peer: %v, %v; want SERVING (health stays open)", resp.GetStatus(), err)
+	}
+
+	if got := metricValue(t, reg, "podsapi_peer_denied_total", nil); got != float64(calls) {
+		t.Errorf("podsapi_peer_denied_total = %v, want %d", got, calls)
+	}
+	// Three connections (connect-go, grpc-go, the reflection one), one log
+	// line each, naming the peer.
+	lines := strings.Count(logs.String(), "denied a client")
+	if lines != 3 {
+		t.Errorf("%d denial log lines for 3 connections, want one per connection:\n%s", lines, logs)
+	}
+	if want := fmt.Sprintf("uid=0 gid=0 pid=%d", os.Getpid()); !strings.Contains(logs.String(), want) {
+		t.Errorf("denial logs do not name the peer (%s):\n%s", want, logs)
+	}
+}
+
+// TestPeerAllowedByGroup allows the group 0 only: root, whose group is 0, is
+// served.
+func TestPeerAllowedByGroup(t *testing.T) {
+	if os.Getegid() != 0 {
+		t.Skip("run as a member of group 0")
+	}
+	f := start(t, server.Config{AllowedUIDs: []uint32{4242}, AllowedGIDs: []uint32{0}}, false, samplePods()...)
+	for _, kind := range clientKinds {
+		if got, err := kind.dial(t, f.socket).List(ctx(t), nil); err != nil || len(got) != 3 {
+			t.Fatalf("%s: ListPods allowed by group: %d pods, %v", kind.name, len(got), err)
+		}
+	}
+}
+
+// TestAllowAnyPeer turns the check off.
+func TestAllowAnyPeer(t *testing.T) {
+	f := start(t, server.Config{AllowedUIDs: []uint32{4242}, AllowAnyPeer: true}, false, samplePods()...)
+	if _, err := clientKinds[0].dial(t, f.socket).List(ctx(t), nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestSocketGroup serves on a socket of mode 0660 owned by a group, in a
+// directory the server creates 0750 with that group.
+func TestSocketGroup(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("chown to another group needs root")
+	}
+	dir := filepath.Dir(podstest.SocketPath(t))
+	sock := filepath.Join(dir, "sub", "pods.sock")
+	f := start(t, server.Config{Socket: sock, SocketGroup: "4243"}, false, samplePods()...)
+	for path, mode := range map[string]os.FileMode{sock: 0o660, filepath.Dir(sock): 0o750} {
+		info, err := os.Lstat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := info.Sys().(*syscall.Stat_t)
+		if info.Mode().Perm() != mode || st.Gid != 4243 {
+			t.Errorf("%s: mode %v gid %d, want %v and gid 4243", path, info.Mode().Perm(), st.Gid, mode)
+		}
+	}
+	if _, err := clientKinds[0].dial(t, f.socket).List(ctx(t), nil); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,520 @@
+// Package stress runs the server as a child process and attacks it over its
+// UNIX socket: floods, stalled watchers, connection churn and garbage. Each
+// scenario checks its invariants; Run prints a table and reports the
+// violated ones. Everything is bounded in count and time.
+package stress
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"text/tabwriter"
+	"time"
+
+	"connectrpc.com/connect"
+
+	podsv1alpha1 "github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1"
+	"github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1/podsv1alpha1connect"
+	"github.com/podsapi/podsapi/internal/h2c"
+)
+
+// Options size the scenarios.
+type Options struct {
+	// Flood: FloodClients call ListPods and GetPod as fast as they can for
+	// Duration, against a limit of QPS and Burst, while Watchers read a
+	// churn of ChurnRate changes per second; the same churn without the
+	// flood is the latency baseline.
+	Duration     time.Duration
+	FloodClients int
+	Watchers     int
+	QPS          float64
+	Burst        int
+	ChurnRate    int
+	// Stalled: Stalled watchers never read and Readers read, under
+	// UpdateRate changes per second for StallDuration.
+	Stalled       int
+	Readers       int
+	UpdateRate    int
+	StallDuration time.Duration
+	StallTimeout  time.Duration
+	// Churn: Cycles connect/call/disconnect cycles by ChurnWorkers.
+	Cycles       int
+	ChurnWorkers int
+	// Garbage: GarbageConns hostile connections.
+	GarbageConns int
+	// Log receives progress lines.
+	Log io.Writer
+}
+
+// Defaults are the options of `make stress`.
+func Defaults() Options {
+	return Options{
+		Duration: 30 * time.Second, FloodClients: 16, Watchers: 10, QPS: 100, Burst: 10, ChurnRate: 100,
+		Stalled: 100, Readers: 10, UpdateRate: 1000, StallDuration: 10 * time.Second, StallTimeout: 2 * time.Second,
+		Cycles: 10000, ChurnWorkers: 8, GarbageConns: 2000, Log: io.Discard,
+	}
+}
+
+// Row is one line of the report.
+type Row struct {
+	Scenario, Check, Value, Limit string
+	OK                            bool
+}
+
+// Report is the outcome of Run.
+type Report struct{ Rows []Row }
+
+func (r *Report) add(scenario, check string, ok bool, value, limit string) {
+	r.Rows = append(r.Rows, Row{scenario, check, value, limit, ok})
+}
+
+// Failed returns the violated checks.
+func (r *Report) Failed() []Row {
+	var failed []Row
+	for _, row := range r.Rows {
+		if !row.OK {
+			failed = append(failed, row)
+		}
+	}
+	return failed
+}
+
+// Print writes the report as a table.
+func (r *Report) Print(w io.Writer) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "SCENARIO\tCHECK\tVALUE\tLIMIT\tRESULT")
+	for _, row := range r.Rows {
+		res := "ok"
+		if !row.OK {
+			res = "VIOLATED"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", row.Scenario, row.Check, row.Value, row.Limit, res)
+	}
+	tw.Flush()
+}
+
+// Run runs the scenarios named in which (flood, stalled, churn, garbage; all
+// when empty) and returns the report; err is set when a scenario could not
+// run at all.
+func Run(ctx context.Context, o Options, which ...string) (*Report, error) {
+	rep := &Report{}
+	all := []struct {
+		name string
+		run  func(context.Context, Options, *Report) error
+	}{{"flood", flood}, {"stalled", stalled}, {"churn", churn}, {"garbage", garbage}}
+	for _, s := range all {
+		if len(which) > 0 && !contains(which, s.name) {
+			continue
+		}
+		fmt.Fprintf(o.Log, "stress: %s\n", s.name)
+		if err := s.run(ctx, o, rep); err != nil {
+			return rep, fmt.Errorf("%s: %w", s.name, err)
+		}
+	}
+	return rep, nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// flood checks the shared rate limit under 16 greedy clients, and that
+// watchers lose nothing and stay fast meanwhile; it ends with a SIGTERM
+// under that watch load.
+func flood(ctx context.Context, o Options, rep *Report) error {
+	const name = "1 flood"
+	c, err := startChild("--qps", fmt.Sprint(o.QPS), "--burst", fmt.Sprint(o.Burst))
+	if err != nil {
+		return err
+	}
+	defer c.kill()
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	readers := make([]*reader, o.Watchers)
+	for i := range readers {
+		readers[i] = startReader(wctx, c.socket)
+		select {
+		case <-readers[i].synced:
+		case <-time.After(30 * time.Second):
+			return fmt.Errorf("watcher %d did not sync: %v", i, readers[i].endErr())
+		}
+	}
+	churnN := max(int(o.Duration.Seconds()*float64(o.ChurnRate)), 1)
+	// Baseline: the churn alone.
+	if err := c.churn(churnN, o.ChurnRate); err != nil {
+		return err
+	}
+	var base []time.Duration
+	for _, r := range readers {
+		r.waitModified(churnN, time.Minute)
+		base = append(base, r.takeLatencies()...)
+	}
+	// The flood, with the same churn.
+	var accepted, limited, other atomic.Int64
+	var otherErr atomic.Value
+	fctx, stopFlood := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i := range o.FloodClients {
+		wg.Go(func() {
+			cl, closeConns := newClient(c.socket)
+			defer closeConns()
+			for k := 0; fctx.Err() == nil; k++ {
+				var err error
+				if (i+k)%2 == 0 {
+					_, err = cl.ListPods(fctx, connect.NewRequest(&podsv1alpha1.PodListRequest{}))
+				} else {
+					_, err = cl.GetPod(fctx, connect.NewRequest(&podsv1alpha1.PodGetRequest{PodUID: "00000000-0000-0000-0000-000000000000"}))
+					if connect.CodeOf(err) == connect.CodeNotFound {
+						err = nil // accepted: the limit let it through
+					}
+				}
+				switch {
+				case err == nil:
+					accepted.Add(1)
+				case connect.CodeOf(err) == connect.CodeResourceExhausted:
+					limited.Add(1)
+				case fctx.Err() != nil:
+				default:
+					other.Add(1)
+					otherErr.Store(err.Error())
+				}
+			}
+		})
+	}
+	churnErr := c.churn(churnN, o.ChurnRate)
+	if rest := time.Until(start.Add(o.Duration)); rest > 0 {
+		time.Sleep(rest) // the flood lasts at least Duration
+	}
+	stopFlood()
+	wg.Wait()
+	elapsed := time.Since(start)
+	if churnErr != nil {
+		return churnErr
+	}
+	var flooded []time.Duration
+	lost := 0
+	for _, r := range readers {
+		got := r.waitModified(2*churnN, time.Minute)
+		lost += 2*churnN - got
+		r.mu.Lock()
+		lost += r.gaps
+		r.mu.Unlock()
+		flooded = append(flooded, r.takeLatencies()...)
+	}
+	bound := int64(o.QPS*elapsed.Seconds()) + int64(o.Burst)
+	rep.add(name, fmt.Sprintf("accepted ListPods+GetPod of %d clients in %v", o.FloodClients, elapsed.Round(time.Millisecond)),
+		accepted.Load() <= bound, fmt.Sprint(accepted.Load()), fmt.Sprintf("<= qps*t+burst = %d", bound))
+	rep.add(name, "rejections that are RESOURCE_EXHAUSTED", other.Load() == 0,
+		fmt.Sprintf("%d of %d", limited.Load(), limited.Load()+other.Load()), "all")
+	if v := otherErr.Load(); v != nil {
+		fmt.Fprintf(o.Log, "stress: flood: other error: %v\n", v)
+	}
+	rep.add(name, fmt.Sprintf("events lost by %d watchers (%d changes each)", o.Watchers, 2*churnN), lost == 0, fmt.Sprint(lost), "0")
+	pb, pf := p99(base), p99(flooded)
+	// A floor of 1 ms keeps scheduler noise at microsecond latencies from
+	// deciding the check.
+	rep.add(name, "watch delivery p99 flooded vs not", pf <= 2*max(pb, time.Millisecond),
+		fmt.Sprintf("%v vs %v", pf.Round(time.Microsecond), pb.Round(time.Microsecond)), "<= 2x (floor 1ms)")
+
+	// SIGTERM under watch load: every watch ends UNAVAILABLE, the exit is
+	// bounded and the socket removed.
+	go c.churn(100000, o.ChurnRate*10)
+	took, err := c.stop(10 * time.Second)
+	rep.add(name, "SIGTERM with watches open: exit 0, socket removed", err == nil, took.Round(time.Millisecond).String(), "< 10s")
+	unavailable := 0
+	for _, r := range readers {
+		<-r.done
+		if connect.CodeOf(r.endErr()) == connect.CodeUnavailable {
+			unavailable++
+		}
+	}
+	rep.add(name, "watches ended UNAVAILABLE by SIGTERM", unavailable == len(readers), fmt.Sprintf("%d of %d", unavailable, len(readers)), "all")
+	if err != nil {
+		fmt.Fprintln(o.Log, "stress:", err)
+	}
+	return nil
+}
+
+// stalled checks that watchers that never read are dropped and freed in a
+// bounded time while readers lose nothing, and that memory comes back.
+func stalled(ctx context.Context, o Options, rep *Report) error {
+	const name = "2 stalled"
+	c, err := startChild("--qps", "-1", "--write-stall-timeout", o.StallTimeout.String())
+	if err != nil {
+		return err
+	}
+	defer c.kill()
+	if err := c.gc(); err != nil {
+		return err
+	}
+	rssBefore := c.rss()
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	readers := make([]*reader, o.Readers)
+	for i := range readers {
+		readers[i] = startReader(wctx, c.socket)
+		<-readers[i].synced
+	}
+	var closers []func()
+	defer func() {
+		for _, f := range closers {
+			f()
+		}
+	}()
+	for range o.Stalled {
+		closeIt, err := stalledWatcher(wctx, c.socket)
+		if err != nil {
+			return err
+		}
+		closers = append(closers, closeIt)
+	}
+	want := float64(o.Readers + o.Stalled)
+	if _, v, err := c.waitMetric("podsapi_watches_open", func(v float64) bool { return v == want }, 30*time.Second); err != nil {
+		return fmt.Errorf("watches open: %v, want %v: %w", v, want, err)
+	}
+	n := int(o.StallDuration.Seconds() * float64(o.UpdateRate))
+	churned := make(chan error, 1)
+	start := time.Now()
+	go func() { churned <- c.churn(n, o.UpdateRate) }()
+	// Every stalled watcher is dropped (queue overflow) and its stream freed
+	// (write-stall timeout): only the readers remain.
+	bound := o.StallDuration + o.StallTimeout*2 + 5*time.Second
+	var rssPeak int64
+	freedAfter := time.Duration(-1)
+	for time.Since(start) < bound+o.StallDuration {
+		rssPeak = max(rssPeak, c.rss())
+		v, err := c.metric("podsapi_watches_open")
+		if err != nil {
+			return err
+		}
+		if v == float64(o.Readers) {
+			freedAfter = time.Since(start)
+			break
+		}
+		time.Sleep(100 * time.Millisecond) // sampling RSS and the metric
+	}
+	if err := <-churned; err != nil {
+		return err
+	}
+	rssPeak = max(rssPeak, c.rss())
+	dropped, _ := c.metric("kubelet_pod_watch_events_dropped_total")
+	reset, _ := c.metric("podsapi_stalled_streams_reset_total")
+	rep.add(name, fmt.Sprintf("%d stalled watchers dropped and freed (%d changes at %d/s)", o.Stalled, n, o.UpdateRate),
+		freedAfter >= 0 && freedAfter <= bound, fmt.Sprintf("after %v (%v events dropped, %v streams reset)", freedAfter.Round(time.Millisecond), dropped, reset),
+		fmt.Sprintf("<= %v", bound))
+	lost := 0
+	for _, r := range readers {
+		got := r.waitModified(n, time.Minute)
+		r.mu.Lock()
+		lost += n - got + r.gaps
+		r.mu.Unlock()
+	}
+	rep.add(name, fmt.Sprintf("events lost by %d readers", o.Readers), lost == 0, fmt.Sprint(lost), "0")
+	for _, f := range closers {
+		f()
+	}
+	closers = nil
+	cancel()
+	if _, _, err := c.waitMetric("podsapi_watches_open", func(v float64) bool { return v == 0 }, 30*time.Second); err != nil {
+		return err
+	}
+	if err := c.gc(); err != nil {
+		return err
+	}
+	rssAfter := c.rss()
+	limit := rssBefore + rssBefore/4 + 16<<20
+	rep.add(name, "server RSS before / peak / after", rssAfter <= limit,
+		fmt.Sprintf("%s / %s / %s", mib(rssBefore), mib(rssPeak), mib(rssAfter)), fmt.Sprintf("after <= %s", mib(limit)))
+	_, err = c.stop(10 * time.Second)
+	return err
+}
+
+func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
+
+// churn runs connect/call/disconnect cycles, some closed abruptly in the
+// middle of a watch or a call, and checks that goroutines and file
+// descriptors come back.
+func churn(ctx context.Context, o Options, rep *Report) error {
+	const name = "3 churn"
+	c, err := startChild("--qps", "-1")
+	if err != nil {
+		return err
+	}
+	defer c.kill()
+	// Warm up: one cycle of each kind, so that lazily started goroutines
+	// count in the baseline.
+	cycle(ctx, c.socket, 0)
+	cycle(ctx, c.socket, 1)
+	if _, _, err := c.waitMetric("podsapi_connections_open", func(v float64) bool { return v == 0 }, 30*time.Second); err != nil {
+		return err
+	}
+	g0, _ := c.metric("go_goroutines")
+	fd0 := c.fds()
+	var next, failed atomic.Int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	for range o.ChurnWorkers {
+		wg.Go(func() {
+			for {
+				k := next.Add(1)
+				if k > int64(o.Cycles) || ctx.Err() != nil {
+					return
+				}
+				if err := cycle(ctx, c.socket, int(k)); err != nil {
+					failed.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	took := time.Since(start)
+	if _, _, err := c.waitMetric("podsapi_connections_open", func(v float64) bool { return v == 0 }, 30*time.Second); err != nil {
+		return err
+	}
+	_, g1, _ := c.waitMetric("go_goroutines", func(v float64) bool { return v <= g0 }, 10*time.Second)
+	fd1 := c.fds()
+	rep.add(name, fmt.Sprintf("%d cycles (1 in 10 closed abruptly mid-watch, 1 in 10 mid-call) in %v", o.Cycles, took.Round(time.Millisecond)),
+		failed.Load() == 0, fmt.Sprintf("%d failed", failed.Load()), "0 failed")
+	rep.add(name, "server goroutines before / after", g1 <= g0, fmt.Sprintf("%v / %v", g0, g1), "no growth")
+	rep.add(name, "server file descriptors before / after", fd1 <= fd0, fmt.Sprintf("%d / %d", fd0, fd1), "no growth")
+	_, err = c.stop(10 * time.Second)
+	return err
+}
+
+// cycle is one connect/call/disconnect cycle; kind k%10 == 1 closes the
+// connection abruptly in the middle of a watch, k%10 == 2 in the middle of
+// a call.
+func cycle(ctx context.Context, socket string, k int) error {
+	hc, conns := dialer(socket)
+	defer hc.CloseIdleConnections()
+	cl := podsv1alpha1connect.NewPodsClient(hc, h2c.BaseURL, connect.WithGRPC())
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	switch k % 10 {
+	case 1:
+		s, err := cl.WatchPods(cctx, connect.NewRequest(&podsv1alpha1.PodWatchRequest{}))
+		if err != nil {
+			return err
+		}
+		if !s.Receive() {
+			return s.Err()
+		}
+		for _, conn := range conns() {
+			conn.Close()
+		}
+		return nil
+	case 2:
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			_, _ = cl.ListPods(cctx, connect.NewRequest(&podsv1alpha1.PodListRequest{}))
+		}()
+		for len(conns()) == 0 {
+			select {
+			case <-done:
+				return nil
+			default:
+				time.Sleep(50 * time.Microsecond) // until the dial happened
+			}
+		}
+		for _, conn := range conns() {
+			conn.Close()
+		}
+		<-done
+		return nil
+	default:
+		_, err := cl.ListPods(cctx, connect.NewRequest(&podsv1alpha1.PodListRequest{}))
+		return err
+	}
+}
+
+// garbage sends hostile bytes while a client keeps calling and watching: the
+// server must keep serving, never crash and never log an error.
+func garbage(ctx context.Context, o Options, rep *Report) error {
+	const name = "4 garbage"
+	c, err := startChild("--qps", "-1")
+	if err != nil {
+		return err
+	}
+	defer c.kill()
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	r := startReader(wctx, c.socket)
+	<-r.synced
+	var calls, callFailures atomic.Int64
+	var firstFailure atomic.Value
+	checkerDone := make(chan struct{})
+	go func() {
+		defer close(checkerDone)
+		cl, closeConns := newClient(c.socket)
+		defer closeConns()
+		for wctx.Err() == nil {
+			_, err := cl.ListPods(wctx, connect.NewRequest(&podsv1alpha1.PodListRequest{}))
+			if wctx.Err() != nil {
+				return
+			}
+			calls.Add(1)
+			if err != nil {
+				callFailures.Add(1)
+				firstFailure.CompareAndSwap(nil, err.Error())
+			}
+			time.Sleep(2 * time.Millisecond) // a steady client, not a flood
+		}
+	}()
+	counts := make([]atomic.Int64, len(garbageKinds))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for {
+				k := next.Add(1)
+				if k > int64(o.GarbageConns) || ctx.Err() != nil {
+					return
+				}
+				i := int(k) % len(garbageKinds)
+				garbageKinds[i].send(c.socket, int(k))
+				counts[i].Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	// The watcher still gets changes.
+	if err := c.churn(100, 1000); err != nil {
+		return err
+	}
+	got := r.waitModified(100, 30*time.Second)
+	cancel()
+	<-checkerDone
+	var kinds []string
+	for i, g := range garbageKinds {
+		kinds = append(kinds, fmt.Sprintf("%s %d", g.name, counts[i].Load()))
+	}
+	fmt.Fprintf(o.Log, "stress: garbage: %s\n", strings.Join(kinds, ", "))
+	rep.add(name, fmt.Sprintf("%d hostile connections of %d kinds: well-behaved calls failed", o.GarbageConns, len(garbageKinds)),
+		callFailures.Load() == 0, fmt.Sprintf("%d of %d", callFailures.Load(), calls.Load()), "0")
+	if v := firstFailure.Load(); v != nil {
+		fmt.Fprintf(o.Log, "stress: garbage: first failure: %v\n", v)
+	}
+	rep.add(name, "watcher received changes after the garbage", got == 100 && r.gaps == 0, fmt.Sprintf("%d of 100", got), "all")
+	took, err := c.stop(10 * time.Second)
+	rep.add(name, "server alive to the end, clean exit on SIGTERM", err == nil, took.Round(time.Millisecond).String(), "exit 0")
+	bad := c.badLogs()
+	rep.add(name, "log lines at error level or about panics", len(bad) == 0, fmt.Sprint(len(bad)), "0")
+	for _, line := range bad[:min(len(bad), 5)] {
+		fmt.Fprintf(o.Log, "stress: garbage: logged: %s\n", line)
+	}
+	if err != nil && !errors.Is(err, context.Canceled) {
+		fmt.Fprintln(o.Log, "stress:", err)
+	}
+	return nil
+}
