@@ -54,6 +54,20 @@ conformance: ## Run the conformance suite against our server, started and restar
 		--server-cmd 'bin/podsapi-server --socket {socket} --manifest-dir {manifests} --metrics-address {metrics} --watch-queue 16 --log-level warn' \
 		--features conformance/features/podsapi-server.yaml --junit build/conformance.xml --json build/conformance.json
 
+FUZZTIME ?= 30s
+.PHONY: fuzz
+fuzz: ## Run each fuzz target for FUZZTIME (default 30s); go test -fuzz takes one package and one target at a time.
+	go test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./fieldmask
+	go test -run '^$$' -fuzz '^FuzzProject$$' -fuzztime $(FUZZTIME) ./fieldmask
+	go test -run '^$$' -fuzz '^FuzzFromHeader$$' -fuzztime $(FUZZTIME) ./fieldmask
+	go test -run '^$$' -fuzz '^FuzzRequest$$' -fuzztime $(FUZZTIME) ./server
+	go test -run '^$$' -fuzz '^FuzzDecodeFile$$' -fuzztime $(FUZZTIME) ./source/manifest
+
+STRESS_FLAGS ?=
+.PHONY: stress
+stress: ## Attack a child server (flood, stalled watchers, churn, garbage): a table, exit 1 on a violated invariant (STRESS_FLAGS=-duration=10s ...).
+	go run ./cmd/stress $(STRESS_FLAGS)
+
 .PHONY: protodeps
 protodeps: ## Copy the Kubernetes .proto files from the module cache (versions pinned in go.mod) to build/proto.
 	@go mod download k8s.io/api k8s.io/apimachinery

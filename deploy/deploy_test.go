@@ -28,15 +28,6 @@ import (
 // defaultSocket is the socket path every manifest must agree on.
 const defaultSocket = "/var/lib/kubelet/pods-api/pods-api.sock"
 
-// pendingFlags are flags the manifests use that cmd/server gets with the
-// kubelet sources (issue 6); until it has them, their absence from
-// `podsapi-server --help` is logged instead of failing. Remove this list
-// once cmd/server has them.
-var pendingFlags = []string{
-	"source", "kubelet-url", "kubelet-token-file", "kubelet-ca-file", "kubelet-insecure-skip-verify",
-	"kubelet-client-cert", "kubelet-client-key", "source-socket",
-}
-
 // manifests holds the decoded objects of the YAML manifests of deploy/.
 type manifests struct {
 	namespaces      []*corev1.Namespace
@@ -412,8 +403,6 @@ func TestFlagsExistInServer(t *testing.T) {
 		for _, name := range flagNames(args) {
 			switch {
 			case known[name]:
-			case slices.Contains(pendingFlags, name):
-				t.Logf("%s: --%s is not in podsapi-server --help yet (pending in cmd/server)", file, name)
 			default:
 				t.Errorf("%s: podsapi-server has no flag --%s", file, name)
 			}

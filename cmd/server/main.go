@@ -23,14 +23,17 @@ import (
 	"github.com/podsapi/podsapi/server"
 	"github.com/podsapi/podsapi/service"
 	"github.com/podsapi/podsapi/socket"
-	"github.com/podsapi/podsapi/source/manifest"
 	"github.com/podsapi/podsapi/store"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	if err := Run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+	run, args := Run, os.Args[1:]
+	if len(args) > 0 && args[0] == "probe" {
+		run, args = Probe, args[1:]
+	}
+	if err := run(ctx, args, os.Stdout, os.Stderr); err != nil {
 		if !errors.Is(err, flag.ErrHelp) {
 			fmt.Fprintln(os.Stderr, "podsapi-server:", err)
 		}
@@ -55,7 +58,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	hostname, _ := os.Hostname()
 	var (
 		sock       = fs.String("socket", socket.DefaultPath, "path of the UNIX socket to serve on")
-		dir        = fs.String("manifest-dir", "", "directory of static pod manifests to serve (required)")
+		dir        = fs.String("manifest-dir", "", "directory of static pod manifests to serve (required with --source=manifest)")
 		nodeName   = fs.String("node-name", hostname, "name of the node, set as spec.nodeName of the pods")
 		metrics    = fs.String("metrics-address", server.DefaultMetricsAddress, "TCP address of the Prometheus /metrics endpoint; empty disables it")
 		qps        = fs.Float64("qps", server.DefaultQPS, "requests per second allowed to ListPods and GetPod together; negative disables the limit")
@@ -64,6 +67,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		maxStreams = fs.Int("max-streams", server.DefaultMaxStreams, "concurrent calls and watches per connection")
 		shutdown   = fs.Duration("shutdown-timeout", server.DefaultShutdownTimeout, "how long a graceful shutdown may take")
 		logLevel   = fs.String("log-level", "info", "log level: debug, info, warn or error")
+		srcFlags   = addSourceFlags(fs)
 
 		allowedUIDs    = fs.String("allowed-uids", uintList(server.DefaultAllowedUIDs()), "comma-separated UIDs that may call the API (SO_PEERCRED; default root and the server's own user); '*' allows every peer that can open the socket")
 		allowedGIDs    = fs.String("allowed-gids", "", "comma-separated GIDs (effective or supplementary) whose members may call the API")
@@ -79,7 +83,11 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		writeStall     = fs.Duration("write-stall-timeout", server.DefaultWriteStallTimeout, "reset a stream (close a connection) whose client has not read for this long while the server has data to write; negative disables it")
 	)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: podsapi-server --manifest-dir DIR [flags]\n\nServes the Kubelet Pods API on a UNIX socket.\n\nFlags:\n")
+		fmt.Fprintf(fs.Output(), "Usage: podsapi-server [--source manifest] --manifest-dir DIR [flags]\n"+
+			"       podsapi-server --source kubelet-http [--kubelet-url URL] [flags]\n"+
+			"       podsapi-server --source kubelet-grpc --source-socket PATH --socket OTHER_PATH [flags]\n"+
+			"       podsapi-server probe [--socket PATH] [--serving]\n\n"+
+			"Serves the Kubelet Pods API on a UNIX socket.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -91,8 +99,6 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	switch {
 	case fs.NArg() > 0:
 		return usageError{fmt.Errorf("unexpected arguments: %q", fs.Args())}
-	case *dir == "":
-		return usageError{errors.New("--manifest-dir is required")}
 	case *nodeName == "":
 		return usageError{errors.New("--node-name is required: the host name is unknown")}
 	case *burst < 1:
@@ -138,6 +144,10 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		mode = iofs.FileMode(m)
 	}
+	srcFlags.manifestDir = *dir
+	if err := srcFlags.check(fs, *sock); err != nil {
+		return usageError{err}
+	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
 		return usageError{fmt.Errorf("--log-level: %w", err)}
@@ -147,7 +157,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	st := store.New(store.WithErrorHandler(func(err error) { logger.Error("cannot store pod", "error", err) }))
-	src := manifest.New(*dir, *nodeName, manifest.WithLogger(logger), manifest.WithRegisterer(reg))
+	src := srcFlags.newSource(*nodeName, logger, reg)
 	srv, err := server.New(st, server.Config{
 		Socket:          *sock,
 		MetricsAddress:  *metrics,
@@ -177,7 +187,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	logger.Info("serving the Pods API",
-		"socket", srv.SocketPath(), "metrics", addrString(srv.MetricsAddr()), "source", src.Name(), "node", *nodeName,
+		"socket", srv.SocketPath(), "metrics", addrString(srv.MetricsAddr()), "source", src.name, "node", *nodeName,
 		"qps", *qps, "burst", *burst, "watchQueue", *watchQueue,
 		"allowedUIDs", *allowedUIDs, "allowedGIDs", *allowedGIDs, "perClientQPS", *perClientQPS,
 		"maxWatchers", *maxWatchers, "maxConnections", *maxConns)
@@ -186,9 +196,9 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	defer cancel(nil)
 	srcDone := make(chan error, 1)
 	go func() {
-		err := src.Run(ctx, st)
+		err := src.run(ctx, st)
 		if err != nil {
-			cancel(fmt.Errorf("pod source %s: %w", src.Name(), err))
+			cancel(fmt.Errorf("pod source %s: %w", src.name, err))
 		}
 		srcDone <- err
 	}()

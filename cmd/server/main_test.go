@@ -48,6 +48,10 @@ func TestRunUsageErrors(t *testing.T) {
 		{"ExtraArgument", []string{"--manifest-dir", ".", "extra"}, "unexpected arguments"},
 		{"BadBurst", []string{"--manifest-dir", ".", "--burst", "0"}, "--burst"},
 		{"BadLogLevel", []string{"--manifest-dir", ".", "--log-level", "loud"}, "--log-level"},
+		{"UnknownSource", []string{"--source", "etcd"}, "--source"},
+		{"FlagOfAnotherSource", []string{"--manifest-dir", ".", "--kubelet-url", "http://127.0.0.1:10255/pods"}, "--kubelet-url is a flag of --source=kubelet-http"},
+		{"SameSocketAsSource", []string{"--source", "kubelet-grpc", "--source-socket", "/tmp/k.sock", "--socket", "/tmp/k.sock"}, "serve on another path"},
+		{"CertWithoutKey", []string{"--source", "kubelet-http", "--kubelet-client-cert", "c.pem"}, "go together"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -106,6 +110,15 @@ func TestRunServesExamples(t *testing.T) {
 		if p.GetSpec().GetNodeName() != "node-1" || p.GetMetadata().GetUid() == "" {
 			t.Errorf("pod %s: nodeName %q, uid %q", p.GetMetadata().GetName(), p.GetSpec().GetNodeName(), p.GetMetadata().GetUid())
 		}
+	}
+
+	// The probe subcommand, as the DaemonSet's liveness probe runs it.
+	var out bytes.Buffer
+	if err := Probe(wctx, []string{"--socket", sock, "--serving"}, &out, &syncBuffer{}); err != nil || strings.TrimSpace(out.String()) != "SERVING" {
+		t.Fatalf("probe --serving: %v, printed %q; want SERVING", err, out.String())
+	}
+	if err := Probe(wctx, []string{"--socket", sock + ".missing"}, &out, &syncBuffer{}); err == nil {
+		t.Fatal("probe of a missing socket succeeded")
 	}
 
 	// A second server on the same socket must not take it over.
