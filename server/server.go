@@ -194,7 +194,7 @@ func New(st Store, cfg Config) (*Server, error) {
 	reflector := grpcreflect.NewStaticReflector(podsv1alpha1connect.PodsName, grpchealth.HealthV1ServiceName)
 
 	mux := http.NewServeMux()
-	podsPath, podsHandler := podsv1alpha1connect.NewPodsHandler(pods, service.HandlerOptionsWith(service.Guards{
+	podsPath, podsHandler := podsv1alpha1connect.NewPodsHandler(pods, service.HandlerOptions(service.Guards{
 		Metrics:   metrics,
 		Ready:     st.Synced,
 		Access:    access,

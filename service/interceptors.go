@@ -20,13 +20,6 @@ type Limiter interface {
 // requests are tiny; anything larger is refused with RESOURCE_EXHAUSTED.
 const MaxRequestBytes = 4 << 10
 
-// HandlerOptions returns the connect options of the Pods handler: the
-// interceptors of Interceptors, JSON codecs that understand the handler's
-// responses, and the MaxRequestBytes limit.
-func HandlerOptions(metrics *Metrics, ready func() bool, limiter Limiter) []connect.HandlerOption {
-	return HandlerOptionsWith(Guards{Metrics: metrics, Ready: ready, Limiter: limiter})
-}
-
 // Guards are what the interceptors of the Pods handler check, besides
 // counting requests in Metrics. Nil fields check nothing.
 type Guards struct {
@@ -46,30 +39,26 @@ type Guards struct {
 	Watches *WatchLimit
 }
 
-// HandlerOptionsWith is HandlerOptions for every guard of g.
-func HandlerOptionsWith(g Guards) []connect.HandlerOption {
+// HandlerOptions returns the connect options of the Pods handler: the
+// interceptors of Interceptors for g, JSON codecs that understand the
+// handler's responses, and the MaxRequestBytes limit.
+func HandlerOptions(g Guards) []connect.HandlerOption {
 	return []connect.HandlerOption{
-		connect.WithInterceptors(InterceptorsWith(g)...),
+		connect.WithInterceptors(Interceptors(g)...),
 		connect.WithCodec(jsonCodec{"json"}),
 		connect.WithCodec(jsonCodec{"json; charset=utf-8"}),
 		connect.WithReadMaxBytes(MaxRequestBytes),
 	}
 }
 
-// Interceptors returns the interceptors of the Pods handler, outermost first:
-// metrics (every request counted, rejected ones included), readiness
-// (FAILED_PRECONDITION until ready reports true), the rate limit on unary
-// calls (RESOURCE_EXHAUSTED when limiter refuses; WatchPods is exempt) and the
-// field mask, parsed and validated once per request or stream.
-func Interceptors(metrics *Metrics, ready func() bool, limiter Limiter) []connect.Interceptor {
-	return InterceptorsWith(Guards{Metrics: metrics, Ready: ready, Limiter: limiter})
-}
-
-// InterceptorsWith returns the interceptors of the Pods handler for the
-// guards of g, outermost first: metrics, access (PERMISSION_DENIED),
-// readiness, the per-client and then the shared rate limit on unary calls,
-// the limit of open watches (RESOURCE_EXHAUSTED) and the field mask.
-func InterceptorsWith(g Guards) []connect.Interceptor {
+// Interceptors returns the interceptors of the Pods handler for the guards
+// of g, outermost first: metrics (every request counted, rejected ones
+// included), access (PERMISSION_DENIED), readiness (FAILED_PRECONDITION until
+// the sources have synced), the per-client and then the shared rate limit on
+// unary calls (RESOURCE_EXHAUSTED; WatchPods is exempt), the limit of open
+// watches (RESOURCE_EXHAUSTED) and the field mask, parsed and validated once
+// per request or stream.
+func Interceptors(g Guards) []connect.Interceptor {
 	var is []connect.Interceptor
 	if g.Metrics != nil {
 		is = append(is, g.Metrics)

@@ -184,7 +184,7 @@ func (im *Impl) Start(context.Context) error {
 	var h podsv1alpha1connect.PodsHandler = service.New(st, service.WithWatchQueue(queue), service.WithMetrics(im.metrics),
 		service.WithShutdown(inst.shutdown), service.WithLogger(im.logger))
 	h = &broken{PodsHandler: h, brk: im.brk, store: st, limiter: limiter, served: served}
-	ints := service.Interceptors(im.metrics, ready, limiter)
+	ints := service.Interceptors(service.Guards{Metrics: im.metrics, Ready: ready, Limiter: limiter})
 	if im.brk == IgnoreFieldMasks {
 		ints = ints[:3]
 	}
