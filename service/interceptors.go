@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"log/slog"
+	"math"
 
 	"connectrpc.com/connect"
 
@@ -48,6 +49,11 @@ func HandlerOptions(g Guards) []connect.HandlerOption {
 		connect.WithCodec(jsonCodec{"json"}),
 		connect.WithCodec(jsonCodec{"json; charset=utf-8"}),
 		connect.WithReadMaxBytes(MaxRequestBytes),
+		// Responses are never compressed: on a UNIX socket compression only
+		// costs CPU (a flate writer reset per message, per watcher), and
+		// connect-go clients ask for gzip by default. Compressed requests
+		// are still accepted.
+		connect.WithCompressMinBytes(math.MaxInt32),
 	}
 }
 
