@@ -36,13 +36,23 @@ const SentAnnotation = "stress.podsapi.io/sent"
 // MaybeChild serves as the stress server and exits when the environment
 // asks for it; otherwise it returns at once. Call it first in main (or
 // TestMain).
+//
+// With FloodEnv set, it runs the clients of the flood instead (see
+// runFlood) and exits.
 func MaybeChild() {
-	if os.Getenv(ChildEnv) != "1" {
+	switch {
+	case os.Getenv(ChildEnv) == "1":
+		if err := runChild(os.Args[1:], os.Stdin, os.Stdout, os.Stderr); err != nil {
+			fmt.Fprintln(os.Stderr, "stress child:", err)
+			os.Exit(1)
+		}
+	case os.Getenv(FloodEnv) == "1":
+		if err := runFlood(os.Args[1:], os.Stdin, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "stress flood:", err)
+			os.Exit(1)
+		}
+	default:
 		return
-	}
-	if err := runChild(os.Args[1:], os.Stdin, os.Stdout, os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, "stress child:", err)
-		os.Exit(1)
 	}
 	os.Exit(0)
 }

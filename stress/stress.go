@@ -158,49 +158,33 @@ func flood(ctx context.Context, o Options, rep *Report) error {
 		r.waitModified(churnN, time.Minute)
 		base = append(base, r.takeLatencies()...)
 	}
-	// The flood, with the same churn.
-	var accepted, limited, other atomic.Int64
-	var otherErr atomic.Value
-	fctx, stopFlood := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	start := time.Now()
-	for i := range o.FloodClients {
-		wg.Go(func() {
-			cl, closeConns := newClient(c.socket)
-			defer closeConns()
-			for k := 0; fctx.Err() == nil; k++ {
-				var err error
-				if (i+k)%2 == 0 {
-					_, err = cl.ListPods(fctx, connect.NewRequest(&podsv1alpha1.PodListRequest{}))
-				} else {
-					_, err = cl.GetPod(fctx, connect.NewRequest(&podsv1alpha1.PodGetRequest{PodUID: "00000000-0000-0000-0000-000000000000"}))
-					if connect.CodeOf(err) == connect.CodeNotFound {
-						err = nil // accepted: the limit let it through
-					}
-				}
-				switch {
-				case err == nil:
-					accepted.Add(1)
-				case connect.CodeOf(err) == connect.CodeResourceExhausted:
-					limited.Add(1)
-				case fctx.Err() != nil:
-				default:
-					other.Add(1)
-					otherErr.Store(err.Error())
-				}
-			}
-		})
+	// The flood, with the same churn. The flooding clients run in a process
+	// of their own, as hostile agents do, so that the watchers' process
+	// holds only what is measured.
+	fl, err := startFlood(ctx, c.socket, o.FloodClients, 2*o.Duration+2*time.Minute)
+	if err != nil {
+		return err
 	}
+	defer fl.kill()
+	start := time.Now()
 	churnErr := c.churn(churnN, o.ChurnRate)
 	if rest := time.Until(start.Add(o.Duration)); rest > 0 {
 		time.Sleep(rest) // the flood lasts at least Duration
 	}
-	stopFlood()
-	wg.Wait()
-	elapsed := time.Since(start)
+	res, err := fl.stop()
+	if err != nil {
+		return err
+	}
 	if churnErr != nil {
 		return churnErr
 	}
+	if res.Elapsed < o.Duration {
+		return fmt.Errorf("the flood lasted %v, less than %v", res.Elapsed, o.Duration)
+	}
+	elapsed := res.Elapsed
+	calls := res.Accepted + res.Limited + res.Other
+	fmt.Fprintf(o.Log, "stress: flood: %d calls in %v (%.0f/s), %d accepted\n",
+		calls, elapsed.Round(time.Millisecond), float64(calls)/elapsed.Seconds(), res.Accepted)
 	var flooded []time.Duration
 	lost := 0
 	for _, r := range readers {
@@ -213,11 +197,11 @@ func flood(ctx context.Context, o Options, rep *Report) error {
 	}
 	bound := int64(o.QPS*elapsed.Seconds()) + int64(o.Burst)
 	rep.add(name, fmt.Sprintf("accepted ListPods+GetPod of %d clients in %v", o.FloodClients, elapsed.Round(time.Millisecond)),
-		accepted.Load() <= bound, fmt.Sprint(accepted.Load()), fmt.Sprintf("<= qps*t+burst = %d", bound))
-	rep.add(name, "rejections that are RESOURCE_EXHAUSTED", other.Load() == 0,
-		fmt.Sprintf("%d of %d", limited.Load(), limited.Load()+other.Load()), "all")
-	if v := otherErr.Load(); v != nil {
-		fmt.Fprintf(o.Log, "stress: flood: other error: %v\n", v)
+		res.Accepted <= bound, fmt.Sprint(res.Accepted), fmt.Sprintf("<= qps*t+burst = %d", bound))
+	rep.add(name, "rejections that are RESOURCE_EXHAUSTED", res.Other == 0,
+		fmt.Sprintf("%d of %d", res.Limited, res.Limited+res.Other), "all")
+	if res.OtherErr != "" {
+		fmt.Fprintf(o.Log, "stress: flood: other error: %v\n", res.OtherErr)
 	}
 	rep.add(name, fmt.Sprintf("events lost by %d watchers (%d changes each)", o.Watchers, 2*churnN), lost == 0, fmt.Sprint(lost), "0")
 	pb, pf := p99(base), p99(flooded)
@@ -381,7 +365,7 @@ func churn(ctx context.Context, o Options, rep *Report) error {
 	if _, _, err := c.waitMetric("podsapi_connections_open", func(v float64) bool { return v == 0 }, 30*time.Second); err != nil {
 		return err
 	}
-	_, g1, _ := c.waitMetric("go_goroutines", func(v float64) bool { return v <= g0 }, 10*time.Second)
+	_, g1, _ := c.waitMetric("go_goroutines", func(v float64) bool { return v <= g0 }, 30*time.Second)
 	fd1 := c.fds()
 	rep.add(name, fmt.Sprintf("%d cycles (1 in 10 closed abruptly mid-watch, 1 in 10 mid-call) in %v", o.Cycles, took.Round(time.Millisecond)),
 		failed.Load() == 0, fmt.Sprintf("%d failed", failed.Load()), "0 failed")

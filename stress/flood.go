@@ -1,0 +1,222 @@
+package stress
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"connectrpc.com/connect"
+
+	podsv1alpha1 "github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1"
+)
+
+// FloodEnv, set to "1", makes a process that calls MaybeChild run the
+// clients of the flood instead of its main function: the flooding agents are
+// a process of their own, as hostile agents on a node are, so that they
+// share the CPUs with the server and the watchers through the kernel's
+// scheduler, not through the Go scheduler of the watchers' process.
+const FloodEnv = "PODSAPI_STRESS_FLOOD"
+
+// floodResult is what the flood process reports on stdout, as one JSON line,
+// when it stops.
+type floodResult struct {
+	// Accepted calls were let through by the rate limit (GetPod's
+	// NOT_FOUND included); Limited got RESOURCE_EXHAUSTED; Other got
+	// anything else, the first of which is OtherErr.
+	Accepted int64  `json:"accepted"`
+	Limited  int64  `json:"limited"`
+	Other    int64  `json:"other"`
+	OtherErr string `json:"otherErr,omitempty"`
+	// Elapsed is the time from before the first call to after the last
+	// one returned: every accepted call took its token within it.
+	Elapsed time.Duration `json:"elapsedNs"`
+}
+
+// runFlood is the flood process: clients that call ListPods and GetPod as
+// fast as they can, each on its own connection, until a "stop" line or the
+// end of stdin (or SIGTERM, or --limit as a safety bound). It prints
+// "flooding" once the first call has returned, then the floodResult as
+// JSON once every client has stopped.
+func runFlood(args []string, stdin io.Reader, stdout io.Writer) error {
+	fs := flag.NewFlagSet("stress-flood", flag.ContinueOnError)
+	sock := fs.String("socket", "", "socket of the server")
+	clients := fs.Int("clients", 16, "clients")
+	limit := fs.Duration("limit", 10*time.Minute, "stop by itself after this long")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *sock == "" || *clients < 1 {
+		return errors.New("--socket and --clients >= 1 are required")
+	}
+	sctx, stopSignals := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stopSignals()
+	fctx, stopFlood := context.WithTimeout(sctx, *limit)
+	defer stopFlood()
+	go func() {
+		defer stopFlood()
+		sc := bufio.NewScanner(stdin)
+		for sc.Scan() {
+			if strings.TrimSpace(sc.Text()) == "stop" {
+				return
+			}
+		}
+	}()
+	var accepted, limited, other atomic.Int64
+	var otherErr atomic.Value
+	var first sync.Once
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i := range *clients {
+		wg.Go(func() {
+			cl, closeConns := newClient(*sock)
+			defer closeConns()
+			for k := 0; fctx.Err() == nil; k++ {
+				var err error
+				if (i+k)%2 == 0 {
+					_, err = cl.ListPods(fctx, connect.NewRequest(&podsv1alpha1.PodListRequest{}))
+				} else {
+					_, err = cl.GetPod(fctx, connect.NewRequest(&podsv1alpha1.PodGetRequest{PodUID: "00000000-0000-0000-0000-000000000000"}))
+					if connect.CodeOf(err) == connect.CodeNotFound {
+						err = nil // accepted: the limit let it through
+					}
+				}
+				switch {
+				case err == nil:
+					accepted.Add(1)
+				case connect.CodeOf(err) == connect.CodeResourceExhausted:
+					limited.Add(1)
+				case fctx.Err() != nil:
+				default:
+					other.Add(1)
+					otherErr.CompareAndSwap(nil, err.Error())
+				}
+				first.Do(func() { fmt.Fprintln(stdout, "flooding") })
+			}
+		})
+	}
+	wg.Wait()
+	res := floodResult{Accepted: accepted.Load(), Limited: limited.Load(), Other: other.Load(), Elapsed: time.Since(start)}
+	if v := otherErr.Load(); v != nil {
+		res.OtherErr = v.(string)
+	}
+	first.Do(func() { fmt.Fprintln(stdout, "flooding") }) // nothing was called: say it anyway, the result follows
+	return json.NewEncoder(stdout).Encode(res)
+}
+
+// floodProcess is the flood running as a child process.
+type floodProcess struct {
+	cmd     *exec.Cmd
+	stdin   io.WriteCloser
+	lines   chan string
+	stderr  *syncBuffer
+	exited  chan struct{} // closed when the process exited
+	exitErr error         // how, once exited is closed
+}
+
+// startFlood starts clients flooding clients on socket in a child process
+// (the stress binary again, with FloodEnv set) and returns once they call.
+// The process is killed when ctx ends, and stops by itself after limit.
+func startFlood(ctx context.Context, socket string, clients int, limit time.Duration) (*floodProcess, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	f := &floodProcess{lines: make(chan string, 4), stderr: &syncBuffer{}, exited: make(chan struct{})}
+	f.cmd = exec.CommandContext(ctx, exe, "--socket", socket, "--clients", fmt.Sprint(clients), "--limit", limit.String())
+	f.cmd.Env = append(os.Environ(), FloodEnv+"=1")
+	f.cmd.Stderr = f.stderr
+	if f.stdin, err = f.cmd.StdinPipe(); err != nil {
+		return nil, err
+	}
+	out, err := f.cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := f.cmd.Start(); err != nil {
+		return nil, err
+	}
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			f.lines <- sc.Text()
+		}
+		close(f.lines)
+		f.exitErr = f.cmd.Wait()
+		close(f.exited)
+	}()
+	if _, err := f.next(30 * time.Second); err != nil {
+		f.kill()
+		return nil, fmt.Errorf("start the flood: %w", err)
+	}
+	return f, nil
+}
+
+// next returns the next line of the flood process's stdout.
+func (f *floodProcess) next(timeout time.Duration) (string, error) {
+	select {
+	case line, ok := <-f.lines:
+		if !ok {
+			<-f.exited
+			return "", fmt.Errorf("the flood process exited (%v)\n%s", f.exitErr, f.stderr)
+		}
+		return line, nil
+	case <-time.After(timeout):
+		return "", fmt.Errorf("the flood process said nothing within %v\n%s", timeout, f.stderr)
+	}
+}
+
+// stop tells the flood to stop and returns its counts.
+func (f *floodProcess) stop() (floodResult, error) {
+	var res floodResult
+	fmt.Fprintln(f.stdin, "stop")
+	f.stdin.Close()
+	line, err := f.next(30 * time.Second)
+	if err != nil {
+		f.kill()
+		return res, err
+	}
+	if err := json.Unmarshal([]byte(line), &res); err != nil {
+		f.kill()
+		return res, fmt.Errorf("the flood process said %q: %w", line, err)
+	}
+	select {
+	case <-f.exited:
+	case <-time.After(30 * time.Second):
+		f.kill()
+		return res, errors.New("the flood process did not exit within 30s of its result")
+	}
+	if f.exitErr != nil {
+		return res, fmt.Errorf("the flood process exited with %v\n%s", f.exitErr, f.stderr)
+	}
+	return res, nil
+}
+
+// kill ends the flood process at once and waits for its exit, at most 10 s.
+func (f *floodProcess) kill() {
+	select {
+	case <-f.exited:
+		return
+	default:
+	}
+	_ = f.cmd.Process.Kill()
+	go func() {
+		for range f.lines { // so that the reader gets to Wait
+		}
+	}()
+	select {
+	case <-f.exited:
+	case <-time.After(10 * time.Second):
+	}
+}
