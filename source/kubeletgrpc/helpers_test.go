@@ -44,34 +44,14 @@ func start(t *testing.T, socket string, opts ...kubeletgrpc.Option) *harness {
 		kubeletgrpc.WithRegisterer(h.reg),
 		kubeletgrpc.WithBackoff(time.Millisecond, 5*time.Millisecond),
 	}, opts...)...)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- src.Run(ctx, h.rec) }()
-	t.Cleanup(func() {
-		cancel()
-		timer := time.NewTimer(sourcetest.WaitTimeout)
-		defer timer.Stop()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("Run returned %v after cancel, want nil", err)
-			}
-		case <-timer.C:
-			t.Errorf("Run did not return within %v of cancel", sourcetest.WaitTimeout)
-		}
-	})
+	sourcetest.Run(t, func(ctx context.Context) error { return src.Run(ctx, h.rec) })
 	return h
 }
 
 // errors returns podsapi_source_errors_total for reason.
 func (h *harness) errors(t *testing.T, reason string) float64 {
 	t.Helper()
-	v, ok := sourcetest.MetricValue(t, h.reg, "podsapi_source_errors_total",
-		map[string]string{"source": "kubelet-grpc", "reason": reason})
-	if !ok {
-		t.Fatalf("podsapi_source_errors_total{reason=%q} is not exported", reason)
-	}
-	return v
+	return sourcetest.SourceErrors(t, h.reg, "kubelet-grpc", reason)
 }
 
 // inPhase returns a match function for Recorder.WaitPods.
