@@ -18,7 +18,7 @@ func BatchWatchFlushes(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		b := &batchWriter{ResponseWriter: w}
+		b := &batchWriter{ResponseWriter: w, rc: http.NewResponseController(w)}
 		next.ServeHTTP(b, r.WithContext(context.WithValue(r.Context(), batchKey{}, b)))
 	})
 }
@@ -35,6 +35,7 @@ func batchFrom(ctx context.Context) *batchWriter {
 // handler goroutine uses it, as connect's Send does.
 type batchWriter struct {
 	http.ResponseWriter
+	rc      *http.ResponseController // flushes w, through any wrappers
 	held    bool
 	pending bool
 }
@@ -45,7 +46,7 @@ func (b *batchWriter) Flush() {
 		b.pending = true
 		return
 	}
-	http.NewResponseController(b.ResponseWriter).Flush()
+	b.rc.Flush()
 }
 
 // Unwrap returns the underlying writer, for http.ResponseController.
