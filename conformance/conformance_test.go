@@ -90,6 +90,7 @@ func TestBroken(t *testing.T) {
 		{testimpl.UnknownForMissing, false, "^GetPod/", []string{"GetPod/UnknownUID"}, []string{"GetPod/EmptyUID", "GetPod/Pod", "GetPod/FieldMask/Scalar"}},
 		{testimpl.NoSyncMarker, false, "^WatchPods/(InitialSnapshot|Events)$|^GetPod/EmptyUID$", []string{"WatchPods/InitialSnapshot", "WatchPods/Events"}, []string{"GetPod/EmptyUID"}},
 		{testimpl.RateLimitedWatches, false, "^WatchPods/NotRateLimited$|^RateLimit/ListPods$", []string{"WatchPods/NotRateLimited"}, []string{"RateLimit/ListPods"}},
+		{testimpl.SeparateBuckets, false, "^RateLimit/(Shared|GetPod)$", []string{"RateLimit/Shared"}, []string{"RateLimit/GetPod"}},
 	} {
 		t.Run(string(tc.brk), func(t *testing.T) {
 			t.Parallel()

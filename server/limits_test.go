@@ -1,8 +1,10 @@
 package server_test
 
 import (
+	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"connectrpc.com/connect"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
@@ -115,5 +117,56 @@ func TestReadiness(t *testing.T) {
 				t.Fatalf("got %v, want INITIAL_SYNC_COMPLETE", ev.GetType())
 			}
 		})
+	}
+}
+
+// TestRateLimitDelay checks the tarpit: a refused call is answered
+// RESOURCE_EXHAUSTED no sooner than the delay, and a client whose deadline
+// is shorter than the delay still hears RESOURCE_EXHAUSTED before it, not
+// DEADLINE_EXCEEDED.
+func TestRateLimitDelay(t *testing.T) {
+	for _, kind := range clientKinds {
+		t.Run(kind.name, func(t *testing.T) {
+			pods := samplePods()
+			const delay = 300 * time.Millisecond
+			f := start(t, server.Config{QPS: 1e-6, Burst: 1, RateLimitDelay: delay}, false, pods...)
+			c := kind.dial(t, f.socket)
+			if _, err := c.List(ctx(t), nil); err != nil {
+				t.Fatalf("call within the burst: %v", err)
+			}
+			began := time.Now()
+			_, err := c.Get(ctx(t), string(pods[0].UID), nil)
+			if took := time.Since(began); codeOf(err) != connect.CodeResourceExhausted || took < delay {
+				t.Fatalf("GetPod beyond the burst: %v after %v, want ResourceExhausted after at least %v", err, took, delay)
+			}
+
+			slow := start(t, server.Config{QPS: 1e-6, Burst: 1, RateLimitDelay: time.Hour}, false, pods...)
+			c = kind.dial(t, slow.socket)
+			if _, err := c.List(ctx(t), nil); err != nil {
+				t.Fatalf("call within the burst: %v", err)
+			}
+			short, cancel := context.WithTimeout(ctx(t), 2*time.Second)
+			defer cancel()
+			if _, err := c.List(short, nil); codeOf(err) != connect.CodeResourceExhausted {
+				t.Fatalf("ListPods beyond the burst with a 2s deadline and a 1h delay: %v, want ResourceExhausted before the deadline", err)
+			}
+		})
+	}
+}
+
+// TestRateLimitNoDelay: a negative RateLimitDelay refuses at once; the
+// answer must not wait for a delay of an hour's worth of tokens.
+func TestRateLimitNoDelay(t *testing.T) {
+	pods := samplePods()
+	f := start(t, server.Config{QPS: 1e-6, Burst: 1, RateLimitDelay: -1, PerClientQPS: 1e-6, PerClientBurst: 1}, false, pods...)
+	c := clientKinds[0].dial(t, f.socket)
+	if _, err := c.List(ctx(t), nil); err != nil {
+		t.Fatalf("call within the burst: %v", err)
+	}
+	for range 20 {
+		// Without a deadline: a delay would show as the test's timeout.
+		if _, err := c.List(context.Background(), nil); codeOf(err) != connect.CodeResourceExhausted {
+			t.Fatalf("ListPods beyond the burst: %v, want ResourceExhausted", err)
+		}
 	}
 }

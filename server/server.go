@@ -43,6 +43,9 @@ const (
 	DefaultKeepaliveInterval = time.Minute
 	DefaultKeepaliveTimeout  = 20 * time.Second
 	DefaultWriteStallTimeout = 30 * time.Second
+	// DefaultRateLimitDelay is how long a call refused by a rate limit
+	// waits before it is answered.
+	DefaultRateLimitDelay = 100 * time.Millisecond
 	// DefaultPerClientBurst is the burst of each client's bucket when
 	// PerClientQPS is set without PerClientBurst.
 	DefaultPerClientBurst = 5
@@ -98,6 +101,14 @@ type Config struct {
 	// turns it off; PerClientBurst defaults to DefaultPerClientBurst.
 	PerClientQPS   float64
 	PerClientBurst int
+	// RateLimitDelay is how long a call refused by either rate limit waits
+	// before it is answered RESOURCE_EXHAUSTED (at most half of what is left
+	// of its deadline, and for at most service.DefaultTarpitCapacity calls
+	// at once): a client that retries at once is slowed to one call per
+	// delay and stream, so that a flood of refusals cannot take the CPUs
+	// from the watchers. Default DefaultRateLimitDelay; negative answers at
+	// once.
+	RateLimitDelay time.Duration
 	// MaxWatchers bounds the watches open at once (RESOURCE_EXHAUSTED beyond
 	// it); MaxConnections bounds the open connections (more are closed as
 	// soon as accepted). Defaults DefaultMaxWatchers and
@@ -201,6 +212,7 @@ func New(st Store, cfg Config) (*Server, error) {
 		Logger:    cfg.Logger,
 		PerClient: perClient,
 		Limiter:   limiter,
+		Tarpit:    service.NewTarpit(cfg.RateLimitDelay, service.DefaultTarpitCapacity),
 		Watches:   s.watches,
 	})...)
 	mux.Handle(podsPath, service.BatchWatchFlushes(podsHandler))
@@ -305,6 +317,9 @@ func withDefaults(cfg Config) Config {
 	}
 	if cfg.KeepaliveTimeout == 0 {
 		cfg.KeepaliveTimeout = DefaultKeepaliveTimeout
+	}
+	if cfg.RateLimitDelay == 0 {
+		cfg.RateLimitDelay = DefaultRateLimitDelay
 	}
 	if cfg.WriteStallTimeout == 0 {
 		cfg.WriteStallTimeout = DefaultWriteStallTimeout

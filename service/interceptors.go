@@ -36,6 +36,8 @@ type Guards struct {
 	PerClient *PerClientLimiter
 	// Limiter is the rate limit shared by ListPods and GetPod.
 	Limiter Limiter
+	// Tarpit delays the answers to calls refused by PerClient or Limiter.
+	Tarpit *Tarpit
 	// Watches bounds the watches open at once.
 	Watches *WatchLimit
 }
@@ -61,7 +63,8 @@ func HandlerOptions(g Guards) []connect.HandlerOption {
 // of g, outermost first: metrics (every request counted, rejected ones
 // included), access (PERMISSION_DENIED), readiness (FAILED_PRECONDITION until
 // the sources have synced), the per-client and then the shared rate limit on
-// unary calls (RESOURCE_EXHAUSTED; WatchPods is exempt), the limit of open
+// unary calls (RESOURCE_EXHAUSTED after the delay of the tarpit; WatchPods is
+// exempt), the limit of open
 // watches (RESOURCE_EXHAUSTED) and the field mask, parsed and validated once
 // per request or stream.
 func Interceptors(g Guards) []connect.Interceptor {
@@ -76,21 +79,26 @@ func Interceptors(g Guards) []connect.Interceptor {
 		is = append(is, readiness(g.Ready))
 	}
 	if g.PerClient != nil {
-		is = append(is, clientRateLimit{g.PerClient})
+		is = append(is, clientRateLimit{g.PerClient, g.Tarpit})
 	}
-	is = append(is, rateLimit{g.Limiter})
+	is = append(is, rateLimit{g.Limiter, g.Tarpit})
 	if g.Watches != nil {
 		is = append(is, watchLimit{g.Watches})
 	}
 	return append(is, fieldMask{})
 }
 
-// clientRateLimit applies a PerClientLimiter to unary calls.
-type clientRateLimit struct{ limiter *PerClientLimiter }
+// clientRateLimit applies a PerClientLimiter to unary calls; tarpit delays
+// its refusals.
+type clientRateLimit struct {
+	limiter *PerClientLimiter
+	tarpit  *Tarpit
+}
 
 func (l clientRateLimit) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
 	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
 		if !l.limiter.Allow(PeerFrom(ctx)) {
+			l.tarpit.Wait(ctx)
 			return nil, errClientRateLimited(req.Spec().Procedure)
 		}
 		return next(ctx, req)
@@ -149,12 +157,17 @@ func (r readiness) WrapStreamingHandler(next connect.StreamingHandlerFunc) conne
 	}
 }
 
-// rateLimit applies a Limiter to unary calls; streams are not rate limited.
-type rateLimit struct{ limiter Limiter }
+// rateLimit applies a Limiter to unary calls, and tarpit to its refusals;
+// streams are not rate limited.
+type rateLimit struct {
+	limiter Limiter
+	tarpit  *Tarpit
+}
 
 func (l rateLimit) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
 	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
 		if l.limiter != nil && !l.limiter.Allow() {
+			l.tarpit.Wait(ctx)
 			return nil, errRateLimited(req.Spec().Procedure)
 		}
 		return next(ctx, req)

@@ -75,6 +75,7 @@ func runChild(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	burst := fs.Int("burst", server.DefaultBurst, "")
 	queue := fs.Int("watch-queue", 0, "")
 	stall := fs.Duration("write-stall-timeout", 0, "")
+	delay := fs.Duration("rate-limit-delay", 0, "")
 	padding := fs.Int("padding", 1024, "bytes of annotation per pod")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -95,7 +96,7 @@ func runChild(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	st.MarkSynced()
 	srv, err := server.New(st, server.Config{
 		Socket: *sock, MetricsAddress: "127.0.0.1:0", QPS: *qps, Burst: *burst, WatchQueue: *queue,
-		WriteStallTimeout: *stall, ShutdownTimeout: 5 * time.Second, Logger: logger, Registry: reg,
+		WriteStallTimeout: *stall, RateLimitDelay: *delay, ShutdownTimeout: 5 * time.Second, Logger: logger, Registry: reg,
 	})
 	if err != nil {
 		return err

@@ -23,10 +23,10 @@ const watchMask = "metadata.annotations,metadata.resourceVersion"
 
 // newClient returns a connect gRPC client on its own connection(s) and the
 // function that closes them.
-func newClient(socket string) (podsv1alpha1connect.PodsClient, func()) {
+func newClient(socket string, opts ...connect.ClientOption) (podsv1alpha1connect.PodsClient, func()) {
 	hc := h2c.NewClient(socket)
-	return podsv1alpha1connect.NewPodsClient(hc, h2c.BaseURL, connect.WithGRPC(), connect.WithReadMaxBytes(256<<20)),
-		hc.CloseIdleConnections
+	opts = append([]connect.ClientOption{connect.WithGRPC(), connect.WithReadMaxBytes(256 << 20)}, opts...)
+	return podsv1alpha1connect.NewPodsClient(hc, h2c.BaseURL, opts...), hc.CloseIdleConnections
 }
 
 // reader is a watcher that reads every event and checks that each pod's

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
+	"google.golang.org/protobuf/proto"
 
 	podsv1alpha1 "github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1"
 )
@@ -53,6 +54,7 @@ func runFlood(args []string, stdin io.Reader, stdout io.Writer) error {
 	fs := flag.NewFlagSet("stress-flood", flag.ContinueOnError)
 	sock := fs.String("socket", "", "socket of the server")
 	clients := fs.Int("clients", 16, "clients")
+	decode := fs.Bool("decode", false, "decode the responses")
 	limit := fs.Duration("limit", 10*time.Minute, "stop by itself after this long")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -80,7 +82,11 @@ func runFlood(args []string, stdin io.Reader, stdout io.Writer) error {
 	start := time.Now()
 	for i := range *clients {
 		wg.Go(func() {
-			cl, closeConns := newClient(*sock)
+			var opts []connect.ClientOption
+			if !*decode {
+				opts = append(opts, connect.WithCodec(discardCodec{}))
+			}
+			cl, closeConns := newClient(*sock, opts...)
 			defer closeConns()
 			for k := 0; fctx.Err() == nil; k++ {
 				var err error
@@ -126,15 +132,17 @@ type floodProcess struct {
 }
 
 // startFlood starts clients flooding clients on socket in a child process
-// (the stress binary again, with FloodEnv set) and returns once they call.
-// The process is killed when ctx ends, and stops by itself after limit.
-func startFlood(ctx context.Context, socket string, clients int, limit time.Duration) (*floodProcess, error) {
+// (the stress binary again, with FloodEnv set) and returns once they call;
+// with decode, they decode the responses. The process is killed when ctx
+// ends, and stops by itself after limit.
+func startFlood(ctx context.Context, socket string, clients int, decode bool, limit time.Duration) (*floodProcess, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
 	f := &floodProcess{lines: make(chan string, 4), stderr: &syncBuffer{}, exited: make(chan struct{})}
-	f.cmd = exec.CommandContext(ctx, exe, "--socket", socket, "--clients", fmt.Sprint(clients), "--limit", limit.String())
+	f.cmd = exec.CommandContext(ctx, exe, "--socket", socket, "--clients", fmt.Sprint(clients),
+		"--decode="+fmt.Sprint(decode), "--limit", limit.String())
 	f.cmd.Env = append(os.Environ(), FloodEnv+"=1")
 	f.cmd.Stderr = f.stderr
 	if f.stdin, err = f.cmd.StdinPipe(); err != nil {
@@ -220,3 +228,21 @@ func (f *floodProcess) kill() {
 	case <-time.After(10 * time.Second):
 	}
 }
+
+// discardCodec is the flood clients' codec unless they decode: it encodes
+// requests as protobuf and leaves responses undecoded (connect has read them
+// whole by then), so that the flood process spends its CPU calling the
+// server rather than decoding pods, and the measured delay is the server's.
+type discardCodec struct{}
+
+func (discardCodec) Name() string { return "proto" }
+
+func (discardCodec) Marshal(m any) ([]byte, error) {
+	msg, ok := m.(proto.Message)
+	if !ok {
+		return nil, fmt.Errorf("not a protobuf message: %T", m)
+	}
+	return proto.Marshal(msg)
+}
+
+func (discardCodec) Unmarshal([]byte, any) error { return nil }

@@ -75,6 +75,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		socketGroup    = fs.String("socket-group", "", "group (name or number) given to the socket, and to its directory when the server creates it")
 		perClientQPS   = fs.Float64("per-client-qps", 0, "requests per second allowed to ListPods and GetPod per client UID, before the shared limit; 0 disables it")
 		perClientBurst = fs.Int("per-client-burst", server.DefaultPerClientBurst, "burst of each client's rate limit")
+		limitDelay     = fs.Duration("rate-limit-delay", server.DefaultRateLimitDelay, "how long a call refused by a rate limit waits before it is answered RESOURCE_EXHAUSTED (at most half its deadline), so that clients retrying at once cannot take the CPUs from the watchers; negative answers at once")
 		maxWatchers    = fs.Int("max-watchers", server.DefaultMaxWatchers, "watches open at once; beyond it WatchPods returns RESOURCE_EXHAUSTED; negative disables the limit")
 		maxConns       = fs.Int("max-connections", server.DefaultMaxConnections, "connections open at once; more are closed as soon as accepted; negative disables the limit")
 		idleTimeout    = fs.Duration("idle-timeout", server.DefaultIdleTimeout, "close connections without open calls or watches after this long; negative disables it")
@@ -117,8 +118,8 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return usageError{errors.New("--max-watchers must not be 0 (negative disables the limit)")}
 	case *maxConns == 0:
 		return usageError{errors.New("--max-connections must not be 0 (negative disables the limit)")}
-	case *idleTimeout == 0 || *keepalive == 0 || *writeStall == 0:
-		return usageError{errors.New("--idle-timeout, --keepalive-interval and --write-stall-timeout must not be 0 (negative disables them)")}
+	case *idleTimeout == 0 || *keepalive == 0 || *writeStall == 0 || *limitDelay == 0:
+		return usageError{errors.New("--idle-timeout, --keepalive-interval, --write-stall-timeout and --rate-limit-delay must not be 0 (negative disables them)")}
 	case *keepaliveTO <= 0:
 		return usageError{errors.New("--keepalive-timeout must be positive")}
 	}
@@ -176,6 +177,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		SocketGroup:       *socketGroup,
 		PerClientQPS:      *perClientQPS,
 		PerClientBurst:    *perClientBurst,
+		RateLimitDelay:    *limitDelay,
 		MaxWatchers:       *maxWatchers,
 		MaxConnections:    *maxConns,
 		IdleTimeout:       *idleTimeout,
@@ -189,7 +191,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	logger.Info("serving the Pods API",
 		"socket", srv.SocketPath(), "metrics", addrString(srv.MetricsAddr()), "source", src.name, "node", *nodeName,
 		"qps", *qps, "burst", *burst, "watchQueue", *watchQueue,
-		"allowedUIDs", *allowedUIDs, "allowedGIDs", *allowedGIDs, "perClientQPS", *perClientQPS,
+		"allowedUIDs", *allowedUIDs, "allowedGIDs", *allowedGIDs, "perClientQPS", *perClientQPS, "rateLimitDelay", *limitDelay,
 		"maxWatchers", *maxWatchers, "maxConnections", *maxConns)
 
 	ctx, cancel := context.WithCancelCause(ctx)

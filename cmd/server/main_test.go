@@ -47,6 +47,7 @@ func TestRunUsageErrors(t *testing.T) {
 		{"NoManifestDir", []string{"--socket", "/tmp/x.sock"}, "--manifest-dir is required"},
 		{"ExtraArgument", []string{"--manifest-dir", ".", "extra"}, "unexpected arguments"},
 		{"BadBurst", []string{"--manifest-dir", ".", "--burst", "0"}, "--burst"},
+		{"ZeroRateLimitDelay", []string{"--manifest-dir", ".", "--rate-limit-delay", "0"}, "--rate-limit-delay"},
 		{"BadLogLevel", []string{"--manifest-dir", ".", "--log-level", "loud"}, "--log-level"},
 		{"UnknownSource", []string{"--source", "etcd"}, "--source"},
 		{"FlagOfAnotherSource", []string{"--manifest-dir", ".", "--kubelet-url", "http://127.0.0.1:10255/pods"}, "--kubelet-url is a flag of --source=kubelet-http"},

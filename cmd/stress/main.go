@@ -25,6 +25,8 @@ func main() {
 	fs.Float64Var(&o.QPS, "qps", o.QPS, "the server's --qps during the flood")
 	fs.IntVar(&o.Burst, "burst", o.Burst, "the server's --burst during the flood")
 	fs.IntVar(&o.ChurnRate, "churn-rate", o.ChurnRate, "pod changes per second during the flood")
+	fs.BoolVar(&o.FloodDecode, "flood-decode", o.FloodDecode, "make the flood clients decode their responses, taking CPU from the node as a real agent would")
+	fs.DurationVar(&o.RateLimitDelay, "rate-limit-delay", o.RateLimitDelay, "the server's --rate-limit-delay during the flood (0: its default; negative: refuse at once)")
 	fs.IntVar(&o.Stalled, "stalled", o.Stalled, "watchers that never read")
 	fs.IntVar(&o.Readers, "readers", o.Readers, "watchers that read, beside the stalled ones")
 	fs.IntVar(&o.UpdateRate, "update-rate", o.UpdateRate, "pod changes per second with stalled watchers")

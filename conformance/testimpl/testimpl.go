@@ -54,6 +54,9 @@ const (
 	NoSyncMarker Break = "no-sync-marker"
 	// RateLimitedWatches applies the rate limit to WatchPods too.
 	RateLimitedWatches Break = "rate-limited-watches"
+	// SeparateBuckets gives ListPods and GetPod a rate limit each instead
+	// of one shared.
+	SeparateBuckets Break = "separate-buckets"
 )
 
 // Rate limit and watch queue of every Impl.
@@ -183,8 +186,14 @@ func (im *Impl) Start(context.Context) error {
 	limiter := rate.NewLimiter(QPS, Burst)
 	var h podsv1alpha1connect.PodsHandler = service.New(st, service.WithWatchQueue(queue), service.WithMetrics(im.metrics),
 		service.WithShutdown(inst.shutdown), service.WithLogger(im.logger))
-	h = &broken{PodsHandler: h, brk: im.brk, store: st, limiter: limiter, served: served}
-	ints := service.Interceptors(service.Guards{Metrics: im.metrics, Ready: ready, Limiter: limiter})
+	b := &broken{PodsHandler: h, brk: im.brk, store: st, limiter: limiter, served: served}
+	guards := service.Guards{Metrics: im.metrics, Ready: ready, Limiter: limiter}
+	if im.brk == SeparateBuckets {
+		guards.Limiter = nil
+		b.listLimiter, b.getLimiter = rate.NewLimiter(QPS, Burst), rate.NewLimiter(QPS, Burst)
+	}
+	h = b
+	ints := service.Interceptors(guards)
 	if im.brk == IgnoreFieldMasks {
 		ints = ints[:3]
 	}
@@ -259,15 +268,24 @@ type broken struct {
 	store   *store.Store
 	limiter *rate.Limiter
 	served  func()
+	// listLimiter and getLimiter are the separate buckets of
+	// SeparateBuckets.
+	listLimiter, getLimiter *rate.Limiter
 }
 
 func (b *broken) ListPods(ctx context.Context, req *connect.Request[podsv1alpha1.PodListRequest]) (*connect.Response[podsv1alpha1.PodListResponse], error) {
 	defer b.served()
+	if b.listLimiter != nil && !b.listLimiter.Allow() {
+		return nil, connect.NewError(connect.CodeResourceExhausted, errors.New("rate limited"))
+	}
 	return b.PodsHandler.ListPods(ctx, req)
 }
 
 func (b *broken) GetPod(ctx context.Context, req *connect.Request[podsv1alpha1.PodGetRequest]) (*connect.Response[podsv1alpha1.PodGetResponse], error) {
 	defer b.served()
+	if b.getLimiter != nil && !b.getLimiter.Allow() {
+		return nil, connect.NewError(connect.CodeResourceExhausted, errors.New("rate limited"))
+	}
 	resp, err := b.PodsHandler.GetPod(ctx, req)
 	if b.brk == UnknownForMissing && connect.CodeOf(err) == connect.CodeNotFound {
 		return nil, connect.NewError(connect.CodeUnknown, errors.New("no such pod"))
