@@ -41,6 +41,7 @@ type fakeKubelet struct {
 	status  int
 	body    []byte
 	hang    bool // Answer nothing until the client gives up.
+	down    bool // Abort every request's connection, as a dead kubelet would.
 	served  int  // Requests answered.
 	changed chan struct{}
 }
@@ -58,8 +59,11 @@ func newFakeKubelet(t *testing.T, token, file string, newServer func(http.Handle
 
 func (k *fakeKubelet) serve(w http.ResponseWriter, r *http.Request) {
 	k.mu.Lock()
-	token, status, body, hang := k.token, k.status, k.body, k.hang
+	token, status, body, hang, down := k.token, k.status, k.body, k.hang, k.down
 	k.mu.Unlock()
+	if down {
+		panic(http.ErrAbortHandler) // closes the connection, logs nothing
+	}
 	defer k.count()
 	switch {
 	case r.URL.Path != "/pods" || r.Method != http.MethodGet:
@@ -81,6 +85,15 @@ func (k *fakeKubelet) count() {
 	k.served++
 	close(k.changed)
 	k.changed = make(chan struct{})
+}
+
+// kill stops the fake for good: the listener is closed, and so is every
+// connection, including one accepted while it was being closed (its next
+// request aborts it).
+func (k *fakeKubelet) kill() {
+	k.set(func(k *fakeKubelet) { k.down = true })
+	k.srv.Listener.Close()
+	k.srv.CloseClientConnections()
 }
 
 // set changes what the fake answers from now on.

@@ -169,7 +169,7 @@ func TestFailuresKeepLastKnownPods(t *testing.T) {
 		},
 		{
 			name:   "kubelet down",
-			fail:   func(k *fakeKubelet, _ string) { k.srv.CloseClientConnections(); k.srv.Listener.Close() },
+			fail:   func(k *fakeKubelet, _ string) { k.kill() },
 			reason: "request",
 		},
 	}
