@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
+	"github.com/prometheus/client_golang/prometheus"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	podsv1alpha1 "github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1"
@@ -169,4 +170,34 @@ func TestRateLimitNoDelay(t *testing.T) {
 			t.Fatalf("ListPods beyond the burst: %v, want ResourceExhausted", err)
 		}
 	}
+}
+
+// TestRateLimitDelayedGauge: a refusal waiting for its answer shows in
+// podsapi_rate_limit_delayed until its call ends.
+func TestRateLimitDelayedGauge(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	pods := samplePods()
+	f := start(t, server.Config{Registry: reg, QPS: 1e-6, Burst: 1, RateLimitDelay: time.Hour}, false, pods...)
+	c := clientKinds[0].dial(t, f.socket)
+	if _, err := c.List(ctx(t), nil); err != nil {
+		t.Fatalf("call within the burst: %v", err)
+	}
+	call, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Get(call, string(pods[0].UID), nil)
+		done <- err
+	}()
+	eventually(t, "the refusal waits", func() bool { return gaugeValue(t, reg, "podsapi_rate_limit_delayed") == 1 })
+	cancel()
+	select {
+	case err := <-done:
+		if codeOf(err) != connect.CodeCanceled {
+			t.Fatalf("GetPod cancelled while its refusal waited: %v, want Canceled", err)
+		}
+	case <-time.After(testTimeout):
+		t.Fatal("the cancelled call did not return")
+	}
+	eventually(t, "the refusal is answered", func() bool { return gaugeValue(t, reg, "podsapi_rate_limit_delayed") == 0 })
 }

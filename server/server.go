@@ -179,6 +179,11 @@ func New(st Store, cfg Config) (*Server, error) {
 	if cfg.PerClientQPS > 0 {
 		perClient = service.NewPerClientLimiter(cfg.PerClientQPS, cfg.PerClientBurst)
 	}
+	tarpit := service.NewTarpit(cfg.RateLimitDelay, service.DefaultTarpitCapacity)
+	cfg.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "podsapi_rate_limit_delayed",
+		Help: "Number of calls refused by a rate limit and waiting --rate-limit-delay before their answer.",
+	}, func() float64 { return float64(tarpit.Waiting()) }))
 	s.watches = service.NewWatchLimit(cfg.MaxWatchers)
 	cfg.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "podsapi_watches_open",
@@ -212,7 +217,7 @@ func New(st Store, cfg Config) (*Server, error) {
 		Logger:    cfg.Logger,
 		PerClient: perClient,
 		Limiter:   limiter,
-		Tarpit:    service.NewTarpit(cfg.RateLimitDelay, service.DefaultTarpitCapacity),
+		Tarpit:    tarpit,
 		Watches:   s.watches,
 	})...)
 	mux.Handle(podsPath, service.BatchWatchFlushes(podsHandler))
