@@ -64,9 +64,8 @@ func HandlerOptions(g Guards) []connect.HandlerOption {
 // included), access (PERMISSION_DENIED), readiness (FAILED_PRECONDITION until
 // the sources have synced), the per-client and then the shared rate limit on
 // unary calls (RESOURCE_EXHAUSTED after the delay of the tarpit; WatchPods is
-// exempt), the limit of open
-// watches (RESOURCE_EXHAUSTED) and the field mask, parsed and validated once
-// per request or stream.
+// exempt), the limit of open watches (RESOURCE_EXHAUSTED) and the field
+// mask, parsed and validated once per request or stream.
 func Interceptors(g Guards) []connect.Interceptor {
 	var is []connect.Interceptor
 	if g.Metrics != nil {
