@@ -146,10 +146,10 @@ func TestRateLimitDelay(t *testing.T) {
 			if _, err := c.List(ctx(t), nil); err != nil {
 				t.Fatalf("call within the burst: %v", err)
 			}
-			short, cancel := context.WithTimeout(ctx(t), 2*time.Second)
+			short, cancel := context.WithTimeout(ctx(t), 3*time.Second)
 			defer cancel()
 			if _, err := c.List(short, nil); codeOf(err) != connect.CodeResourceExhausted {
-				t.Fatalf("ListPods beyond the burst with a 2s deadline and a 1h delay: %v, want ResourceExhausted before the deadline", err)
+				t.Fatalf("ListPods beyond the burst with a 3s deadline and a 1h delay: %v, want ResourceExhausted before the deadline", err)
 			}
 		})
 	}
