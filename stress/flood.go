@@ -231,8 +231,9 @@ func (f *floodProcess) kill() {
 
 // discardCodec is the flood clients' codec unless they decode: it encodes
 // requests as protobuf and leaves responses undecoded (connect has read them
-// whole by then), so that the flood process spends its CPU calling the
-// server rather than decoding pods, and the measured delay is the server's.
+// whole by then), so that the flood process spends its CPU on calls rather
+// than on decoding pods, which takes CPU from the whole node, not from the
+// server.
 type discardCodec struct{}
 
 func (discardCodec) Name() string { return "proto" }
