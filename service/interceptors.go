@@ -78,38 +78,13 @@ func Interceptors(g Guards) []connect.Interceptor {
 		is = append(is, readiness(g.Ready))
 	}
 	if g.PerClient != nil {
-		is = append(is, clientRateLimit{g.PerClient, g.Tarpit})
+		is = append(is, clientRateLimit(g.PerClient, g.Tarpit))
 	}
-	is = append(is, rateLimit{g.Limiter, g.Tarpit})
+	is = append(is, sharedRateLimit(g.Limiter, g.Tarpit))
 	if g.Watches != nil {
 		is = append(is, watchLimit{g.Watches})
 	}
 	return append(is, fieldMask{})
-}
-
-// clientRateLimit applies a PerClientLimiter to unary calls; tarpit delays
-// its refusals.
-type clientRateLimit struct {
-	limiter *PerClientLimiter
-	tarpit  *Tarpit
-}
-
-func (l clientRateLimit) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
-	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
-		if !l.limiter.Allow(PeerFrom(ctx)) {
-			l.tarpit.Wait(ctx)
-			return nil, errClientRateLimited(req.Spec().Procedure)
-		}
-		return next(ctx, req)
-	}
-}
-
-func (l clientRateLimit) WrapStreamingClient(next connect.StreamingClientFunc) connect.StreamingClientFunc {
-	return next
-}
-
-func (l clientRateLimit) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
-	return next
 }
 
 // watchLimit refuses a watch beyond the limit of open watches.
@@ -156,18 +131,38 @@ func (r readiness) WrapStreamingHandler(next connect.StreamingHandlerFunc) conne
 	}
 }
 
-// rateLimit applies a Limiter to unary calls, and tarpit to its refusals;
-// streams are not rate limited.
+// rateLimit refuses the unary calls that allow does not let through, with
+// refuse, after the delay of tarpit; streams are not rate limited.
 type rateLimit struct {
-	limiter Limiter
-	tarpit  *Tarpit
+	allow  func(context.Context) bool
+	refuse func(procedure string) error
+	tarpit *Tarpit
+}
+
+// sharedRateLimit applies a Limiter (none when nil) to unary calls.
+func sharedRateLimit(limiter Limiter, tarpit *Tarpit) rateLimit {
+	return rateLimit{
+		allow:  func(context.Context) bool { return limiter == nil || limiter.Allow() },
+		refuse: errRateLimited,
+		tarpit: tarpit,
+	}
+}
+
+// clientRateLimit applies a PerClientLimiter to unary calls, keyed by the
+// peer of the call.
+func clientRateLimit(limiter *PerClientLimiter, tarpit *Tarpit) rateLimit {
+	return rateLimit{
+		allow:  func(ctx context.Context) bool { return limiter.Allow(PeerFrom(ctx)) },
+		refuse: errClientRateLimited,
+		tarpit: tarpit,
+	}
 }
 
 func (l rateLimit) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
 	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
-		if l.limiter != nil && !l.limiter.Allow() {
+		if !l.allow(ctx) {
 			l.tarpit.Wait(ctx)
-			return nil, errRateLimited(req.Spec().Procedure)
+			return nil, l.refuse(req.Spec().Procedure)
 		}
 		return next(ctx, req)
 	}
