@@ -14,18 +14,9 @@ import (
 // Source polls the kubelet's /pods endpoint. Make one with New and start it
 // with Run.
 type Source struct {
-	url                string
-	interval           time.Duration
-	timeout            time.Duration
-	minBackoff         time.Duration
-	maxBackoff         time.Duration
-	maxBody            int64
-	tokenFile          string
-	caFile             string
-	insecureSkipVerify bool
-	certFile, keyFile  string
-	log                *slog.Logger
-	metrics            *sourcemetrics.Metrics
+	options
+	log     *slog.Logger
+	metrics *sourcemetrics.Metrics
 }
 
 // New returns a Source configured by opts. It registers the Source's
@@ -36,20 +27,7 @@ func New(opts ...Option) *Source {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	s := &Source{
-		url:                o.url,
-		interval:           o.interval,
-		timeout:            o.timeout,
-		minBackoff:         o.minBackoff,
-		maxBackoff:         o.maxBackoff,
-		maxBody:            o.maxBody,
-		tokenFile:          o.tokenFile,
-		caFile:             o.caFile,
-		insecureSkipVerify: o.insecureSkipVerify,
-		certFile:           o.certFile,
-		keyFile:            o.keyFile,
-		metrics:            newMetrics(o.registerer),
-	}
+	s := &Source{options: o, metrics: newMetrics(o.registerer)}
 	s.log = o.logger.With("source", s.Name())
 	return s
 }
