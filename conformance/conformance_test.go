@@ -27,9 +27,9 @@ func start(t *testing.T, brk testimpl.Break) *testimpl.Impl {
 	return im
 }
 
-func features() conformance.Features {
+func features(im *testimpl.Impl) conformance.Features {
 	f := conformance.DefaultFeatures()
-	f.RateLimit = conformance.RateLimit{QPS: testimpl.QPS, Burst: testimpl.Burst}
+	f.RateLimit = conformance.RateLimit{QPS: im.QPS, Burst: testimpl.Burst}
 	f.WatchQueue = testimpl.WatchQueue
 	f.Reflection, f.Health = true, true
 	return f
@@ -38,7 +38,7 @@ func features() conformance.Features {
 func config(im *testimpl.Impl, run string) conformance.Config {
 	cfg := conformance.Config{
 		Endpoint: "unix://" + im.Socket, ManifestDir: im.ManifestDir, MetricsURL: im.MetricsURL,
-		Features: features(), CaseTimeout: 45 * time.Second, StartTimeout: 10 * time.Second, EventTimeout: 15 * time.Second,
+		Features: features(im), CaseTimeout: 45 * time.Second, StartTimeout: 10 * time.Second, EventTimeout: 15 * time.Second,
 	}
 	if run != "" {
 		cfg.Run = regexp.MustCompile(run)

@@ -59,11 +59,18 @@ const (
 	SeparateBuckets Break = "separate-buckets"
 )
 
-// Rate limit and watch queue of every Impl.
+// Default rate limit and watch queue of every Impl.
 const (
 	QPS        = 100
 	Burst      = 10
 	WatchQueue = 16
+	// SlowQPS is a rate for the Impls whose break is in the rate limit.
+	// The suite tells a shared bucket from separate ones, or a rate-limited
+	// watch from a free one, only when its calls are faster than 1/QPS: at
+	// 100 qps a busy machine that takes more than 10 ms a call refills the
+	// bucket as fast as the suite spends it, and a broken Impl passes. At 5
+	// qps a call may take up to 200 ms.
+	SlowQPS = 5
 )
 
 // Impl is an in-process implementation serving a manifest directory on a
@@ -73,6 +80,9 @@ type Impl struct {
 	Socket      string
 	ManifestDir string
 	MetricsURL  string
+	// QPS is the rate of the Impl's rate limit, read by Start: QPS by
+	// default, SlowQPS for RateLimitedWatches and SeparateBuckets.
+	QPS float64
 	brk         Break
 	logger      *slog.Logger
 	reg         *prometheus.Registry
@@ -101,8 +111,11 @@ func New(brk Break, log io.Writer) (*Impl, error) {
 	if log == nil {
 		log = io.Discard
 	}
-	im := &Impl{Socket: filepath.Join(dir, "pods.sock"), ManifestDir: filepath.Join(dir, "manifests"), brk: brk,
+	im := &Impl{Socket: filepath.Join(dir, "pods.sock"), ManifestDir: filepath.Join(dir, "manifests"), brk: brk, QPS: QPS,
 		logger: slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelWarn})), reg: prometheus.NewRegistry()}
+	if brk == RateLimitedWatches || brk == SeparateBuckets {
+		im.QPS = SlowQPS
+	}
 	if err := os.Mkdir(im.ManifestDir, 0o755); err != nil {
 		return nil, err
 	}
@@ -183,14 +196,14 @@ func (im *Impl) Start(context.Context) error {
 	if im.brk == NeverDrop {
 		queue = 100000
 	}
-	limiter := rate.NewLimiter(QPS, Burst)
+	limiter := rate.NewLimiter(rate.Limit(im.QPS), Burst)
 	var h podsv1alpha1connect.PodsHandler = service.New(st, service.WithWatchQueue(queue), service.WithMetrics(im.metrics),
 		service.WithShutdown(inst.shutdown), service.WithLogger(im.logger))
 	b := &broken{PodsHandler: h, brk: im.brk, store: st, limiter: limiter, served: served}
 	guards := service.Guards{Metrics: im.metrics, Ready: ready, Limiter: limiter}
 	if im.brk == SeparateBuckets {
 		guards.Limiter = nil
-		b.listLimiter, b.getLimiter = rate.NewLimiter(QPS, Burst), rate.NewLimiter(QPS, Burst)
+		b.listLimiter, b.getLimiter = rate.NewLimiter(rate.Limit(im.QPS), Burst), rate.NewLimiter(rate.Limit(im.QPS), Burst)
 	}
 	h = b
 	ints := service.Interceptors(guards)
