@@ -43,7 +43,7 @@ func TestReflection(t *testing.T) {
 	for _, s := range resp.GetListServicesResponse().GetService() {
 		services = append(services, s.GetName())
 	}
-	for _, want := range []string{"kubelet.pods.v1alpha1.Pods", "grpc.health.v1.Health"} {
+	for _, want := range []string{"kubelet.pods.v1alpha1.Pods", "v1alpha1.Pods", "grpc.health.v1.Health"} {
 		if !slices.Contains(services, want) {
 			t.Errorf("reflection lists %v, missing %s", services, want)
 		}

@@ -1,5 +1,7 @@
-// Package server serves the Pods API, gRPC health and gRPC reflection over
-// h2c on a UNIX socket, and Prometheus metrics on a TCP address.
+// Package server serves the Pods API, in its typed form
+// (kubelet.pods.v1alpha1.Pods) and in the kubelet's own (v1alpha1.Pods, pods
+// as bytes), gRPC health and gRPC reflection over h2c on a UNIX socket, and
+// Prometheus metrics on a TCP address.
 package server
 
 import (
@@ -25,6 +27,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1/podsv1alpha1connect"
+	"github.com/podsapi/podsapi/gen/v1alpha1/v1alpha1connect"
 	"github.com/podsapi/podsapi/service"
 	"github.com/podsapi/podsapi/socket"
 )
@@ -129,6 +132,10 @@ type Config struct {
 	// connection on which nothing can be written is closed. Default
 	// DefaultWriteStallTimeout; negative disables it.
 	WriteStallTimeout time.Duration
+	// NoKubeletWire turns off the kubelet's own Pods API (v1alpha1.Pods, pods
+	// as bytes), which is served by default beside the typed one on the same
+	// socket, from the same store, guards and rate limit.
+	NoKubeletWire bool
 	// Logger receives the server's logs. Default slog.Default().
 	Logger *slog.Logger
 	// Registry receives the server's metrics. Default a new registry with the
@@ -153,6 +160,7 @@ type Server struct {
 	http     *http.Server
 	mhttp    *http.Server
 	health   *grpchealth.StaticChecker
+	services []string // the names of the Pods services served
 	shutdown chan struct{}
 	stall    *stallGuard
 	watches  *service.WatchLimit
@@ -198,19 +206,23 @@ func New(st Store, cfg Config) (*Server, error) {
 		}
 		socketOpts = append(socketOpts, socket.WithGroup(gid))
 	}
-	pods := service.New(st,
+	handlers := service.NewHandlers(st,
 		service.WithWatchQueue(cfg.WatchQueue),
 		service.WithMetrics(metrics),
 		service.WithShutdown(s.shutdown),
 		service.WithLogger(cfg.Logger),
 	)
-	s.health = grpchealth.NewStaticChecker(podsv1alpha1connect.PodsName)
-	s.health.SetStatus("", grpchealth.StatusNotServing)
-	s.health.SetStatus(podsv1alpha1connect.PodsName, grpchealth.StatusNotServing)
-	reflector := grpcreflect.NewStaticReflector(podsv1alpha1connect.PodsName, grpchealth.HealthV1ServiceName)
+	s.services = []string{podsv1alpha1connect.PodsName}
+	if !cfg.NoKubeletWire {
+		s.services = append(s.services, v1alpha1connect.PodsName)
+	}
+	s.health = grpchealth.NewStaticChecker(s.services...)
+	s.setHealth(grpchealth.StatusNotServing)
+	reflector := grpcreflect.NewStaticReflector(append(s.services, grpchealth.HealthV1ServiceName)...)
 
-	mux := http.NewServeMux()
-	podsPath, podsHandler := podsv1alpha1connect.NewPodsHandler(pods, service.HandlerOptions(service.Guards{
+	// One set of guards serves both wires: one rate-limit bucket, one limit
+	// of open watches, one access policy.
+	guards := service.HandlerOptions(service.Guards{
 		Metrics:   metrics,
 		Ready:     st.Synced,
 		Access:    access,
@@ -219,8 +231,14 @@ func New(st Store, cfg Config) (*Server, error) {
 		Limiter:   limiter,
 		Tarpit:    tarpit,
 		Watches:   s.watches,
-	})...)
+	})
+	mux := http.NewServeMux()
+	podsPath, podsHandler := podsv1alpha1connect.NewPodsHandler(handlers.Pods, guards...)
 	mux.Handle(podsPath, service.BatchWatchFlushes(podsHandler))
+	if !cfg.NoKubeletWire {
+		kubeletPath, kubeletHandler := v1alpha1connect.NewPodsHandler(handlers.Kubelet, guards...)
+		mux.Handle(kubeletPath, service.BatchWatchFlushes(kubeletHandler))
+	}
 	// Health stays open to any peer that can connect, for liveness probes:
 	// it tells nothing but whether the server serves. Reflection is guarded
 	// like the API.
@@ -371,8 +389,7 @@ func (s *Server) Serve(ctx context.Context) error {
 		select {
 		case <-s.store.SyncedC():
 			log.Info("pod sources synced: serving")
-			s.health.SetStatus("", grpchealth.StatusServing)
-			s.health.SetStatus(podsv1alpha1connect.PodsName, grpchealth.StatusServing)
+			s.setHealth(grpchealth.StatusServing)
 		case <-s.shutdown:
 		}
 	})
@@ -383,8 +400,7 @@ func (s *Server) Serve(ctx context.Context) error {
 	case err = <-errc:
 	}
 	log.Info("shutting down", "timeout", s.cfg.ShutdownTimeout)
-	s.health.SetStatus("", grpchealth.StatusNotServing)
-	s.health.SetStatus(podsv1alpha1connect.PodsName, grpchealth.StatusNotServing)
+	s.setHealth(grpchealth.StatusNotServing)
 	close(s.shutdown)
 	sctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
 	defer cancel()
@@ -399,6 +415,14 @@ func (s *Server) Serve(ctx context.Context) error {
 	close(stopReaper)
 	wg.Wait()
 	return err
+}
+
+// setHealth sets the health of the server and of each service it serves.
+func (s *Server) setHealth(status grpchealth.Status) {
+	s.health.SetStatus("", status)
+	for _, name := range s.services {
+		s.health.SetStatus(name, status)
+	}
 }
 
 // lookupGroup returns the number of a group given by name or number.

@@ -5,16 +5,17 @@ import (
 	"net/http"
 
 	"github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1/podsv1alpha1connect"
+	"github.com/podsapi/podsapi/gen/v1alpha1/v1alpha1connect"
 )
 
-// BatchWatchFlushes wraps the Pods handler so that WatchPods can write the
-// events a watcher has queued with one flush instead of one per event:
-// connect flushes after every message it sends, which costs a write to the
-// socket per event when a watcher has several events waiting. Other
+// BatchWatchFlushes wraps a Pods handler, of either wire, so that WatchPods
+// can write the events a watcher has queued with one flush instead of one per
+// event: connect flushes after every message it sends, which costs a write to
+// the socket per event when a watcher has several events waiting. Other
 // procedures pass through untouched.
 func BatchWatchFlushes(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != podsv1alpha1connect.PodsWatchPodsProcedure {
+		if r.URL.Path != podsv1alpha1connect.PodsWatchPodsProcedure && r.URL.Path != v1alpha1connect.PodsWatchPodsProcedure {
 			next.ServeHTTP(w, r)
 			return
 		}

@@ -1,7 +1,9 @@
-// Package service implements the kubelet.pods.v1alpha1.Pods API on top of a
-// Store of encoded pods.
+// Package service implements the Pods API on top of a Store of encoded pods,
+// on both wires: the typed kubelet.pods.v1alpha1.Pods and the kubelet's own
+// v1alpha1.Pods (pods as bytes).
 //
-// New returns the generated connect handler interface. The interceptors that
+// New and NewKubelet return the generated connect handler interface of each
+// wire; NewHandlers returns both, sharing one cache of responses. The interceptors that
 // every deployment wants (metrics, readiness, rate limit and field masks) are
 // returned, in the order they must run, by Interceptors; the server package
 // wires them in.

@@ -8,6 +8,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1/podsv1alpha1connect"
+	"github.com/podsapi/podsapi/gen/v1alpha1/v1alpha1connect"
 )
 
 // APIVersion is the value of the server_api_version label.
@@ -79,7 +80,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	return m
 }
 
-// observe counts one finished request of procedure.
+// observe counts one finished request of procedure. The calls of both wires
+// count alike, with the same server_api_version: the kubelet's metrics have
+// no label that would tell them apart.
 func (m *Metrics) observe(procedure string, err error) {
 	code := codes.OK.String()
 	if err != nil {
@@ -88,11 +91,11 @@ func (m *Metrics) observe(procedure string, err error) {
 	m.requests.WithLabelValues(APIVersion, code).Inc()
 	var c *prometheus.CounterVec
 	switch procedure {
-	case podsv1alpha1connect.PodsListPodsProcedure:
+	case podsv1alpha1connect.PodsListPodsProcedure, v1alpha1connect.PodsListPodsProcedure:
 		c = m.list
-	case podsv1alpha1connect.PodsGetPodProcedure:
+	case podsv1alpha1connect.PodsGetPodProcedure, v1alpha1connect.PodsGetPodProcedure:
 		c = m.get
-	case podsv1alpha1connect.PodsWatchPodsProcedure:
+	case podsv1alpha1connect.PodsWatchPodsProcedure, v1alpha1connect.PodsWatchPodsProcedure:
 		c = m.watch
 	default:
 		return

@@ -12,6 +12,7 @@ import (
 
 	podsv1alpha1 "github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1"
 	"github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1/podsv1alpha1connect"
+	"github.com/podsapi/podsapi/gen/v1alpha1/v1alpha1connect"
 	"github.com/podsapi/podsapi/store"
 )
 
@@ -20,12 +21,10 @@ import (
 const DefaultWatchQueue = 1000
 
 // podField is the number of the pod field in PodListResponse (pods),
-// PodGetResponse (pod) and PodWatchResponse (pod): a pod is framed the same
-// way in all three.
+// PodGetResponse (pod), and in the kubelet wire's ListPodsResponse (pods) and
+// GetPodResponse (pod): a list or a pod is framed the same way in all four,
+// so that both wires share their responses byte for byte.
 const podField protowire.Number = 1
-
-// typeField is the number of PodWatchResponse.type.
-const typeField protowire.Number = 2
 
 // Option configures the handler New returns.
 type Option func(*handler)
@@ -54,7 +53,10 @@ func WithLogger(l *slog.Logger) Option {
 	return func(h *handler) { h.logger = l }
 }
 
-// handler implements the Pods API on a Store.
+// handler serves the pods of a Store to both wires: the typed
+// kubelet.pods.v1alpha1.Pods (podsHandler) and the kubelet's own
+// v1alpha1.Pods (kubeletHandler). Both read the same shared views, so that a
+// pod is never encoded twice because two wires exist.
 type handler struct {
 	store    Store
 	queue    int
@@ -64,10 +66,8 @@ type handler struct {
 	lists    listCache
 }
 
-// New returns the Pods API served from s. Field masks reach it through the
-// context set by the interceptors of Interceptors; without them every
-// response carries whole pods.
-func New(s Store, opts ...Option) podsv1alpha1connect.PodsHandler {
+// newHandler returns a handler of s configured by opts.
+func newHandler(s Store, opts []Option) *handler {
 	h := &handler{store: s, queue: DefaultWatchQueue, logger: slog.Default()}
 	for _, opt := range opts {
 		opt(h)
@@ -75,9 +75,39 @@ func New(s Store, opts ...Option) podsv1alpha1connect.PodsHandler {
 	return h
 }
 
-// ListPods returns every pod of the store. The response of a store version
+// Handlers are the two services of one Store, sharing their caches: a
+// response built for one wire is reused by the other.
+type Handlers struct {
+	// Pods is the typed kubelet.pods.v1alpha1.Pods.
+	Pods podsv1alpha1connect.PodsHandler
+	// Kubelet is the kubelet's own v1alpha1.Pods, pods as bytes.
+	Kubelet v1alpha1connect.PodsHandler
+}
+
+// New returns the typed Pods API served from s. Field masks reach it through
+// the context set by the interceptors of Interceptors; without them every
+// response carries whole pods.
+func New(s Store, opts ...Option) podsv1alpha1connect.PodsHandler {
+	return podsHandler{newHandler(s, opts)}
+}
+
+// NewKubelet returns the kubelet's own Pods API (v1alpha1.Pods) served from
+// s, with the same semantics as New: field masks are honoured, DELETED
+// carries the last known state of the pod.
+func NewKubelet(s Store, opts ...Option) v1alpha1connect.PodsHandler {
+	return kubeletHandler{newHandler(s, opts)}
+}
+
+// NewHandlers returns both services of s, sharing one cache of responses.
+func NewHandlers(s Store, opts ...Option) Handlers {
+	h := newHandler(s, opts)
+	return Handlers{Pods: podsHandler{h}, Kubelet: kubeletHandler{h}}
+}
+
+// list returns the encoded fields of a ListPods response: every pod of the
+// store as field 1, which both wires share. The response of a store version
 // and mask is assembled once and shared by every request that asks for it.
-func (h *handler) ListPods(ctx context.Context, _ *connect.Request[podsv1alpha1.PodListRequest]) (*connect.Response[podsv1alpha1.PodListResponse], error) {
+func (h *handler) list(ctx context.Context) ([]byte, error) {
 	mask := maskFrom(ctx)
 	version, pods := h.store.List()
 	raw, built, err := h.lists.get(version, mask.Key(), func() ([]byte, error) {
@@ -102,12 +132,12 @@ func (h *handler) ListPods(ctx context.Context, _ *connect.Request[podsv1alpha1.
 		return nil, err
 	}
 	h.metrics.viewUsed(viewList, built)
-	return connect.NewResponse(withRaw(&podsv1alpha1.PodListResponse{}, raw)), nil
+	return raw, nil
 }
 
-// GetPod returns the pod with the requested UID.
-func (h *handler) GetPod(ctx context.Context, req *connect.Request[podsv1alpha1.PodGetRequest]) (*connect.Response[podsv1alpha1.PodGetResponse], error) {
-	uid := types.UID(req.Msg.GetPodUID())
+// get returns the encoded fields of a GetPod response: the pod with uid as
+// field 1, which both wires share.
+func (h *handler) get(ctx context.Context, uid types.UID) ([]byte, error) {
 	if uid == "" {
 		return nil, errEmptyUID
 	}
@@ -119,8 +149,36 @@ func (h *handler) GetPod(ctx context.Context, req *connect.Request[podsv1alpha1.
 	if err != nil {
 		return nil, err
 	}
-	raw := appendPod(make([]byte, 0, protowire.SizeTag(podField)+protowire.SizeBytes(len(v))), v)
+	return appendPod(make([]byte, 0, protowire.SizeTag(podField)+protowire.SizeBytes(len(v))), v), nil
+}
+
+// podsHandler is the typed kubelet.pods.v1alpha1.Pods.
+type podsHandler struct{ *handler }
+
+// ListPods returns every pod of the store.
+func (h podsHandler) ListPods(ctx context.Context, _ *connect.Request[podsv1alpha1.PodListRequest]) (*connect.Response[podsv1alpha1.PodListResponse], error) {
+	raw, err := h.list(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(withRaw(&podsv1alpha1.PodListResponse{}, raw)), nil
+}
+
+// GetPod returns the pod with the requested UID.
+func (h podsHandler) GetPod(ctx context.Context, req *connect.Request[podsv1alpha1.PodGetRequest]) (*connect.Response[podsv1alpha1.PodGetResponse], error) {
+	raw, err := h.get(ctx, types.UID(req.Msg.GetPodUID()))
+	if err != nil {
+		return nil, err
+	}
 	return connect.NewResponse(withRaw(&podsv1alpha1.PodGetResponse{}, raw)), nil
+}
+
+// WatchPods streams the current pods, the sync marker, then every change.
+func (h podsHandler) WatchPods(ctx context.Context, _ *connect.Request[podsv1alpha1.PodWatchRequest], stream *connect.ServerStream[podsv1alpha1.PodWatchResponse]) error {
+	// One response message serves every send: connect encodes it before
+	// Send returns.
+	resp := &podsv1alpha1.PodWatchResponse{}
+	return h.watch(ctx, typedEvents, func(ev []byte) error { return stream.Send(withRaw(resp, ev)) })
 }
 
 // view returns the encoding of p trimmed by pr's mask, computed once per pod

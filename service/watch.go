@@ -5,9 +5,7 @@ import (
 	"errors"
 
 	"connectrpc.com/connect"
-	"google.golang.org/protobuf/encoding/protowire"
 
-	podsv1alpha1 "github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1"
 	"github.com/podsapi/podsapi/store"
 )
 
@@ -15,15 +13,10 @@ import (
 // says which pod it is about.
 var identityPaths = []string{"metadata.namespace", "metadata.name", "metadata.uid"}
 
-// eventTypes maps the store's event types to the API's.
-var eventTypes = map[store.EventType]podsv1alpha1.EventType{
-	store.Added:    podsv1alpha1.EventType_EVENT_TYPE_ADDED,
-	store.Modified: podsv1alpha1.EventType_EVENT_TYPE_MODIFIED,
-	store.Deleted:  podsv1alpha1.EventType_EVENT_TYPE_DELETED,
-}
-
-// WatchPods streams the current pods, the sync marker, then every change.
-func (h *handler) WatchPods(ctx context.Context, _ *connect.Request[podsv1alpha1.PodWatchRequest], stream *connect.ServerStream[podsv1alpha1.PodWatchResponse]) error {
+// watch streams the current pods, the sync marker, then every change, each
+// framed by f and written with send. send must be done with its argument
+// when it returns.
+func (h *handler) watch(ctx context.Context, f framing, send func(ev []byte) error) error {
 	mask := maskFrom(ctx)
 	if mask != nil {
 		var err error
@@ -32,9 +25,6 @@ func (h *handler) WatchPods(ctx context.Context, _ *connect.Request[podsv1alpha1
 		}
 	}
 	pr := newProjection(mask)
-	// One response message serves every send: connect encodes it before
-	// Send returns.
-	resp := &podsv1alpha1.PodWatchResponse{}
 	snapshot, w := h.store.Watch(h.queue, h.metrics.droppedEvents)
 	defer w.Stop()
 
@@ -46,12 +36,11 @@ func (h *handler) WatchPods(ctx context.Context, _ *connect.Request[podsv1alpha1
 		if err := h.check(ctx, w); err != nil {
 			return err
 		}
-		if err := h.send(ctx, stream, resp, store.Added, p, pr); err != nil {
+		if err := h.send(ctx, f, send, store.Added, p, pr); err != nil {
 			return err
 		}
 	}
-	synced := withRaw(&podsv1alpha1.PodWatchResponse{}, appendType(nil, podsv1alpha1.EventType_EVENT_TYPE_INITIAL_SYNC_COMPLETE))
-	if err := sendErr(ctx, stream.Send(synced)); err != nil {
+	if err := sendErr(ctx, send(f.synced)); err != nil {
 		return err
 	}
 	batch.release()
@@ -73,7 +62,7 @@ func (h *handler) WatchPods(ctx context.Context, _ *connect.Request[podsv1alpha1
 				if err := h.checkLive(ctx); err != nil {
 					return err
 				}
-				if err := h.deliver(ctx, stream, resp, ev, pr); err != nil {
+				if err := h.deliver(ctx, f, send, ev, pr); err != nil {
 					return err
 				}
 			}
@@ -83,14 +72,14 @@ func (h *handler) WatchPods(ctx context.Context, _ *connect.Request[podsv1alpha1
 }
 
 // deliver sends ev, unless a field mask hides the whole change.
-func (h *handler) deliver(ctx context.Context, stream *connect.ServerStream[podsv1alpha1.PodWatchResponse], resp *podsv1alpha1.PodWatchResponse, ev store.Event, pr *projection) error {
+func (h *handler) deliver(ctx context.Context, f framing, send func([]byte) error, ev store.Event, pr *projection) error {
 	if ev.Type == store.Modified && pr.mask != nil {
 		same, err := h.sameView(ev.Prev, ev.Pod, pr)
 		if err != nil || same {
 			return err
 		}
 	}
-	return h.send(ctx, stream, resp, ev.Type, ev.Pod, pr)
+	return h.send(ctx, f, send, ev.Type, ev.Pod, pr)
 }
 
 // check returns the error that ends the watch now, if any.
@@ -116,24 +105,24 @@ func (h *handler) checkLive(ctx context.Context) error {
 	}
 }
 
-// send sends one event about p. The framed event is built once per pod
-// version, event type and mask, and shared by every watcher.
-func (h *handler) send(ctx context.Context, stream *connect.ServerStream[podsv1alpha1.PodWatchResponse], resp *podsv1alpha1.PodWatchResponse, t store.EventType, p *store.Pod, pr *projection) error {
+// send sends one event about p. The event framed by f is built once per pod
+// version, event type, mask and framing, and shared by every watcher; the
+// pod's view inside it is shared by both framings.
+func (h *handler) send(ctx context.Context, f framing, send func([]byte) error, t store.EventType, p *store.Pod, pr *projection) error {
 	built := false
-	ev, err := p.View(pr.events[t], func([]byte) ([]byte, error) {
+	ev, err := p.View(pr.events[f.id][t], func([]byte) ([]byte, error) {
 		built = true
 		v, err := h.view(p, pr)
 		if err != nil {
 			return nil, err
 		}
-		b := make([]byte, 0, protowire.SizeTag(podField)+protowire.SizeBytes(len(v))+protowire.SizeTag(typeField)+1)
-		return appendType(appendPod(b, v), eventTypes[t]), nil
+		return f.event(t, v), nil
 	})
 	h.metrics.viewUsed(viewWatch, built)
 	if err != nil {
 		return err
 	}
-	return sendErr(ctx, stream.Send(withRaw(resp, ev)))
+	return sendErr(ctx, send(ev))
 }
 
 // sameView reports whether two versions of a pod look the same through pr.
@@ -147,12 +136,6 @@ func (h *handler) sameView(a, b *store.Pod, pr *projection) (bool, error) {
 		return false, err
 	}
 	return string(va) == string(vb), nil
-}
-
-// appendType appends t as PodWatchResponse.type.
-func appendType(b []byte, t podsv1alpha1.EventType) []byte {
-	b = protowire.AppendTag(b, typeField, protowire.VarintType)
-	return protowire.AppendVarint(b, uint64(t))
 }
 
 // sendErr turns the error of a failed send into the code the watch ends

@@ -81,6 +81,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		idleTimeout    = fs.Duration("idle-timeout", server.DefaultIdleTimeout, "close connections without open calls or watches after this long; negative disables it")
 		keepalive      = fs.Duration("keepalive-interval", server.DefaultKeepaliveInterval, "ping a connection silent for this long; negative disables pings")
 		keepaliveTO    = fs.Duration("keepalive-timeout", server.DefaultKeepaliveTimeout, "close a connection that does not answer a ping within this long")
+		kubeletWire    = fs.Bool("kubelet-wire", true, "also serve the kubelet's own Pods API (v1alpha1.Pods, pods as bytes) on the socket, for agents written against a kubelet")
 		writeStall     = fs.Duration("write-stall-timeout", server.DefaultWriteStallTimeout, "reset a stream (close a connection) whose client has not read for this long while the server has data to write; negative disables it")
 	)
 	fs.Usage = func() {
@@ -184,6 +185,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		KeepaliveInterval: *keepalive,
 		KeepaliveTimeout:  *keepaliveTO,
 		WriteStallTimeout: *writeStall,
+		NoKubeletWire:     !*kubeletWire,
 	})
 	if err != nil {
 		return err

@@ -1,0 +1,72 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/protobuf/proto"
+
+	podsv1alpha1 "github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1"
+	"github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1/podsv1alpha1connect"
+	"github.com/podsapi/podsapi/internal/podstest"
+)
+
+// runUntilServing runs the command with args until the end of the test and
+// returns a connection to its socket once its health says SERVING.
+func runUntilServing(t *testing.T, sock string, args ...string) *grpc.ClientConn {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var stderr syncBuffer
+	done := make(chan error, 1)
+	go func() { done <- Run(ctx, append(args, "--socket", sock, "--metrics-address", ""), &bytes.Buffer{}, &stderr) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("Run %v: %v", args, err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Errorf("Run %v did not return within 30 s of its context ending", args)
+		}
+	})
+	wctx, wcancel := context.WithTimeout(ctx, 20*time.Second)
+	defer wcancel()
+	conn := podstest.GRPCConn(t, sock)
+	hw, err := healthpb.NewHealthClient(conn).Watch(wctx, &healthpb.HealthCheckRequest{}, grpc.WaitForReady(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		resp, err := hw.Recv()
+		if err != nil {
+			t.Fatalf("health watch of %v: %v\nlogs:\n%s", args, err, stderr.String())
+		}
+		if resp.GetStatus() == healthpb.HealthCheckResponse_SERVING {
+			return conn
+		}
+	}
+}
+
+// TestRunChained chains two servers: the second reads the first's kubelet
+// wire with --source=kubelet-grpc, as it would read a kubelet, and serves the
+// same pods.
+func TestRunChained(t *testing.T) {
+	firstSocket := podstest.SocketPath(t)
+	first := runUntilServing(t, firstSocket, "--manifest-dir", "../../examples/manifests", "--node-name", "node-1")
+	second := runUntilServing(t, podstest.SocketPath(t), "--source", "kubelet-grpc", "--source-socket", firstSocket)
+	want, got := &podsv1alpha1.PodListResponse{}, &podsv1alpha1.PodListResponse{}
+	if err := first.Invoke(t.Context(), podsv1alpha1connect.PodsListPodsProcedure, &podsv1alpha1.PodListRequest{}, want); err != nil {
+		t.Fatal(err)
+	}
+	if err := second.Invoke(t.Context(), podsv1alpha1connect.PodsListPodsProcedure, &podsv1alpha1.PodListRequest{}, got); err != nil {
+		t.Fatal(err)
+	}
+	if len(want.GetPods()) == 0 || !proto.Equal(got, want) {
+		t.Errorf("the chained server lists %d pods, the first %d, or they differ", len(got.GetPods()), len(want.GetPods()))
+	}
+}

@@ -1,0 +1,42 @@
+package service
+
+import (
+	"context"
+
+	"connectrpc.com/connect"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/podsapi/podsapi/gen/v1alpha1"
+)
+
+// kubeletHandler is the kubelet's own v1alpha1.Pods: pods as the bytes of
+// their Kubernetes protobuf encoding. Its ListPodsResponse and GetPodResponse
+// are byte for byte the typed service's responses, so both wires share them;
+// its watch events are framed WatchPodsEvent{type = 1, pod = 2} and cached
+// like the typed ones.
+type kubeletHandler struct{ *handler }
+
+// ListPods returns every pod of the store.
+func (h kubeletHandler) ListPods(ctx context.Context, _ *connect.Request[v1alpha1.ListPodsRequest]) (*connect.Response[v1alpha1.ListPodsResponse], error) {
+	raw, err := h.list(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(withRaw(&v1alpha1.ListPodsResponse{}, raw)), nil
+}
+
+// GetPod returns the pod with the requested UID.
+func (h kubeletHandler) GetPod(ctx context.Context, req *connect.Request[v1alpha1.GetPodRequest]) (*connect.Response[v1alpha1.GetPodResponse], error) {
+	raw, err := h.get(ctx, types.UID(req.Msg.GetPodUID()))
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(withRaw(&v1alpha1.GetPodResponse{}, raw)), nil
+}
+
+// WatchPods streams the current pods, INITIAL_SYNC_COMPLETE, then every
+// change.
+func (h kubeletHandler) WatchPods(ctx context.Context, _ *connect.Request[v1alpha1.WatchPodsRequest], stream *connect.ServerStream[v1alpha1.WatchPodsEvent]) error {
+	resp := &v1alpha1.WatchPodsEvent{}
+	return h.watch(ctx, kubeletEvents, func(ev []byte) error { return stream.Send(withRaw(resp, ev)) })
+}
