@@ -271,6 +271,13 @@ func runBench(ctx context.Context, o Options, stdout, stderr io.Writer) error {
 				measure(c, "list-masked", n, grpcUnary(c.socket, methodList, ListMask, nil))
 				measure(c, "get", n, grpcUnary(c.socket, methodGet, "", getRequest(n)))
 			}
+			if impl == ImplOurs {
+				// The same calls on the kubelet's wire, which must cost
+				// no more than the typed one.
+				measure(c, "kubelet:list", n, grpcUnary(c.socket, methodKubeletList, "", nil))
+				measure(c, "kubelet:list-masked", n, grpcUnary(c.socket, methodKubeletList, ListMask, nil))
+				measure(c, "kubelet:get", n, grpcUnary(c.socket, methodKubeletGet, "", getRequest(n)))
+			}
 			c.stop()
 		}
 	}
@@ -286,8 +293,8 @@ func runBench(ctx context.Context, o Options, stdout, stderr io.Writer) error {
 		fail("start floor-raw", err)
 	} else {
 		for _, r := range slices.Clone(res.Rows) {
-			if r.Impl != ImplOurs || r.K != o.Concurrency[0] {
-				continue
+			if r.Impl != ImplOurs || r.K != o.Concurrency[0] || strings.HasPrefix(r.Op, "kubelet:") {
+				continue // the kubelet wire's bytes are the typed wire's
 			}
 			size := int(r.Bytes)
 			measure(c, "raw:"+r.Op, r.Pods, rawFloor(c.socket, size))

@@ -12,12 +12,12 @@ import (
 
 	"github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1/podsv1alpha1connect"
 	"github.com/podsapi/podsapi/internal/h2c"
-	"github.com/podsapi/podsapi/socket"
 )
 
 // DefaultSocket is the standard path of the Pods API socket, used when New
-// is given an empty socket.
-const DefaultSocket = socket.DefaultPath
+// is given an empty socket. It is the server's socket.DefaultPath, written
+// again so that the client does not import the server's packages.
+const DefaultSocket = "/var/lib/kubelet/pods-api/pods-api.sock"
 
 // Client is a client of the Pods API. It is safe for concurrent use.
 type Client struct {
