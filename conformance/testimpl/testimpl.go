@@ -82,13 +82,13 @@ type Impl struct {
 	MetricsURL  string
 	// QPS is the rate of the Impl's rate limit, read by Start: QPS by
 	// default, SlowQPS for RateLimitedWatches and SeparateBuckets.
-	QPS float64
-	brk         Break
-	logger      *slog.Logger
-	reg         *prometheus.Registry
-	metrics     *service.Metrics
-	mlis        net.Listener
-	msrv        *http.Server
+	QPS     float64
+	brk     Break
+	logger  *slog.Logger
+	reg     *prometheus.Registry
+	metrics *service.Metrics
+	mlis    net.Listener
+	msrv    *http.Server
 
 	mu      sync.Mutex
 	running *instance
