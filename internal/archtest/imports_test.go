@@ -24,7 +24,7 @@ var rules = []struct {
 	{"the store knows no reader and no source", "store", []string{"service", "server", "source", "client", "conformance", "fieldmask", "socket", "cmd"}},
 	{"masks are a library of their own", "fieldmask", []string{"store", "service", "server", "source", "client", "conformance", "socket", "cmd"}},
 	{"the service never knows the transport or the sources", "service", []string{"server", "socket", "source", "client", "conformance", "cmd"}},
-	{"the server never knows which source feeds it", "server", []string{"source", "client", "conformance", "cmd", "internal/bench", "bench", "stress"}},
+	{"the server never knows which source feeds it", "server", []string{"source", "client", "conformance", "cmd", "internal/bench", "internal/stress", "stress"}},
 	{"a source knows only its contract", "source", []string{"store", "service", "server", "client", "conformance", "cmd"}},
 	{"the client is the server's peer, not its part", "client", []string{"store", "service", "server", "source", "socket", "conformance", "cmd"}},
 	{"the suite judges any implementation over its socket", "conformance", []string{"store", "service", "server", "source", "client", "socket", "cmd"}},

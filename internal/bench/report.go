@@ -498,7 +498,7 @@ are noisy and only the ratios are meant to be compared across runs.
 `+"```sh"+`
 make bench         # go run ./cmd/bench --json bench-results.json --svg docs/bench-list-latency.svg --md docs/benchmarks.md
 make bench-quick   # the same with --quick (under a minute; smaller sizes, shorter measurements)
-go test -run '^$' -bench ListPods -benchmem ./bench/   # in-process ours vs baseline A on a real socket
+go test -run '^$' -bench ListPods -benchmem ./internal/bench/   # in-process ours vs baseline A on a real socket
 `+"```"+`
 
 Profiles of every server child: add `+"`--cpuprofile DIR`"+`, then `+"`go tool pprof DIR/ours-110-1.pprof`"+`.
