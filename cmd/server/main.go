@@ -1,5 +1,8 @@
-// Command podsapi-server serves the Kubelet Pods API on a UNIX socket, fed
-// by a directory of static pod manifests.
+// Command podsapi-server serves the Kubelet Pods API on a UNIX socket, in its
+// typed form and in the kubelet's own, fed by one pod source (--source): a
+// directory of static pod manifests, the kubelet's /pods endpoint, or the
+// kubelet's own Pods API socket. It only wires flags to the packages that do
+// the work (server, service, store, source/...).
 package main
 
 import (
@@ -191,7 +194,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	logger.Info("serving the Pods API",
-		"socket", srv.SocketPath(), "metrics", addrString(srv.MetricsAddr()), "source", src.name, "node", *nodeName,
+		"socket", srv.SocketPath(), "metrics", addrString(srv.MetricsAddr()), "source", src.Name(), "node", *nodeName,
 		"qps", *qps, "burst", *burst, "watchQueue", *watchQueue,
 		"allowedUIDs", *allowedUIDs, "allowedGIDs", *allowedGIDs, "perClientQPS", *perClientQPS, "rateLimitDelay", *limitDelay,
 		"maxWatchers", *maxWatchers, "maxConnections", *maxConns)
@@ -200,9 +203,9 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	defer cancel(nil)
 	srcDone := make(chan error, 1)
 	go func() {
-		err := src.run(ctx, st)
+		err := src.Run(ctx, st)
 		if err != nil {
-			cancel(fmt.Errorf("pod source %s: %w", src.name, err))
+			cancel(fmt.Errorf("pod source %s: %w", src.Name(), err))
 		}
 		srcDone <- err
 	}()

@@ -189,7 +189,7 @@ func (im *Impl) Start(context.Context) error {
 		sink = &gatedSink{Sink: st, release: release, done: ctx.Done()}
 		ready = func() bool { return true }
 	}
-	src := manifest.New(im.ManifestDir, "node", manifest.WithLogger(im.logger), manifest.WithResyncInterval(0))
+	src := manifest.New(im.ManifestDir, "node", manifest.WithLogger(im.logger), manifest.WithResyncInterval(-1))
 	inst := &instance{cancel: cancel, shutdown: make(chan struct{}), done: make(chan struct{})}
 
 	queue := WatchQueue
