@@ -191,7 +191,8 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		NoKubeletWire:     !*kubeletWire,
 	})
 	if err != nil {
-		return err
+		// The libraries name no flags: say here which ones to change.
+		return fmt.Errorf("%w (choose another --socket or --metrics-address)", err)
 	}
 	logger.Info("serving the Pods API",
 		"socket", srv.SocketPath(), "metrics", addrString(srv.MetricsAddr()), "source", src.Name(), "node", *nodeName,
