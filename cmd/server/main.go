@@ -17,12 +17,14 @@ import (
 	"os/signal"
 	"strconv"
 	"strings"
+	"runtime/debug"
 	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/podsapi/podsapi/internal/memlimit"
 	"github.com/podsapi/podsapi/server"
 	"github.com/podsapi/podsapi/service"
 	"github.com/podsapi/podsapi/socket"
@@ -35,6 +37,10 @@ func main() {
 	run, args := Run, os.Args[1:]
 	if len(args) > 0 && args[0] == "probe" {
 		run, args = Probe, args[1:]
+	} else if _, err := memlimit.Set(memlimit.CgroupFile, memlimit.DefaultFraction); err != nil {
+		// The process's own limit, for the whole process: set here, not in
+		// Run, which tests call in one process.
+		fmt.Fprintln(os.Stderr, "podsapi-server: memory limit of the cgroup:", err)
 	}
 	if err := run(ctx, args, os.Stdout, os.Stderr); err != nil {
 		if !errors.Is(err, flag.ErrHelp) {
@@ -198,7 +204,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		"socket", srv.SocketPath(), "metrics", addrString(srv.MetricsAddr()), "source", src.Name(), "node", *nodeName,
 		"qps", *qps, "burst", *burst, "watchQueue", *watchQueue,
 		"allowedUIDs", *allowedUIDs, "allowedGIDs", *allowedGIDs, "perClientQPS", *perClientQPS, "rateLimitDelay", *limitDelay,
-		"maxWatchers", *maxWatchers, "maxConnections", *maxConns)
+		"maxWatchers", *maxWatchers, "maxConnections", *maxConns, "goMemLimit", debug.SetMemoryLimit(-1))
 
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
