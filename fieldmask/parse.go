@@ -116,8 +116,8 @@ func (s *selection) add(path string) error {
 		if more == "" {
 			return fmt.Errorf("invalid field mask path %q: empty field name after %q", show(path), show(path))
 		}
-		if err := descend(path, len(path)-len(more)-1, fd); err != nil {
-			return err
+		if fd.IsMap() || fd.Kind() == protoreflect.GroupKind || fd.Message() == nil {
+			return cannotDescend(path, len(path)-len(more)-1, fd)
 		}
 		md = fd.Message()
 		rest = more
@@ -147,9 +147,9 @@ func (n *selected) step(fd protoreflect.FieldDescriptor, subsumed bool) (*select
 	return next, next.whole
 }
 
-// descend returns an error unless a path may continue below fd, which
-// path[:end] selects.
-func descend(path string, end int, fd protoreflect.FieldDescriptor) error {
+// cannotDescend returns the error for a path that continues below fd, which
+// path[:end] selects, and which is a map, a group or has no fields.
+func cannotDescend(path string, end int, fd protoreflect.FieldDescriptor) error {
 	owner := fd.ContainingMessage().FullName()
 	prefix := path[:end]
 	switch {
@@ -168,8 +168,10 @@ func descend(path string, end int, fd protoreflect.FieldDescriptor) error {
 		}
 		return fmt.Errorf("invalid field mask path %q: field %q of %s is %s and has no fields (select %q)",
 			show(path), fd.Name(), owner, kind, show(prefix))
+	default:
+		return fmt.Errorf("invalid field mask path %q: field %q of %s cannot be selected into",
+			show(path), fd.Name(), owner) // unreachable: add checks the cases above
 	}
-	return nil
 }
 
 // paths returns the selected paths in sorted order.

@@ -136,7 +136,7 @@ func shapeFor(md protoreflect.MessageDescriptor, gt reflect.Type) *messageShape 
 			if md != nil {
 				fd = protoField(md, f)
 			}
-			if st := structType(f.Type); f.Anonymous && name == "" && st != nil {
+			if st := embeddedStruct(f); st != nil && name == "" {
 				// encoding/json inlines the fields of an embedded struct.
 				inner := protoreflect.MessageDescriptor(nil)
 				if fd != nil && fd.Message() != nil && !fd.IsList() && !fd.IsMap() {
@@ -252,6 +252,23 @@ func structType(t reflect.Type) reflect.Type {
 			return nil
 		}
 	}
+}
+
+// embeddedStruct returns the struct type of f when f embeds a struct or a
+// pointer to one (encoding/json treats other embedded types as named
+// fields), or nil.
+func embeddedStruct(f reflect.StructField) reflect.Type {
+	if !f.Anonymous {
+		return nil
+	}
+	t := f.Type
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct {
+		return nil
+	}
+	return t
 }
 
 // customJSON reports whether t has a JSON encoding of its own, which is then

@@ -135,8 +135,13 @@ func toLowerASCII(r rune) rune {
 // of insertions, deletions, substitutions and transpositions of adjacent
 // bytes (the optimal string alignment distance).
 func distance(a, b string) int {
-	rows := [3][]int{make([]int, len(b)+1), make([]int, len(b)+1), make([]int, len(b)+1)}
-	older, prev, cur := rows[0], rows[1], rows[2]
+	var buf [3 * (maxSuggestName + 1)]int // no allocation for short names
+	cells := buf[:0]
+	if n := 3 * (len(b) + 1); n > len(buf) {
+		cells = make([]int, 0, n)
+	}
+	cells = cells[:3*(len(b)+1)]
+	older, prev, cur := cells[:len(b)+1], cells[len(b)+1:2*(len(b)+1)], cells[2*(len(b)+1):]
 	for j := range prev {
 		prev[j] = j
 	}
