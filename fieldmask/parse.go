@@ -20,11 +20,12 @@ var podDescriptor = (*corev1.Pod)(nil).ProtoReflect().Descriptor()
 //
 // A path is a sequence of field names separated by single dots. Each element
 // must name a field of the message selected so far, by its proto name or by
-// its name in the JSON shape of a pod (see the package documentation). A path may continue below
-// a message field, and below a repeated message field, where it then applies
-// to each element ("status.containerStatuses.ready"). A path may select a
-// whole map ("metadata.labels") but not continue into it, and may not
-// continue below a scalar, enum or bytes field. Paths are not trimmed.
+// its name in the JSON shape of a pod (see the package documentation). A
+// path may continue below a message field, and below a repeated message
+// field, where it then applies to each element
+// ("status.containerStatuses.ready"). A path may select a whole map
+// ("metadata.labels") but not continue into it, and may not continue below a
+// scalar, enum or bytes field. Paths are not trimmed.
 //
 // Overlapping paths are normalized: "metadata" subsumes "metadata.name", and
 // duplicates are ignored. Parse accepts at most [MaxPaths] paths of at most
