@@ -37,7 +37,7 @@ func main() {
 	run, args := Run, os.Args[1:]
 	if len(args) > 0 && args[0] == "probe" {
 		run, args = Probe, args[1:]
-	} else if _, err := memlimit.Set(memlimit.CgroupFile, memlimit.DefaultFraction); err != nil {
+	} else if _, err := memlimit.Set(memlimit.DefaultFraction, memlimit.CgroupFile, memlimit.CgroupV1File); err != nil {
 		// The process's own limit, for the whole process: set here, not in
 		// Run, which tests call in one process.
 		fmt.Fprintln(os.Stderr, "podsapi-server: memory limit of the cgroup:", err)

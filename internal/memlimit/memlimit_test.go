@@ -20,6 +20,7 @@ func TestRead(t *testing.T) {
 	}{
 		{"limit", "268435456\n", 256 << 20, false},
 		{"no limit", "max\n", 0, false},
+		{"no limit, cgroup v1", "9223372036854771712\n", 0, false},
 		{"garbage", "lots\n", 0, true},
 		{"negative", "-1\n", 0, true},
 	} {
@@ -48,13 +49,13 @@ func TestSet(t *testing.T) {
 	}
 	limit := float64(512 << 20)
 	want := int64(limit * 0.9)
-	got, err := memlimit.Set(file, 0.9)
+	got, err := memlimit.Set(0.9, filepath.Join(t.TempDir(), "missing"), file)
 	if err != nil || got != want || debug.SetMemoryLimit(-1) != got {
 		t.Fatalf("Set = %d, %v; runtime limit %d; want %d", got, err, debug.SetMemoryLimit(-1), want)
 	}
 	t.Setenv("GOMEMLIMIT", "100MiB")
 	debug.SetMemoryLimit(math.MaxInt64)
-	if got, _ := memlimit.Set(file, 0.9); got != 0 || debug.SetMemoryLimit(-1) != math.MaxInt64 {
+	if got, _ := memlimit.Set(0.9, file); got != 0 || debug.SetMemoryLimit(-1) != math.MaxInt64 {
 		t.Errorf("with GOMEMLIMIT set: Set = %d, runtime limit %d; want the operator's limit untouched", got, debug.SetMemoryLimit(-1))
 	}
 }
