@@ -1,6 +1,7 @@
 package server
 
 import (
+	"container/list"
 	"context"
 	"log/slog"
 	"net"
@@ -17,34 +18,62 @@ import (
 // rejectLogInterval bounds how often refused connections are logged.
 const rejectLogInterval = 10 * time.Second
 
-// connListener accepts the connections of the API socket: it reads each
-// peer's credentials when the connection is accepted, and closes at once the
-// connections beyond max open ones (max <= 0: no limit).
+// connListener accepts the connections of a socket, at most max open at
+// once (max <= 0: no limit). When the slots are full, a new connection
+// takes the slot of the oldest one that is waiting (one that has not
+// started a request: a slow or silent preface, or an idle metrics
+// scrape), which is closed; when none waits, the new connection is closed
+// as soon as accepted. A slowloris client can thus hold only the slots
+// nobody else asks for. With creds set, each connection carries its
+// peer's credentials (SO_PEERCRED), read when it is accepted.
 type connListener struct {
 	net.Listener
 	max      int64
+	creds    bool
 	open     atomic.Int64
 	rejected prometheus.Counter
+	shed     prometheus.Counter
 	log      *slog.Logger
+	what     string // what the listener serves, for logs
 
 	mu         sync.Mutex
+	waiting    list.List // of *peerConn that may be shed, oldest first
 	lastLog    time.Time
 	unreported int
 }
 
-func newConnListener(l net.Listener, max int, reg prometheus.Registerer, log *slog.Logger) *connListener {
+// connMetrics names the metrics of a connListener.
+type connMetrics struct {
+	prefix string // of the metric names
+	what   string // in their help texts
+	flag   string // that sets the limit
+}
+
+// The metrics of the API socket and of the metrics endpoint.
+var (
+	apiConnMetrics     = connMetrics{prefix: "podsapi_connections", what: "the API socket", flag: "--max-connections"}
+	metricsConnMetrics = connMetrics{prefix: "podsapi_metrics_connections", what: "the metrics endpoint", flag: "--metrics-max-connections"}
+)
+
+func newConnListener(l net.Listener, max int, creds bool, names connMetrics, reg prometheus.Registerer, log *slog.Logger) *connListener {
 	cl := &connListener{
 		Listener: l,
 		max:      int64(max),
+		creds:    creds,
 		log:      log,
+		what:     names.what,
 		rejected: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "podsapi_connections_rejected_total",
-			Help: "Number of connections closed as soon as accepted because --max-connections were open.",
+			Name: names.prefix + "_rejected_total",
+			Help: "Number of connections to " + names.what + " closed as soon as accepted because " + names.flag + " were open and busy.",
+		}),
+		shed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: names.prefix + "_shed_total",
+			Help: "Number of connections to " + names.what + " closed to make room for a new one because " + names.flag + " were open: the oldest that had not started a request (or, for metrics, was idle).",
 		}),
 	}
-	reg.MustRegister(cl.rejected, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "podsapi_connections_open",
-		Help: "Number of connections open on the API socket.",
+	reg.MustRegister(cl.rejected, cl.shed, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: names.prefix + "_open",
+		Help: "Number of connections open on " + names.what + ".",
 	}, func() float64 { return float64(cl.open.Load()) }))
 	return cl
 }
@@ -56,20 +85,56 @@ func (l *connListener) Accept() (net.Conn, error) {
 		if err != nil {
 			return nil, err
 		}
-		if n := l.open.Add(1); l.max > 0 && n > l.max {
-			l.open.Add(-1)
+		// Only Accept adds to open: a slot seen free here stays free.
+		if l.max > 0 && l.open.Load() >= l.max && !l.shedOldest() {
 			c.Close()
 			l.rejected.Inc()
 			l.logRejected()
 			continue
 		}
+		l.open.Add(1)
 		p := &service.Peer{}
-		if cred, err := socket.PeerCred(c); err == nil {
+		if !l.creds {
+			// No credentials to read: not a UNIX socket of the API.
+		} else if cred, err := socket.PeerCred(c); err == nil {
 			*p = service.Peer{Known: true, PID: cred.PID, UID: cred.UID, GID: cred.GID, Groups: cred.Groups}
 		} else {
 			l.log.Debug("cannot read the peer credentials of a connection", "error", err)
 		}
-		return &peerConn{Conn: c, peer: p, l: l}, nil
+		pc := &peerConn{Conn: c, peer: p, l: l}
+		l.setWaiting(pc, true)
+		return pc, nil
+	}
+}
+
+// shedOldest closes the oldest waiting connection, freeing its slot, and
+// reports whether there was one.
+func (l *connListener) shedOldest() bool {
+	l.mu.Lock()
+	e := l.waiting.Front()
+	if e == nil {
+		l.mu.Unlock()
+		return false
+	}
+	pc := l.waiting.Remove(e).(*peerConn)
+	pc.elem = nil
+	l.mu.Unlock()
+	pc.Close()
+	l.shed.Inc()
+	return true
+}
+
+// setWaiting marks c as waiting (it may be shed) or busy.
+func (l *connListener) setWaiting(c *peerConn, waiting bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case c.closed:
+	case waiting && c.elem == nil:
+		c.elem = l.waiting.PushBack(c)
+	case !waiting && c.elem != nil:
+		l.waiting.Remove(c.elem)
+		c.elem = nil
 	}
 }
 
@@ -79,7 +144,7 @@ func (l *connListener) logRejected() {
 	defer l.mu.Unlock()
 	l.unreported++
 	if now := time.Now(); now.Sub(l.lastLog) >= rejectLogInterval {
-		l.log.Warn("refused connections: --max-connections are open", "refused", l.unreported, "limit", l.max)
+		l.log.Warn("refused connections: all connection slots are busy", "to", l.what, "refused", l.unreported, "limit", l.max)
 		l.lastLog, l.unreported = now, 0
 	}
 }
@@ -89,20 +154,53 @@ type peerConn struct {
 	net.Conn
 	peer *service.Peer
 	l    *connListener
-	once sync.Once
+
+	// Under l.mu.
+	elem   *list.Element // in l.waiting while the connection may be shed
+	closed bool
+	// started is set by the first request (API socket).
+	started atomic.Bool
 }
 
 // Close closes the connection and frees its slot.
 func (c *peerConn) Close() error {
 	err := c.Conn.Close()
-	c.once.Do(func() { c.l.open.Add(-1) })
+	c.l.mu.Lock()
+	first := !c.closed
+	c.closed = true
+	if c.elem != nil {
+		c.l.waiting.Remove(c.elem)
+		c.elem = nil
+	}
+	c.l.mu.Unlock()
+	if first {
+		c.l.open.Add(-1)
+	}
 	return err
 }
 
-// connContext gives the requests of a connection its peer.
+// startRequest marks the connection as busy for good: it has started a
+// request, so it is no slowloris and is not shed.
+func (c *peerConn) startRequest() {
+	if c.started.CompareAndSwap(false, true) {
+		c.l.setWaiting(c, false)
+	}
+}
+
+type connKey struct{}
+
+// connContext gives the requests of a connection its peer, and the
+// connection itself.
 func connContext(ctx context.Context, c net.Conn) context.Context {
 	if pc, ok := c.(*peerConn); ok {
+		ctx = context.WithValue(ctx, connKey{}, pc)
 		return service.WithPeer(ctx, pc.peer)
 	}
 	return ctx
+}
+
+// connFrom returns the connection of a request's context, or nil.
+func connFrom(ctx context.Context) *peerConn {
+	pc, _ := ctx.Value(connKey{}).(*peerConn)
+	return pc
 }

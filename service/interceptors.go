@@ -98,10 +98,11 @@ func (w watchLimit) WrapStreamingClient(next connect.StreamingClientFunc) connec
 
 func (w watchLimit) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
 	return func(ctx context.Context, conn connect.StreamingHandlerConn) error {
-		if !w.limit.acquire() {
-			return errTooManyWatches(w.limit.max)
+		p := PeerFrom(ctx)
+		if err := w.limit.acquire(p); err != nil {
+			return err
 		}
-		defer w.limit.release()
+		defer w.limit.release(p)
 		return next(ctx, conn)
 	}
 }
