@@ -82,6 +82,10 @@ type Config struct {
 	// DEADLINE_EXCEEDED, so that streams whose body never comes are not
 	// held. Default DefaultRequestReadTimeout; negative disables it.
 	RequestReadTimeout time.Duration
+	// MaxPendingPerUID bounds the calls of one peer UID waiting for their
+	// request at once; more are refused RESOURCE_EXHAUSTED before anything
+	// is read. Default DefaultMaxPendingPerUID; negative means no limit.
+	MaxPendingPerUID int
 	// MaxWatchersPerUID bounds the watches one peer UID may hold open at
 	// once (RESOURCE_EXHAUSTED beyond it), so that one client cannot take
 	// every watch slot. Default DefaultMaxWatchersPerUID; negative means
@@ -255,7 +259,7 @@ func New(st Store, cfg Config) (*Server, error) {
 	}
 	mux.Handle(grpcreflect.NewHandlerV1(reflector, guard, limit))
 	mux.Handle(grpcreflect.NewHandlerV1Alpha(reflector, guard, limit))
-	var handler http.Handler = newGate(mux, gateAccess, cfg.RequestReadTimeout, cfg.Registry)
+	var handler http.Handler = newGate(mux, gateAccess, cfg.RequestReadTimeout, cfg.MaxPendingPerUID, cfg.Registry)
 	if cfg.WriteStallTimeout > 0 {
 		s.stall = newStallGuard(cfg.WriteStallTimeout, cfg.Registry, cfg.Logger)
 		handler = s.stall.wrap(handler)
@@ -338,6 +342,9 @@ func withDefaults(cfg Config) Config {
 	}
 	if cfg.MetricsMaxConnections == 0 {
 		cfg.MetricsMaxConnections = DefaultMetricsMaxConnections
+	}
+	if cfg.MaxPendingPerUID == 0 {
+		cfg.MaxPendingPerUID = DefaultMaxPendingPerUID
 	}
 	if cfg.RequestReadTimeout == 0 {
 		cfg.RequestReadTimeout = DefaultRequestReadTimeout

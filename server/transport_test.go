@@ -354,7 +354,7 @@ func (c *h2Client) readUntil(done func(ends map[uint32]streamEnd, goaway, closed
 // every service: each ends DEADLINE_EXCEEDED after RequestReadTimeout, and
 // the goroutines return to their number before the attack.
 func TestHeldStreams(t *testing.T) {
-	f := start(t, server.Config{RequestReadTimeout: 200 * time.Millisecond}, false, samplePods()...)
+	f := start(t, server.Config{RequestReadTimeout: 200 * time.Millisecond, MaxPendingPerUID: 1000}, false, samplePods()...)
 	// A first call lets the server start what it keeps running.
 	if _, err := clientKinds[0].dial(t, f.socket).List(ctx(t), nil); err != nil {
 		t.Fatal(err)
@@ -384,6 +384,31 @@ func TestHeldStreams(t *testing.T) {
 	}
 	c.conn.Close()
 	eventually(t, "the goroutines return to their baseline", func() bool { return runtime.NumGoroutine() <= baseline+2 })
+}
+
+// TestHeldStreamsPerUID: the calls of one UID waiting for their request
+// are bounded: beyond the limit they are refused at once, without waiting
+// for the read timeout (an hour here); once the held streams end, calls
+// are served again.
+func TestHeldStreamsPerUID(t *testing.T) {
+	const limit, held = 10, 30
+	f := start(t, server.Config{RequestReadTimeout: time.Hour, MaxPendingPerUID: limit}, false, samplePods()...)
+	c := dialH2(t, f.socket)
+	for range held {
+		c.open("/grpc.health.v1.Health/Check")
+	}
+	ends, _ := c.readUntil(func(ends map[uint32]streamEnd, _, _ bool) bool { return len(ends) == held-limit })
+	for id, end := range ends {
+		if end.status != strconv.Itoa(int(connect.CodeResourceExhausted)) {
+			t.Fatalf("held stream %d beyond the limit ended %+v, want RESOURCE_EXHAUSTED", id, end)
+		}
+	}
+	c.conn.Close()
+	client := clientKinds[0].dial(t, f.socket)
+	eventually(t, "calls are served once the held streams are gone", func() bool {
+		_, err := client.List(ctx(t), nil)
+		return err == nil
+	})
 }
 
 // TestHeldStreamsDenied: a denied peer's streams are refused at once,

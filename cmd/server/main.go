@@ -84,6 +84,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		metricsTO      = fs.Duration("metrics-timeout", server.DefaultMetricsTimeout, "bounds reading a scrape request and writing its answer; metrics connections idle this long are closed")
 		metricsConns   = fs.Int("metrics-max-connections", server.DefaultMetricsMaxConnections, "metrics connections open at once; a new one takes the slot of the oldest idle one, or is closed")
 		requestRead    = fs.Duration("request-read-timeout", server.DefaultRequestReadTimeout, "how long a call may take to send its request (reflection: its first message) before it ends DEADLINE_EXCEEDED; negative disables it")
+		pendingPerUID  = fs.Int("max-pending-per-uid", server.DefaultMaxPendingPerUID, "calls of one client UID that may wait for their request at once; more are refused RESOURCE_EXHAUSTED; negative disables the limit")
 		watchersPerUID = fs.Int("max-watchers-per-uid", server.DefaultMaxWatchersPerUID, "watches one client UID may hold open at once; beyond it WatchPods returns RESOURCE_EXHAUSTED; negative disables the share")
 		writeStall     = fs.Duration("write-stall-timeout", server.DefaultWriteStallTimeout, "reset a stream (close a connection) whose client has not read for this long while the server has data to write; negative disables it")
 	)
@@ -128,8 +129,8 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return usageError{errors.New("--metrics-timeout must be positive")}
 	case *metricsConns < 1:
 		return usageError{errors.New("--metrics-max-connections must be at least 1")}
-	case *requestRead == 0 || *watchersPerUID == 0:
-		return usageError{errors.New("--request-read-timeout and --max-watchers-per-uid must not be 0 (negative disables them)")}
+	case *requestRead == 0 || *watchersPerUID == 0 || *pendingPerUID == 0:
+		return usageError{errors.New("--request-read-timeout, --max-watchers-per-uid and --max-pending-per-uid must not be 0 (negative disables them)")}
 	case *keepaliveTO <= 0:
 		return usageError{errors.New("--keepalive-timeout must be positive")}
 	}
@@ -199,6 +200,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		MetricsMaxConnections: *metricsConns,
 		RequestReadTimeout:    *requestRead,
 		MaxWatchersPerUID:     *watchersPerUID,
+		MaxPendingPerUID:      *pendingPerUID,
 	})
 	if err != nil {
 		return err
