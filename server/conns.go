@@ -33,7 +33,9 @@ type connListener struct {
 	open     atomic.Int64
 	rejected prometheus.Counter
 	shed     prometheus.Counter
+	floods   *prometheus.CounterVec // nil: frames are not followed
 	log      *slog.Logger
+	logs     *service.LogLimiter
 	what     string // what the listener serves, for logs
 
 	mu         sync.Mutex
@@ -61,6 +63,7 @@ func newConnListener(l net.Listener, max int, creds bool, names connMetrics, reg
 		max:      int64(max),
 		creds:    creds,
 		log:      log,
+		logs:     service.NewLogLimiter(log, service.DenyLogInterval),
 		what:     names.what,
 		rejected: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: names.prefix + "_rejected_total",
@@ -70,6 +73,14 @@ func newConnListener(l net.Listener, max int, creds bool, names connMetrics, reg
 			Name: names.prefix + "_shed_total",
 			Help: "Number of connections to " + names.what + " closed to make room for a new one because " + names.flag + " were open: the oldest that had not started a request (or, for metrics, was idle).",
 		}),
+	}
+	if creds {
+		// The API socket speaks HTTP/2: its floods are cut short.
+		cl.floods = prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "podsapi_connections_flood_closed_total",
+			Help: "Number of connections closed for an HTTP/2 frame flood net/http lets through, by reason: more than 32 CONTINUATION frames in a header block, or RST_STREAM frames beyond 100/s (burst 1000, Rapid Reset).",
+		}, []string{"reason"})
+		reg.MustRegister(cl.floods)
 	}
 	reg.MustRegister(cl.rejected, cl.shed, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: names.prefix + "_open",
@@ -102,6 +113,9 @@ func (l *connListener) Accept() (net.Conn, error) {
 			l.log.Debug("cannot read the peer credentials of a connection", "error", err)
 		}
 		pc := &peerConn{Conn: c, peer: p, l: l}
+		if l.floods != nil {
+			pc.frames = newFrameGuard()
+		}
 		l.setWaiting(pc, true)
 		return pc, nil
 	}
@@ -160,6 +174,22 @@ type peerConn struct {
 	closed bool
 	// started is set by the first request (API socket).
 	started atomic.Bool
+	// frames follows the HTTP/2 frames read, when not nil (API socket).
+	frames *frameGuard
+}
+
+// Read reads from the connection, and closes it on a frame flood.
+func (c *peerConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if c.frames != nil && n > 0 {
+		if why := c.frames.feed(p[:n]); why != "" {
+			c.l.floods.WithLabelValues(why).Inc()
+			c.l.logs.Warn(c.peer, "closed a connection flooding the server with HTTP/2 frames", "flood", why)
+			c.Close()
+			return 0, errFrameFlood
+		}
+	}
+	return n, err
 }
 
 // Close closes the connection and frees its slot.

@@ -14,6 +14,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -235,6 +236,14 @@ type h2Client struct {
 	enc  *hpack.Encoder
 	hbuf bytes.Buffer
 	next uint32
+	mu   sync.Mutex // held while a frame is written
+}
+
+// write writes frames with fr, alone.
+func (c *h2Client) write(f func(fr *http2.Framer) error) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return f(c.fr)
 }
 
 // dialH2 connects to socket and sends the preface and SETTINGS.
@@ -261,7 +270,7 @@ func dialH2(t *testing.T, socket string) *h2Client {
 	if _, err := io.WriteString(bw, http2.ClientPreface); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.fr.WriteSettings(); err != nil {
+	if err := c.write(func(fr *http2.Framer) error { return fr.WriteSettings() }); err != nil {
 		t.Fatal(err)
 	}
 	return c
@@ -288,10 +297,17 @@ func (c *h2Client) open(path string) uint32 {
 	c.t.Helper()
 	id := c.next
 	c.next += 2
-	if err := c.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: c.headers(path), EndHeaders: true}); err != nil {
+	if err := c.openErr(path, id); err != nil {
 		c.t.Fatal(err)
 	}
 	return id
+}
+
+// openErr sends the HEADERS of a call to path on stream id.
+func (c *h2Client) openErr(path string, id uint32) error {
+	return c.write(func(fr *http2.Framer) error {
+		return fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: c.headers(path), EndHeaders: true})
+	})
 }
 
 // streamEnd is how a stream ended: its gRPC status, or a reset.
@@ -313,11 +329,11 @@ func (c *h2Client) readUntil(done func(ends map[uint32]streamEnd, goaway, closed
 		if err != nil {
 			if errors.Is(err, io.EOF) || strings.Contains(err.Error(), "reset by peer") {
 				if !done(ends, goaway, true) {
-					c.t.Fatalf("connection closed; streams ended: %v, goaway %v", ends, goaway)
+					c.t.Fatalf("connection closed; %d streams ended, goaway %v", len(ends), goaway)
 				}
 				return ends, goaway
 			}
-			c.t.Fatalf("reading frames: %v (ended so far: %v)", err, ends)
+			c.t.Fatalf("reading frames: %v (%d streams ended so far)", err, len(ends))
 		}
 		switch f := f.(type) {
 		case *http2.MetaHeadersFrame:
@@ -339,11 +355,11 @@ func (c *h2Client) readUntil(done func(ends map[uint32]streamEnd, goaway, closed
 			goaway = true
 		case *http2.PingFrame:
 			if !f.IsAck() {
-				c.fr.WritePing(true, f.Data)
+				c.write(func(fr *http2.Framer) error { return fr.WritePing(true, f.Data) })
 			}
 		case *http2.SettingsFrame:
 			if !f.IsAck() {
-				c.fr.WriteSettingsAck()
+				c.write(func(fr *http2.Framer) error { return fr.WriteSettingsAck() })
 			}
 		}
 	}
@@ -515,4 +531,64 @@ func TestWatchersPerUID(t *testing.T) {
 		t.Fatal(err)
 	}
 	recv(t, w)
+}
+
+// TestFrameFloods sends the floods net/http lets through on its own: empty
+// CONTINUATION frames without end, and Rapid Reset (calls reset as soon as
+// sent, which its handlers keep up with). The connection is closed and
+// counted by reason; another client is served meanwhile.
+func TestFrameFloods(t *testing.T) {
+	for _, tc := range []struct {
+		name, reason string
+		flood        func(c *h2Client) error
+	}{
+		{"empty CONTINUATION frames", "continuation", func(c *h2Client) error {
+			block := c.headers("/grpc.health.v1.Health/Check")
+			if err := c.write(func(fr *http2.Framer) error {
+				return fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: block})
+			}); err != nil {
+				return err
+			}
+			for range 100000 {
+				if err := c.write(func(fr *http2.Framer) error { return fr.WriteContinuation(1, false, nil) }); err != nil {
+					return err
+				}
+			}
+			return nil
+		}},
+		{"Rapid Reset", "rapid_reset", func(c *h2Client) error {
+			for id := uint32(1); id < 200000; id += 2 {
+				if err := c.openErr("/grpc.health.v1.Health/Check", id); err != nil {
+					return err
+				}
+				if err := c.write(func(fr *http2.Framer) error {
+					if err := fr.WriteData(id, true, envelope(0, nil)); err != nil {
+						return err
+					}
+					return fr.WriteRSTStream(id, http2.ErrCodeCancel)
+				}); err != nil {
+					return err
+				}
+			}
+			return nil
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			reg := prometheus.NewRegistry()
+			f := start(t, server.Config{Registry: reg}, false, samplePods()...)
+			c := dialH2(t, f.socket)
+			flooded := make(chan error, 1)
+			go func() { flooded <- tc.flood(c) }()
+			c.readUntil(func(_ map[uint32]streamEnd, _, closed bool) bool { return closed })
+			if err := <-flooded; err == nil {
+				t.Fatalf("the whole flood was sent: the connection was not closed")
+			}
+			if got := metricValue(t, reg, "podsapi_connections_flood_closed_total", map[string]string{"reason": tc.reason}); got != 1 {
+				t.Errorf("podsapi_connections_flood_closed_total{reason=%q} = %v, want 1", tc.reason, got)
+			}
+			if _, err := clientKinds[0].dial(t, f.socket).List(ctx(t), nil); err != nil {
+				t.Fatalf("ListPods after the flood: %v", err)
+			}
+		})
+	}
 }

@@ -161,6 +161,11 @@ func clientRateLimit(limiter *PerClientLimiter, tarpit *Tarpit) rateLimit {
 
 func (l rateLimit) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
 	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
+		if err := ctx.Err(); err != nil {
+			// The client reset the call (or gave up) before it was
+			// answered: it does not spend a token others could use.
+			return nil, err
+		}
 		if !l.allow(ctx) {
 			l.tarpit.Wait(ctx)
 			return nil, l.refuse(req.Spec().Procedure)
