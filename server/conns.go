@@ -7,9 +7,11 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sys/unix"
 
 	"github.com/podsapi/podsapi/service"
 	"github.com/podsapi/podsapi/socket"
@@ -113,6 +115,7 @@ func (l *connListener) Accept() (net.Conn, error) {
 			l.log.Debug("cannot read the peer credentials of a connection", "error", err)
 		}
 		pc := &peerConn{Conn: c, peer: p, l: l}
+		pc.lastRead.Store(time.Now().UnixNano())
 		if l.floods != nil {
 			pc.frames = newFrameGuard()
 		}
@@ -121,21 +124,61 @@ func (l *connListener) Accept() (net.Conn, error) {
 	}
 }
 
-// shedOldest closes the oldest waiting connection, freeing its slot, and
-// reports whether there was one.
+// shedTries bounds the candidates shedOldest checks for unread bytes.
+const shedTries = 4
+
+// shedOldest closes the waiting connection that has made no progress for
+// the longest time (the oldest last read; a silent connection's is its
+// accept), skipping those whose bytes wait unread in the socket (a client
+// whose request the server has not read yet is no slowloris), freeing its
+// slot, and reports whether there was one. A client whose preface or
+// request the server has just read is thus shed last.
 func (l *connListener) shedOldest() bool {
 	l.mu.Lock()
-	e := l.waiting.Front()
-	if e == nil {
+	var pc *peerConn
+	skip := make(map[*peerConn]bool, shedTries)
+	for range shedTries {
+		var best *peerConn
+		for e := l.waiting.Front(); e != nil; e = e.Next() {
+			c := e.Value.(*peerConn)
+			if !skip[c] && (best == nil || c.lastRead.Load() < best.lastRead.Load()) {
+				best = c
+			}
+		}
+		if best == nil {
+			break
+		}
+		if !hasUnread(best.Conn) {
+			pc = best
+			break
+		}
+		skip[best] = true
+	}
+	if pc == nil {
 		l.mu.Unlock()
 		return false
 	}
-	pc := l.waiting.Remove(e).(*peerConn)
+	l.waiting.Remove(pc.elem)
 	pc.elem = nil
 	l.mu.Unlock()
 	pc.Close()
 	l.shed.Inc()
 	return true
+}
+
+// hasUnread reports whether bytes the peer sent wait in c's socket.
+func hasUnread(c net.Conn) bool {
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return false
+	}
+	raw, err := sc.SyscallConn()
+	if err != nil {
+		return false
+	}
+	n := 0
+	_ = raw.Control(func(fd uintptr) { n, _ = unix.IoctlGetInt(int(fd), unix.TIOCINQ) })
+	return n > 0
 }
 
 // setWaiting marks c as waiting (it may be shed) or busy.
@@ -176,11 +219,17 @@ type peerConn struct {
 	started atomic.Bool
 	// frames follows the HTTP/2 frames read, when not nil (API socket).
 	frames *frameGuard
+	// lastRead is when bytes were last read (accepted, before any), in
+	// Unix nanoseconds.
+	lastRead atomic.Int64
 }
 
 // Read reads from the connection, and closes it on a frame flood.
 func (c *peerConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
+	if n > 0 {
+		c.lastRead.Store(time.Now().UnixNano())
+	}
 	if c.frames != nil && n > 0 {
 		if why := c.frames.feed(p[:n]); why != "" {
 			c.l.floods.WithLabelValues(why).Inc()

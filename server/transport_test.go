@@ -273,7 +273,20 @@ func dialH2(t *testing.T, socket string) *h2Client {
 	if err := c.write(func(fr *http2.Framer) error { return fr.WriteSettings() }); err != nil {
 		t.Fatal(err)
 	}
-	return c
+	// The server's SETTINGS come first: acknowledged here, so that no
+	// acknowledgement falls in the middle of a header block later.
+	for {
+		f, err := c.fr.ReadFrame()
+		if err != nil {
+			t.Fatalf("reading the server's SETTINGS: %v", err)
+		}
+		if sf, ok := f.(*http2.SettingsFrame); ok && !sf.IsAck() {
+			if err := c.write(func(fr *http2.Framer) error { return fr.WriteSettingsAck() }); err != nil {
+				t.Fatal(err)
+			}
+			return c
+		}
+	}
 }
 
 type writerFunc func([]byte) (int, error)
