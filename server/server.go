@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/user"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -23,7 +24,6 @@ import (
 	"connectrpc.com/grpcreflect"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"golang.org/x/time/rate"
 
 	"github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1/podsv1alpha1connect"
@@ -41,6 +41,7 @@ const (
 	DefaultMetricsAddress  = "127.0.0.1:10265"
 
 	DefaultMaxWatchers       = 10000
+	DefaultMaxWatchersPerUID = 1000
 	DefaultMaxConnections    = 1024
 	DefaultIdleTimeout       = 5 * time.Minute
 	DefaultKeepaliveInterval = time.Minute
@@ -68,9 +69,31 @@ func DefaultAllowedUIDs() []uint32 {
 type Config struct {
 	// Socket is the path of the UNIX socket. Default socket.DefaultPath.
 	Socket string
-	// MetricsAddress is the TCP address of the /metrics endpoint; empty
+	// MetricsAddress is the TCP address of the /metrics endpoint, or
+	// "unix:" followed by the path of a UNIX socket (created 0600); empty
 	// serves no metrics endpoint (metrics are still kept in Registry).
 	MetricsAddress string
+	// MetricsTimeout bounds the reading of a scrape request and the writing
+	// of its answer, and closes metrics connections idle that long.
+	// MetricsMaxConnections bounds the metrics connections open at once: a
+	// new one takes the slot of the oldest idle one, or is closed. Defaults
+	// DefaultMetricsTimeout and DefaultMetricsMaxConnections.
+	MetricsTimeout        time.Duration
+	MetricsMaxConnections int
+	// RequestReadTimeout is how long a call may take to send its request
+	// (for reflection, its first message) before it ends with
+	// DEADLINE_EXCEEDED, so that streams whose body never comes are not
+	// held. Default DefaultRequestReadTimeout; negative disables it.
+	RequestReadTimeout time.Duration
+	// MaxPendingPerUID bounds the calls of one peer UID waiting for their
+	// request at once; more are refused RESOURCE_EXHAUSTED before anything
+	// is read. Default DefaultMaxPendingPerUID; negative means no limit.
+	MaxPendingPerUID int
+	// MaxWatchersPerUID bounds the watches one peer UID may hold open at
+	// once (RESOURCE_EXHAUSTED beyond it), so that one client cannot take
+	// every watch slot. Default DefaultMaxWatchersPerUID; negative means
+	// no share.
+	MaxWatchersPerUID int
 	// QPS and Burst set the rate limit shared by ListPods and GetPod.
 	// Defaults DefaultQPS and DefaultBurst; a negative QPS disables the limit.
 	QPS   float64
@@ -156,7 +179,7 @@ type Server struct {
 	cfg      Config
 	store    Store
 	listener net.Listener
-	metrics  net.Listener
+	metrics  *connListener
 	http     *http.Server
 	mhttp    *http.Server
 	health   *grpchealth.StaticChecker
@@ -192,7 +215,7 @@ func New(st Store, cfg Config) (*Server, error) {
 		Name: "podsapi_rate_limit_delayed",
 		Help: "Number of calls refused by a rate limit and waiting --rate-limit-delay before their answer.",
 	}, func() float64 { return float64(tarpit.Waiting()) }))
-	s.watches = service.NewWatchLimit(cfg.MaxWatchers)
+	s.watches = service.NewWatchLimit(cfg.MaxWatchers).PerUID(cfg.MaxWatchersPerUID)
 	cfg.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "podsapi_watches_open",
 		Help: "Number of WatchPods streams open (bounded by --max-watchers).",
@@ -242,17 +265,22 @@ func New(st Store, cfg Config) (*Server, error) {
 	// Health stays open to any peer that can connect, for liveness probes:
 	// it tells nothing but whether the server serves. Reflection is guarded
 	// like the API.
-	mux.Handle(grpchealth.NewHandler(s.health))
+	// Their requests are as small as the API's; connect applies the cap
+	// to the inflated size of a compressed request.
+	limit := connect.WithReadMaxBytes(service.MaxRequestBytes)
+	mux.Handle(grpchealth.NewHandler(s.health, limit))
 	var guard connect.HandlerOption = connect.WithHandlerOptions()
+	var gateAccess *service.AccessGuard
 	if !cfg.AllowAnyPeer {
-		guard = connect.WithInterceptors(service.AccessInterceptor(access, metrics, cfg.Logger))
+		gateAccess = service.NewAccessGuard(access, metrics, cfg.Logger)
+		guard = connect.WithInterceptors(gateAccess)
 	}
-	mux.Handle(grpcreflect.NewHandlerV1(reflector, guard))
-	mux.Handle(grpcreflect.NewHandlerV1Alpha(reflector, guard))
-	var handler http.Handler = mux
+	mux.Handle(grpcreflect.NewHandlerV1(reflector, guard, limit))
+	mux.Handle(grpcreflect.NewHandlerV1Alpha(reflector, guard, limit))
+	var handler http.Handler = newGate(mux, gateAccess, cfg.RequestReadTimeout, cfg.MaxPendingPerUID, cfg.Registry)
 	if cfg.WriteStallTimeout > 0 {
 		s.stall = newStallGuard(cfg.WriteStallTimeout, cfg.Registry, cfg.Logger)
-		handler = s.stall.wrap(mux)
+		handler = s.stall.wrap(handler)
 	}
 
 	protocols := new(http.Protocols)
@@ -279,17 +307,12 @@ func New(st Store, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.listener = newConnListener(l, cfg.MaxConnections, cfg.Registry, cfg.Logger)
+	s.listener = newConnListener(l, cfg.MaxConnections, true, apiConnMetrics, cfg.Registry, cfg.Logger)
 	if cfg.MetricsAddress != "" {
-		ml, err := net.Listen("tcp", cfg.MetricsAddress)
-		if err != nil {
+		if s.metrics, s.mhttp, err = listenMetrics(cfg); err != nil {
 			l.Close()
-			return nil, fmt.Errorf("listen for metrics on %s (choose another address with --metrics-address): %w", cfg.MetricsAddress, err)
+			return nil, err
 		}
-		s.metrics = ml
-		mmux := http.NewServeMux()
-		mmux.Handle("/metrics", promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{Registry: cfg.Registry}))
-		s.mhttp = &http.Server{Handler: mmux, ReadHeaderTimeout: 10 * time.Second}
 	}
 	return s, nil
 }
@@ -329,6 +352,21 @@ func withDefaults(cfg Config) Config {
 	if cfg.MaxWatchers == 0 {
 		cfg.MaxWatchers = DefaultMaxWatchers
 	}
+	if cfg.MaxWatchersPerUID == 0 {
+		cfg.MaxWatchersPerUID = DefaultMaxWatchersPerUID
+	}
+	if cfg.MetricsTimeout == 0 {
+		cfg.MetricsTimeout = DefaultMetricsTimeout
+	}
+	if cfg.MetricsMaxConnections == 0 {
+		cfg.MetricsMaxConnections = DefaultMetricsMaxConnections
+	}
+	if cfg.MaxPendingPerUID == 0 {
+		cfg.MaxPendingPerUID = DefaultMaxPendingPerUID
+	}
+	if cfg.RequestReadTimeout == 0 {
+		cfg.RequestReadTimeout = DefaultRequestReadTimeout
+	}
 	if cfg.MaxConnections == 0 {
 		cfg.MaxConnections = DefaultMaxConnections
 	}
@@ -364,6 +402,10 @@ func (s *Server) SocketPath() string { return s.cfg.Socket }
 func (s *Server) MetricsAddr() net.Addr {
 	if s.metrics == nil {
 		return nil
+	}
+	if path, ok := strings.CutPrefix(s.cfg.MetricsAddress, unixPrefix); ok {
+		// The listener's address is the name the socket was created under.
+		return &net.UnixAddr{Name: path, Net: "unix"}
 	}
 	return s.metrics.Addr()
 }

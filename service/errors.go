@@ -76,3 +76,10 @@ func errPermissionDenied(p *Peer) error {
 		fmt.Errorf("uid %d (gid %d) is not allowed to use the Pods API (see --allowed-uids and --allowed-gids)", p.UID, p.GID),
 		map[string]string{"uid": strconv.FormatUint(uint64(p.UID), 10), "gid": strconv.FormatUint(uint64(p.GID), 10)})
 }
+
+// errTooManyClientWatches is returned for a watch beyond the share of open
+// watches of one peer UID.
+func errTooManyClientWatches(uid uint32, limit int) error {
+	return connect.NewError(connect.CodeResourceExhausted,
+		fmt.Errorf("uid %d has too many watches open (limit %d per client, --max-watchers-per-uid): close some, or share one watch", uid, limit))
+}

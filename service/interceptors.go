@@ -98,10 +98,11 @@ func (w watchLimit) WrapStreamingClient(next connect.StreamingClientFunc) connec
 
 func (w watchLimit) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
 	return func(ctx context.Context, conn connect.StreamingHandlerConn) error {
-		if !w.limit.acquire() {
-			return errTooManyWatches(w.limit.max)
+		p := PeerFrom(ctx)
+		if err := w.limit.acquire(p); err != nil {
+			return err
 		}
-		defer w.limit.release()
+		defer w.limit.release(p)
 		return next(ctx, conn)
 	}
 }
@@ -160,6 +161,11 @@ func clientRateLimit(limiter *PerClientLimiter, tarpit *Tarpit) rateLimit {
 
 func (l rateLimit) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
 	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
+		if err := ctx.Err(); err != nil {
+			// The client reset the call (or gave up) before it was
+			// answered: it does not spend a token others could use.
+			return nil, err
+		}
 		if !l.allow(ctx) {
 			l.tarpit.Wait(ctx)
 			return nil, l.refuse(req.Spec().Procedure)

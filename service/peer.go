@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"connectrpc.com/connect"
 	"golang.org/x/time/rate"
@@ -22,8 +23,6 @@ type Peer struct {
 	UID    uint32
 	GID    uint32
 	Groups []uint32 // supplementary groups, when the kernel tells them
-
-	denyLogged atomic.Bool
 }
 
 type peerKey struct{}
@@ -77,56 +76,141 @@ func (a *AccessPolicy) Allows(p *Peer) bool {
 }
 
 // AccessInterceptor returns the interceptor that answers PERMISSION_DENIED
-// to every call of a peer policy does not allow. The first denial of each
-// connection is logged with the peer's uid, gid and pid; every denied call
-// is counted in metrics (which may be nil).
-func AccessInterceptor(policy *AccessPolicy, metrics *Metrics, logger *slog.Logger) connect.Interceptor {
-	if logger == nil {
-		logger = slog.Default()
-	}
-	return &access{policy: policy, metrics: metrics, logger: logger}
+// to every call of a peer policy does not allow: an AccessGuard.
+func AccessInterceptor(policy *AccessPolicy, metrics *Metrics, logger *slog.Logger) *AccessGuard {
+	return NewAccessGuard(policy, metrics, logger)
 }
 
-type access struct {
+// AccessGuard denies the calls of the peers an AccessPolicy does not allow.
+// Every denied call is counted in Metrics (podsapi_peer_denied_total); the
+// denials are logged with the peer's uid, gid and pid, at most one line per
+// UID every DenyLogInterval, with the number of denials left unlogged. It
+// is a connect interceptor, and Check serves HTTP middleware that must
+// refuse before a request's body is read.
+type AccessGuard struct {
 	policy  *AccessPolicy
 	metrics *Metrics
 	logger  *slog.Logger
+	logs    *LogLimiter
 }
 
-// check returns the error that denies the call of ctx, or nil.
-func (a *access) check(ctx context.Context, procedure string) error {
+// DenyLogInterval is how often the denials of one UID are logged at most.
+const DenyLogInterval = 10 * time.Second
+
+// NewAccessGuard returns the guard of policy; metrics may be nil, a nil
+// logger means slog.Default().
+func NewAccessGuard(policy *AccessPolicy, metrics *Metrics, logger *slog.Logger) *AccessGuard {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	return &AccessGuard{policy: policy, metrics: metrics, logger: logger, logs: NewLogLimiter(logger, DenyLogInterval)}
+}
+
+// Check returns the PERMISSION_DENIED error that refuses the call of
+// procedure by the peer of ctx, or nil when the peer is allowed.
+func (a *AccessGuard) Check(ctx context.Context, procedure string) error {
 	p := PeerFrom(ctx)
 	if a.policy.Allows(p) {
 		return nil
 	}
 	a.metrics.peerDenied()
-	if p == nil || p.denyLogged.CompareAndSwap(false, true) {
-		a.logger.Warn("denied a client not allowed by --allowed-uids or --allowed-gids",
-			append(p.logAttrs(), "procedure", procedure)...)
-	}
+	a.logs.Warn(p, "denied a client not allowed by --allowed-uids or --allowed-gids", "procedure", procedure)
 	return errPermissionDenied(p)
 }
 
-func (a *access) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
+// WrapUnary denies the unary calls of a peer the policy does not allow.
+func (a *AccessGuard) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
 	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
-		if err := a.check(ctx, req.Spec().Procedure); err != nil {
+		if err := a.Check(ctx, req.Spec().Procedure); err != nil {
 			return nil, err
 		}
 		return next(ctx, req)
 	}
 }
 
-func (a *access) WrapStreamingClient(next connect.StreamingClientFunc) connect.StreamingClientFunc {
+// WrapStreamingClient returns next: the guard only guards handlers.
+func (a *AccessGuard) WrapStreamingClient(next connect.StreamingClientFunc) connect.StreamingClientFunc {
 	return next
 }
 
-func (a *access) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
+// WrapStreamingHandler denies the streams of a peer the policy does not
+// allow, before their first message is read.
+func (a *AccessGuard) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
 	return func(ctx context.Context, conn connect.StreamingHandlerConn) error {
-		if err := a.check(ctx, conn.Spec().Procedure); err != nil {
+		if err := a.Check(ctx, conn.Spec().Procedure); err != nil {
 			return err
 		}
 		return next(ctx, conn)
 	}
+}
+
+// maxLogKeys bounds the (UID, message) pairs a LogLimiter remembers; beyond
+// it, the pairs whose interval has passed are forgotten, and if none has,
+// new pairs are not logged rather than memory grown.
+const maxLogKeys = 4096
+
+// LogLimiter writes WARN lines about peers at most once per interval for
+// each peer UID and message, so that a hostile peer cannot fill the logs:
+// the lines it suppresses are counted and reported, as suppressed=N, by the
+// next line written for the same UID and message.
+type LogLimiter struct {
+	logger   *slog.Logger
+	interval time.Duration
+
+	mu   sync.Mutex
+	keys map[logKey]*logState
+}
+
+type logKey struct {
+	uid uint32
+	msg string
+}
+
+type logState struct {
+	last       time.Time
+	suppressed int
+}
+
+// NewLogLimiter returns a limiter writing to logger at most one line per
+// peer UID and message every interval.
+func NewLogLimiter(logger *slog.Logger, interval time.Duration) *LogLimiter {
+	return &LogLimiter{logger: logger, interval: interval, keys: make(map[logKey]*logState)}
+}
+
+// Warn logs msg about peer p with args at WARN level, unless a line with
+// the same message was logged for p's UID less than the interval ago.
+func (l *LogLimiter) Warn(p *Peer, msg string, args ...any) {
+	key := logKey{uid: peerUID(p), msg: msg}
+	now := time.Now()
+	l.mu.Lock()
+	st, ok := l.keys[key]
+	if !ok {
+		if len(l.keys) >= maxLogKeys {
+			for k, v := range l.keys {
+				if now.Sub(v.last) >= l.interval {
+					delete(l.keys, k)
+				}
+			}
+		}
+		if len(l.keys) >= maxLogKeys {
+			l.mu.Unlock()
+			return
+		}
+		st = &logState{}
+		l.keys[key] = st
+	} else if now.Sub(st.last) < l.interval {
+		st.suppressed++
+		l.mu.Unlock()
+		return
+	}
+	suppressed := st.suppressed
+	st.last, st.suppressed = now, 0
+	l.mu.Unlock()
+	attrs := append(p.logAttrs(), args...)
+	if suppressed > 0 {
+		attrs = append(attrs, "suppressed", suppressed)
+	}
+	l.logger.Warn(msg, attrs...)
 }
 
 // maxClientLimiters bounds the per-client limiters kept; beyond it, those
@@ -151,10 +235,7 @@ func NewPerClientLimiter(qps float64, burst int) *PerClientLimiter {
 // of its bucket if so. Peers without credentials share the bucket of the
 // UID 1<<32-1 (the kernel's overflow UID is 65534, so none collides).
 func (l *PerClientLimiter) Allow(p *Peer) bool {
-	uid := ^uint32(0)
-	if p != nil && p.Known {
-		uid = p.UID
-	}
+	uid := peerUID(p)
 	l.mu.Lock()
 	lim, ok := l.limiters[uid]
 	if !ok {
@@ -172,15 +253,31 @@ func (l *PerClientLimiter) Allow(p *Peer) bool {
 	return lim.Allow()
 }
 
-// WatchLimit bounds the number of watches open at once on a server.
+// WatchLimit bounds the number of watches open at once on a server, and
+// the share of them one peer UID may hold.
 type WatchLimit struct {
-	max  int64
-	open atomic.Int64
+	max    int64
+	perUID int
+	open   atomic.Int64
+
+	mu    sync.Mutex
+	byUID map[uint32]int
 }
 
 // NewWatchLimit returns a limit of max open watches; max <= 0 means none.
 func NewWatchLimit(max int) *WatchLimit {
 	return &WatchLimit{max: int64(max)}
+}
+
+// PerUID bounds the watches one peer UID may hold open at once (peers
+// without credentials share one UID); perUID <= 0 means no share, the
+// default. It returns w.
+func (w *WatchLimit) PerUID(perUID int) *WatchLimit {
+	w.perUID = perUID
+	if perUID > 0 {
+		w.byUID = make(map[uint32]int)
+	}
+	return w
 }
 
 // Open returns the number of watches open now.
@@ -191,20 +288,54 @@ func (w *WatchLimit) Open() int64 {
 	return w.open.Load()
 }
 
-// acquire takes a slot, reporting false when the limit is reached.
-func (w *WatchLimit) acquire() bool {
+// acquire takes a slot for a watch of peer p, or returns the error that
+// refuses it.
+func (w *WatchLimit) acquire(p *Peer) error {
 	if w == nil {
-		return true
+		return nil
 	}
 	if n := w.open.Add(1); w.max > 0 && n > w.max {
 		w.open.Add(-1)
-		return false
+		return errTooManyWatches(w.max)
 	}
-	return true
+	if w.perUID > 0 {
+		uid := peerUID(p)
+		w.mu.Lock()
+		n := w.byUID[uid]
+		if n >= w.perUID {
+			w.mu.Unlock()
+			w.open.Add(-1)
+			return errTooManyClientWatches(uid, w.perUID)
+		}
+		w.byUID[uid] = n + 1
+		w.mu.Unlock()
+	}
+	return nil
 }
 
-func (w *WatchLimit) release() {
-	if w != nil {
-		w.open.Add(-1)
+// release frees the slot of a watch of peer p.
+func (w *WatchLimit) release(p *Peer) {
+	if w == nil {
+		return
 	}
+	if w.perUID > 0 {
+		uid := peerUID(p)
+		w.mu.Lock()
+		if n := w.byUID[uid] - 1; n > 0 {
+			w.byUID[uid] = n
+		} else {
+			delete(w.byUID, uid)
+		}
+		w.mu.Unlock()
+	}
+	w.open.Add(-1)
+}
+
+// peerUID returns the UID p is counted under: peers without credentials
+// share the UID 1<<32-1.
+func peerUID(p *Peer) uint32 {
+	if p != nil && p.Known {
+		return p.UID
+	}
+	return ^uint32(0)
 }

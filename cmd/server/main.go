@@ -15,9 +15,9 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strconv"
 	"strings"
-	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -69,7 +69,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		sock       = fs.String("socket", socket.DefaultPath, "path of the UNIX socket to serve on")
 		dir        = fs.String("manifest-dir", "", "directory of static pod manifests to serve (required with --source=manifest)")
 		nodeName   = fs.String("node-name", hostname, "name of the node, set as spec.nodeName of the pods")
-		metrics    = fs.String("metrics-address", server.DefaultMetricsAddress, "TCP address of the Prometheus /metrics endpoint; empty disables it")
+		metrics    = fs.String("metrics-address", server.DefaultMetricsAddress, "TCP address of the Prometheus /metrics endpoint, or unix:PATH for a UNIX socket (mode 0600); empty disables it")
 		qps        = fs.Float64("qps", server.DefaultQPS, "requests per second allowed to ListPods and GetPod together; negative disables the limit")
 		burst      = fs.Int("burst", server.DefaultBurst, "burst of the ListPods and GetPod rate limit")
 		watchQueue = fs.Int("watch-queue", service.DefaultWatchQueue, "live events a watcher may have queued before it is dropped for falling behind")
@@ -91,6 +91,11 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		keepalive      = fs.Duration("keepalive-interval", server.DefaultKeepaliveInterval, "ping a connection silent for this long; negative disables pings")
 		keepaliveTO    = fs.Duration("keepalive-timeout", server.DefaultKeepaliveTimeout, "close a connection that does not answer a ping within this long")
 		kubeletWire    = fs.Bool("kubelet-wire", true, "also serve the kubelet's own Pods API (v1alpha1.Pods, pods as bytes) on the socket, for agents written against a kubelet")
+		metricsTO      = fs.Duration("metrics-timeout", server.DefaultMetricsTimeout, "bounds reading a scrape request and writing its answer; metrics connections idle this long are closed")
+		metricsConns   = fs.Int("metrics-max-connections", server.DefaultMetricsMaxConnections, "metrics connections open at once; a new one takes the slot of the oldest idle one, or is closed")
+		requestRead    = fs.Duration("request-read-timeout", server.DefaultRequestReadTimeout, "how long a call may take to send its request (reflection: its first message) before it ends DEADLINE_EXCEEDED; negative disables it")
+		pendingPerUID  = fs.Int("max-pending-per-uid", server.DefaultMaxPendingPerUID, "calls of one client UID that may wait for their request at once; more are refused RESOURCE_EXHAUSTED; negative disables the limit")
+		watchersPerUID = fs.Int("max-watchers-per-uid", server.DefaultMaxWatchersPerUID, "watches one client UID may hold open at once; beyond it WatchPods returns RESOURCE_EXHAUSTED; negative disables the share")
 		writeStall     = fs.Duration("write-stall-timeout", server.DefaultWriteStallTimeout, "reset a stream (close a connection) whose client has not read for this long while the server has data to write; negative disables it")
 	)
 	fs.Usage = func() {
@@ -130,6 +135,12 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return usageError{errors.New("--max-connections must not be 0 (negative disables the limit)")}
 	case *idleTimeout == 0 || *keepalive == 0 || *writeStall == 0 || *limitDelay == 0:
 		return usageError{errors.New("--idle-timeout, --keepalive-interval, --write-stall-timeout and --rate-limit-delay must not be 0 (negative disables them)")}
+	case *metricsTO <= 0:
+		return usageError{errors.New("--metrics-timeout must be positive")}
+	case *metricsConns < 1:
+		return usageError{errors.New("--metrics-max-connections must be at least 1")}
+	case *requestRead == 0 || *watchersPerUID == 0 || *pendingPerUID == 0:
+		return usageError{errors.New("--request-read-timeout, --max-watchers-per-uid and --max-pending-per-uid must not be 0 (negative disables them)")}
 	case *keepaliveTO <= 0:
 		return usageError{errors.New("--keepalive-timeout must be positive")}
 	}
@@ -195,6 +206,12 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		KeepaliveTimeout:  *keepaliveTO,
 		WriteStallTimeout: *writeStall,
 		NoKubeletWire:     !*kubeletWire,
+
+		MetricsTimeout:        *metricsTO,
+		MetricsMaxConnections: *metricsConns,
+		RequestReadTimeout:    *requestRead,
+		MaxWatchersPerUID:     *watchersPerUID,
+		MaxPendingPerUID:      *pendingPerUID,
 	})
 	if err != nil {
 		// The libraries name no flags: say here which ones to change.
