@@ -13,7 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sys/unix"
 
-	"github.com/podsapi/podsapi/service"
+	"github.com/podsapi/podsapi/guard"
 	"github.com/podsapi/podsapi/socket"
 )
 
@@ -37,7 +37,7 @@ type connListener struct {
 	shed     prometheus.Counter
 	floods   *prometheus.CounterVec // nil: frames are not followed
 	log      *slog.Logger
-	logs     *service.LogLimiter
+	logs     *guard.LogLimiter
 	what     string // what the listener serves, for logs
 
 	mu         sync.Mutex
@@ -65,7 +65,7 @@ func newConnListener(l net.Listener, max int, creds bool, names connMetrics, reg
 		max:      int64(max),
 		creds:    creds,
 		log:      log,
-		logs:     service.NewLogLimiter(log, service.DenyLogInterval),
+		logs:     guard.NewLogLimiter(log, guard.DenyLogInterval),
 		what:     names.what,
 		rejected: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: names.prefix + "_rejected_total",
@@ -106,11 +106,11 @@ func (l *connListener) Accept() (net.Conn, error) {
 			continue
 		}
 		l.open.Add(1)
-		p := &service.Peer{}
+		p := &guard.Peer{}
 		if !l.creds {
 			// No credentials to read: not a UNIX socket of the API.
 		} else if cred, err := socket.PeerCred(c); err == nil {
-			*p = service.Peer{Known: true, PID: cred.PID, UID: cred.UID, GID: cred.GID, Groups: cred.Groups}
+			*p = guard.Peer{Known: true, PID: cred.PID, UID: cred.UID, GID: cred.GID, Groups: cred.Groups}
 		} else {
 			l.log.Debug("cannot read the peer credentials of a connection", "error", err)
 		}
@@ -209,7 +209,7 @@ func (l *connListener) logRejected() {
 // peerConn is an accepted connection and its peer.
 type peerConn struct {
 	net.Conn
-	peer *service.Peer
+	peer *guard.Peer
 	l    *connListener
 
 	// Under l.mu.
@@ -273,7 +273,7 @@ type connKey struct{}
 func connContext(ctx context.Context, c net.Conn) context.Context {
 	if pc, ok := c.(*peerConn); ok {
 		ctx = context.WithValue(ctx, connKey{}, pc)
-		return service.WithPeer(ctx, pc.peer)
+		return guard.WithPeer(ctx, pc.peer)
 	}
 	return ctx
 }

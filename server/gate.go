@@ -17,7 +17,7 @@ import (
 	"connectrpc.com/grpchealth"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/podsapi/podsapi/service"
+	"github.com/podsapi/podsapi/guard"
 )
 
 // Defaults of the gate.
@@ -57,15 +57,15 @@ const reflectionSuffix = "/ServerReflectionInfo"
 //     podsapi_calls_refused_total.
 type gate struct {
 	next        http.Handler
-	access      *service.AccessGuard // nil: every peer is allowed
-	readTimeout time.Duration        // <= 0: none
-	maxPending  int                  // <= 0: no limit
+	access      *guard.AccessGuard // nil: every peer is allowed
+	readTimeout time.Duration      // <= 0: none
+	maxPending  int                // <= 0: no limit
 	pending     *uidCounter
 	errors      *connect.ErrorWriter
 	refused     *prometheus.CounterVec
 }
 
-func newGate(next http.Handler, access *service.AccessGuard, readTimeout time.Duration, maxPending int, reg prometheus.Registerer) *gate {
+func newGate(next http.Handler, access *guard.AccessGuard, readTimeout time.Duration, maxPending int, reg prometheus.Registerer) *gate {
 	g := &gate{
 		next:        next,
 		access:      access,
@@ -96,7 +96,7 @@ func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// A request without a body has nothing to wait for (and on HTTP/1.1, a
 	// deadline left on the connection would end a long call).
 	if r.Body != nil && r.Body != http.NoBody {
-		uid := peerUID(service.PeerFrom(r.Context()))
+		uid := peerUID(guard.PeerFrom(r.Context()))
 		if !g.pending.acquire(uid, g.maxPending) {
 			g.refuse(w, r, errTooManyPending(uid, g.maxPending))
 			return
@@ -254,7 +254,7 @@ func errTooManyPending(uid uint32, limit int) error {
 
 // peerUID returns the UID a peer is counted under; peers without
 // credentials share the UID 1<<32-1.
-func peerUID(p *service.Peer) uint32 {
+func peerUID(p *guard.Peer) uint32 {
 	if p != nil && p.Known {
 		return p.UID
 	}

@@ -18,21 +18,12 @@ import (
 // errinfo), which clients switch on instead of the message.
 
 var (
-	errNotSynced = errinfo.New(connect.CodeFailedPrecondition, errinfo.NotSynced,
-		errors.New("the pod sources have not synced yet: retry later"), nil)
 	errEmptyUID = errinfo.New(connect.CodeInvalidArgument, errinfo.EmptyUID,
 		errors.New("podUID must not be empty"), nil)
 	errShuttingDown = errinfo.New(connect.CodeUnavailable, errinfo.ShuttingDown,
 		errors.New("the server is shutting down: reconnect and watch again"), nil)
 	errEncoding = connect.NewError(connect.CodeInternal, errors.New("the server could not encode a pod"))
 )
-
-// errRateLimited is returned when a request exceeds the rate limit.
-func errRateLimited(procedure string) error {
-	return errinfo.New(connect.CodeResourceExhausted, errinfo.RateLimited,
-		fmt.Errorf("%s: rate limit exceeded: retry later, or use WatchPods instead of polling", procedure),
-		map[string]string{"procedure": procedure})
-}
 
 // errNotFound is returned by GetPod for an unknown UID.
 func errNotFound(uid types.UID) error {
@@ -50,36 +41,4 @@ func errFellBehind(lost int) error {
 	return errinfo.New(connect.CodeResourceExhausted, errinfo.FellBehind,
 		fmt.Errorf("watch dropped: the client fell behind and %d events were lost: watch again", lost),
 		map[string]string{"lost": strconv.Itoa(lost)})
-}
-
-// errClientRateLimited is returned when a client exceeds its own rate limit.
-func errClientRateLimited(procedure string) error {
-	return errinfo.New(connect.CodeResourceExhausted, errinfo.ClientRateLimited,
-		fmt.Errorf("%s: per-client rate limit exceeded: retry later, or use WatchPods instead of polling", procedure),
-		map[string]string{"procedure": procedure})
-}
-
-// errTooManyWatches is returned for a watch beyond the limit of open watches.
-func errTooManyWatches(limit int64) error {
-	return errinfo.New(connect.CodeResourceExhausted, errinfo.TooManyWatches,
-		fmt.Errorf("too many watches are open on this server (limit %d): retry later", limit),
-		map[string]string{"limit": strconv.FormatInt(limit, 10)})
-}
-
-// errPermissionDenied is returned to a peer the access policy does not allow.
-func errPermissionDenied(p *Peer) error {
-	if p == nil || !p.Known {
-		return errinfo.New(connect.CodePermissionDenied, errinfo.PeerDenied,
-			errors.New("the server could not identify the client process (SO_PEERCRED): access denied"), nil)
-	}
-	return errinfo.New(connect.CodePermissionDenied, errinfo.PeerDenied,
-		fmt.Errorf("uid %d (gid %d) is not allowed to use the Pods API (see --allowed-uids and --allowed-gids)", p.UID, p.GID),
-		map[string]string{"uid": strconv.FormatUint(uint64(p.UID), 10), "gid": strconv.FormatUint(uint64(p.GID), 10)})
-}
-
-// errTooManyClientWatches is returned for a watch beyond the share of open
-// watches of one peer UID.
-func errTooManyClientWatches(uid uint32, limit int) error {
-	return connect.NewError(connect.CodeResourceExhausted,
-		fmt.Errorf("uid %d has too many watches open (limit %d per client, --max-watchers-per-uid): close some, or share one watch", uid, limit))
 }

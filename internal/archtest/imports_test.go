@@ -23,7 +23,8 @@ var rules = []struct {
 }{
 	{"the store knows no reader and no source", "store", []string{"service", "server", "source", "client", "conformance", "fieldmask", "socket", "cmd"}},
 	{"masks are a library of their own", "fieldmask", []string{"store", "service", "server", "source", "client", "conformance", "socket", "cmd"}},
-	{"the service never knows the transport or the sources", "service", []string{"server", "socket", "source", "client", "conformance", "cmd"}},
+	{"the service never knows the transport, the guards or the sources", "service", []string{"server", "guard", "socket", "source", "client", "conformance", "cmd"}},
+	{"the guards know peers and limits, not the service", "guard", []string{"service", "server", "store", "socket", "source", "client", "conformance", "fieldmask", "cmd"}},
 	{"the server never knows which source feeds it", "server", []string{"source", "client", "conformance", "cmd", "internal/bench", "internal/stress", "stress"}},
 	{"a source knows only its contract", "source", []string{"store", "service", "server", "client", "conformance", "cmd"}},
 	{"the client is the server's peer, not its part", "client", []string{"store", "service", "server", "source", "socket", "conformance", "cmd"}},
@@ -39,6 +40,8 @@ var exempt = []string{
 	module + "conformance/testimpl",
 	// Test support of the sources: fakes of the kubelet and recorders.
 	module + "source/sourcetest",
+	// Faults planted in the assembly for the self-test.
+	module + "internal/faults",
 }
 
 type pkg struct {

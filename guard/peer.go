@@ -1,4 +1,4 @@
-package service
+package guard
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
+	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/time/rate"
 )
 
@@ -75,35 +76,37 @@ func (a *AccessPolicy) Allows(p *Peer) bool {
 	return false
 }
 
-// AccessInterceptor returns the interceptor that answers PERMISSION_DENIED
-// to every call of a peer policy does not allow: an AccessGuard.
-func AccessInterceptor(policy *AccessPolicy, metrics *Metrics, logger *slog.Logger) *AccessGuard {
-	return NewAccessGuard(policy, metrics, logger)
-}
-
 // AccessGuard denies the calls of the peers an AccessPolicy does not allow.
-// Every denied call is counted in Metrics (podsapi_peer_denied_total); the
-// denials are logged with the peer's uid, gid and pid, at most one line per
+// Every denied call is counted (podsapi_peer_denied_total); the denials are
+// logged with the peer's uid, gid and pid, at most one line per
 // UID every DenyLogInterval, with the number of denials left unlogged. It
 // is a connect interceptor, and Check serves HTTP middleware that must
 // refuse before a request's body is read.
 type AccessGuard struct {
-	policy  *AccessPolicy
-	metrics *Metrics
-	logger  *slog.Logger
-	logs    *LogLimiter
+	policy *AccessPolicy
+	denied prometheus.Counter
+	logger *slog.Logger
+	logs   *LogLimiter
 }
 
 // DenyLogInterval is how often the denials of one UID are logged at most.
 const DenyLogInterval = 10 * time.Second
 
-// NewAccessGuard returns the guard of policy; metrics may be nil, a nil
-// logger means slog.Default().
-func NewAccessGuard(policy *AccessPolicy, metrics *Metrics, logger *slog.Logger) *AccessGuard {
+// NewAccessGuard returns the guard of policy, which registers its counter
+// of denied calls with reg (nil registers it nowhere); a nil logger means
+// slog.Default().
+func NewAccessGuard(policy *AccessPolicy, reg prometheus.Registerer, logger *slog.Logger) *AccessGuard {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	return &AccessGuard{policy: policy, metrics: metrics, logger: logger, logs: NewLogLimiter(logger, DenyLogInterval)}
+	denied := prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "podsapi_peer_denied_total",
+		Help: "Number of calls refused with PERMISSION_DENIED because the peer's uid and gids are not allowed (--allowed-uids, --allowed-gids).",
+	})
+	if reg != nil {
+		reg.MustRegister(denied)
+	}
+	return &AccessGuard{policy: policy, denied: denied, logger: logger, logs: NewLogLimiter(logger, DenyLogInterval)}
 }
 
 // Check returns the PERMISSION_DENIED error that refuses the call of
@@ -113,8 +116,8 @@ func (a *AccessGuard) Check(ctx context.Context, procedure string) error {
 	if a.policy.Allows(p) {
 		return nil
 	}
-	a.metrics.peerDenied()
-	a.logs.Warn(p, "denied a client not allowed by --allowed-uids or --allowed-gids", "procedure", procedure)
+	a.denied.Inc()
+	a.logs.Warn(p, "denied a client not allowed by the access policy", "procedure", procedure)
 	return errPermissionDenied(p)
 }
 
