@@ -18,7 +18,8 @@ const (
 	Added EventType = iota + 1
 	// Modified reports a new state of a pod the watcher knows.
 	Modified
-	// Deleted reports a pod that is gone, with its last known state.
+	// Deleted reports a pod that is gone, with its last known state (a
+	// kubelet's carries only the pod's namespace, name and UID).
 	Deleted
 	// Synced follows the initial snapshot of Added events (the server's
 	// EVENT_TYPE_INITIAL_SYNC_COMPLETE): the watcher now knows every current
