@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1/podsv1alpha1connect"
-	"github.com/podsapi/podsapi/gen/v1alpha1/v1alpha1connect"
 	"github.com/podsapi/podsapi/internal/h2c"
 )
 
@@ -21,6 +20,16 @@ import (
 // is given an empty socket. It is the server's socket.DefaultPath, written
 // again so that the client does not import the server's packages.
 const DefaultSocket = "/var/lib/kubelet/pods-api/pods-api.sock"
+
+// The procedures of the kubelet's wire, v1alpha1.Pods. They are written here
+// rather than imported from gen/v1alpha1, which registers the same protobuf
+// names as the kubelet's generated package
+// (k8s.io/kubelet/pkg/apis/pods/v1alpha1): an agent may use both.
+const (
+	kubeletListProcedure  = "/v1alpha1.Pods/ListPods"
+	kubeletGetProcedure   = "/v1alpha1.Pods/GetPod"
+	kubeletWatchProcedure = "/v1alpha1.Pods/WatchPods"
+)
 
 // Client is a client of the Pods API. It is safe for concurrent use.
 type Client struct {
@@ -78,9 +87,9 @@ func New(endpoint string, opts ...Option) (*Client, error) {
 		list:     connect.NewClient[emptyRequest, listResponse](hc, h2c.BaseURL+podsv1alpha1connect.PodsListPodsProcedure, copts...),
 		get:      connect.NewClient[getRequest, getResponse](hc, h2c.BaseURL+podsv1alpha1connect.PodsGetPodProcedure, copts...),
 		watch:    connect.NewClient[emptyRequest, watchResponse](hc, h2c.BaseURL+podsv1alpha1connect.PodsWatchPodsProcedure, copts...),
-		rawList:  connect.NewClient[emptyRequest, rawListResponse](hc, h2c.BaseURL+v1alpha1connect.PodsListPodsProcedure, copts...),
-		rawGet:   connect.NewClient[getRequest, rawGetResponse](hc, h2c.BaseURL+v1alpha1connect.PodsGetPodProcedure, copts...),
-		rawWatch: connect.NewClient[emptyRequest, rawWatchEvent](hc, h2c.BaseURL+v1alpha1connect.PodsWatchPodsProcedure, copts...),
+		rawList:  connect.NewClient[emptyRequest, rawListResponse](hc, h2c.BaseURL+kubeletListProcedure, copts...),
+		rawGet:   connect.NewClient[getRequest, rawGetResponse](hc, h2c.BaseURL+kubeletGetProcedure, copts...),
+		rawWatch: connect.NewClient[emptyRequest, rawWatchEvent](hc, h2c.BaseURL+kubeletWatchProcedure, copts...),
 	}, nil
 }
 

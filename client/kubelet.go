@@ -17,11 +17,20 @@ import (
 // apply the mask themselves to what they receive.
 
 // listKubelet is List on the kubelet's wire. A kubelet lists its pods in no
-// particular order: they are sorted here, as podsapi sorts them.
+// particular order: they are sorted here, as podsapi sorts them, by their
+// identity, which the mask sent therefore includes (podsapi applies it on
+// this wire too).
 func (c *Client) listKubelet(ctx context.Context, o callOptions) ([]*corev1.Pod, error) {
 	dec, err := newPodDecoder(o, false)
 	if err != nil {
 		return nil, err
+	}
+	if dec.mask != nil {
+		withIdentity, err := dec.mask.Union(identityPaths...)
+		if err != nil {
+			return nil, errFieldMask(err)
+		}
+		o = callOptions{fields: withIdentity.Paths()}
 	}
 	res, err := c.rawList.CallUnary(ctx, newRequest(&emptyRequest{}, o))
 	if err != nil {
