@@ -226,10 +226,14 @@ func TestKubeletWireErrors(t *testing.T) {
 	k := startKubelet(t, samplePods()...)
 	c := dial(t, k.Path())
 	ctx := testCtx(t)
-	server := func(code connect.Code) *client.Client {
+	failing := func(code connect.Code) *client.Client {
 		return dial(t, serveMux(t, kubeletMux(errorKubelet{code: code})))
 	}
-	unsynced, limited := server(connect.CodeFailedPrecondition), server(connect.CodeResourceExhausted)
+	unsynced, limited := failing(connect.CodeFailedPrecondition), failing(connect.CodeResourceExhausted)
+	// podsapi's own kubelet wire.
+	ours := podstest.Start(t, newStore(false, samplePods()...), server.Config{}).SocketPath()
+	oursUnsynced := podstest.Start(t, newStore(true), server.Config{}).SocketPath()
+	oursWire, oursUnsyncedWire := dialWire(t, ours, client.WireKubelet), dialWire(t, oursUnsynced, client.WireKubelet)
 	tests := []struct {
 		name     string
 		call     func() error
@@ -249,6 +253,10 @@ func TestKubeletWireErrors(t *testing.T) {
 			return err
 		}, connect.CodeInvalidArgument, nil},
 		{"BadFieldMaskWatch", func() error { _, err := c.Watch(ctx, client.WithFields(" , ")); return err }, connect.CodeInvalidArgument, nil},
+		{"PodsapiListNotSynced", func() error { _, err := oursUnsyncedWire.List(ctx); return err }, connect.CodeFailedPrecondition, client.ErrNotSynced},
+		{"PodsapiWatchNotSynced", func() error { _, err := oursUnsyncedWire.Watch(ctx); return err }, connect.CodeFailedPrecondition, client.ErrNotSynced},
+		{"PodsapiGetUnknownUID", func() error { _, err := oursWire.Get(ctx, "no-such-uid"); return err }, connect.CodeNotFound, client.ErrNotFound},
+		{"PodsapiBadFieldMask", func() error { _, err := oursWire.List(ctx, client.WithFields("status.nope")); return err }, connect.CodeInvalidArgument, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -288,12 +296,7 @@ var wirePairs = []struct {
 	{"PodsapiKubeletWire", func(t *testing.T, pods []*corev1.Pod) wirePair {
 		st := newStore(false, pods...)
 		socket := podstest.Start(t, st, server.Config{}).SocketPath()
-		kubelet := dialWire(t, socket, client.WireKubelet)
-		if _, err := kubelet.List(testCtx(t)); connect.CodeOf(err) == connect.CodeUnimplemented {
-			// TODO(issue 11): remove once the server serves v1alpha1.Pods.
-			t.Skip("the server does not serve v1alpha1.Pods yet")
-		}
-		return wirePair{dialWire(t, socket, client.WirePodsAPI), kubelet, st.Upsert}
+		return wirePair{dialWire(t, socket, client.WirePodsAPI), dialWire(t, socket, client.WireKubelet), st.Upsert}
 	}},
 }
 
@@ -502,6 +505,7 @@ func TestWithWire(t *testing.T) {
 	k := startKubelet(t, pods...)
 	// A server whose reflection claims the typed service it does not serve:
 	// WireAuto picks the typed wire, WireKubelet is not misled.
+	podsapi := podstest.Start(t, newStore(false, pods...), server.Config{}).SocketPath()
 	liar := serveMux(t, kubeletMux(listKubelet{pods: encode(t, pods)}, podsv1alpha1connect.PodsName, v1alpha1connect.PodsName))
 	tests := []struct {
 		name   string
@@ -510,6 +514,8 @@ func TestWithWire(t *testing.T) {
 		code   connect.Code // of List
 	}{
 		{"KubeletOnKubelet", k.Path(), client.WireKubelet, 0},
+		{"KubeletOnPodsapi", podsapi, client.WireKubelet, 0},
+		{"PodsAPIOnPodsapi", podsapi, client.WirePodsAPI, 0},
 		{"PodsAPIOnKubelet", k.Path(), client.WirePodsAPI, connect.CodeUnimplemented},
 		{"KubeletOnMisleadingReflection", liar, client.WireKubelet, 0},
 		{"AutoOnMisleadingReflection", liar, client.WireAuto, connect.CodeUnimplemented},

@@ -156,17 +156,6 @@ var wires = []struct {
 	{"KubeletExplicit", true, []string{"--wire=kubelet"}},
 }
 
-// skipUnserved skips the test when socket does not serve the wire args
-// choose.
-// TODO(issue 11): remove once the server serves v1alpha1.Pods.
-func skipUnserved(t *testing.T, socket string, args []string) {
-	t.Helper()
-	_, stderr, _ := run(t, append([]string{"list", "-o", "name", "--socket", socket}, args...)...)
-	if strings.Contains(stderr, "UNIMPLEMENTED") {
-		t.Skipf("the server does not serve %q yet", args)
-	}
-}
-
 func TestListAndGetGolden(t *testing.T) {
 	for _, wire := range wires {
 		t.Run(wire.name, func(t *testing.T) {
@@ -176,7 +165,6 @@ func TestListAndGetGolden(t *testing.T) {
 				socket = startKubelet(t, pods...).Path()
 			} else {
 				_, socket = startServer(t, server.Config{QPS: -1}, false, pods...)
-				skipUnserved(t, socket, wire.args)
 			}
 			testListAndGetGolden(t, pods, append([]string{"--socket", socket}, wire.args...))
 		})
@@ -294,7 +282,6 @@ func testWatchGolden(t *testing.T, kubelet bool, args []string, goldenFile strin
 		var st *store.Store
 		st, socket = startServer(t, server.Config{}, false, pods...)
 		upsert, remove = st.Upsert, func(p *corev1.Pod) { st.Delete(p.UID) }
-		skipUnserved(t, socket, args)
 	}
 	out := make(writes, 100)
 	var stderr bytes.Buffer
