@@ -49,8 +49,9 @@ func BenchmarkDecodePod(b *testing.B) {
 }
 
 // BenchmarkList lists 1000 pods over each wire: from podsapi's typed
-// service, and from a kubelet's (sourcetest.FakeKubelet), whole and with a
-// field mask, which the client applies itself on the kubelet's wire.
+// service, from its v1alpha1.Pods, and from a kubelet's
+// (sourcetest.FakeKubelet), whole and with a field mask, which the client
+// applies itself on the kubelet's wire (a kubelet ignores it).
 func BenchmarkList(b *testing.B) {
 	var pods []*corev1.Pod
 	for i := range 1000 {
@@ -62,9 +63,15 @@ func BenchmarkList(b *testing.B) {
 	}
 	st.MarkSynced()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	sockets := map[string]string{
-		"podsapi": podstest.Start(b, st, server.Config{QPS: -1, Logger: logger}).SocketPath(),
-		"kubelet": sourcetest.NewFakeKubelet(b, podstest.SocketPath(b), pods...).Path(),
+	ours := podstest.Start(b, st, server.Config{QPS: -1, Logger: logger}).SocketPath()
+	servers := []struct {
+		name   string
+		socket string
+		wire   client.Wire
+	}{
+		{"podsapi", ours, client.WirePodsAPI},
+		{"podsapi-kubelet-wire", ours, client.WireKubelet},
+		{"kubelet", sourcetest.NewFakeKubelet(b, podstest.SocketPath(b), pods...).Path(), client.WireKubelet},
 	}
 	masks := []struct {
 		name string
@@ -73,10 +80,10 @@ func BenchmarkList(b *testing.B) {
 		{"whole", client.WithFields()},
 		{"masked", client.WithFields("metadata.name", "status.phase")},
 	}
-	for _, wire := range []string{"podsapi", "kubelet"} {
+	for _, srv := range servers {
 		for _, mask := range masks {
-			b.Run(wire+"/"+mask.name, func(b *testing.B) {
-				c, err := client.New(sockets[wire])
+			b.Run(srv.name+"/"+mask.name, func(b *testing.B) {
+				c, err := client.New(srv.socket, client.WithWire(srv.wire))
 				if err != nil {
 					b.Fatal(err)
 				}

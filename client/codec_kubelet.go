@@ -1,6 +1,7 @@
 package client
 
 import (
+	"bytes"
 	"cmp"
 	"fmt"
 	"net/http"
@@ -123,12 +124,13 @@ func (d *podDecoder) decode(raw []byte) (*corev1.Pod, error) {
 	return pod, nil
 }
 
-// podIdentity is the namespace, name and UID of an encoded pod.
-type podIdentity struct{ namespace, name, uid string }
+// podIdentity is the namespace, name and UID of an encoded pod, pointing
+// into its encoding.
+type podIdentity struct{ namespace, name, uid []byte }
 
 // compare orders identities by namespace, name and UID.
 func (a podIdentity) compare(b podIdentity) int {
-	return cmp.Or(cmp.Compare(a.namespace, b.namespace), cmp.Compare(a.name, b.name), cmp.Compare(a.uid, b.uid))
+	return cmp.Or(bytes.Compare(a.namespace, b.namespace), bytes.Compare(a.name, b.name), bytes.Compare(a.uid, b.uid))
 }
 
 // identityOf reads the identity of the pod encoded in raw without decoding
@@ -145,11 +147,11 @@ func identityOf(raw []byte) (podIdentity, error) {
 			}
 			switch num {
 			case 1:
-				id.name = string(v)
+				id.name = v
 			case 3:
-				id.namespace = string(v)
+				id.namespace = v
 			case 5:
-				id.uid = string(v)
+				id.uid = v
 			}
 			return nil
 		})

@@ -145,13 +145,14 @@ func (s *rawEventStream) unchanged(typ EventType, view []byte) (bool, error) {
 		return false, err
 	}
 	if typ == Deleted {
-		delete(s.views, id.uid)
+		delete(s.views, string(id.uid))
 		return false, nil
 	}
-	if typ == Modified && bytes.Equal(s.views[id.uid], view) {
+	prev := s.views[string(id.uid)]
+	if typ == Modified && bytes.Equal(prev, view) {
 		return true, nil
 	}
-	s.views[id.uid] = append(s.views[id.uid][:0], view...)
+	s.views[string(id.uid)] = append(prev[:0], view...)
 	return false, nil
 }
 
