@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -90,7 +91,10 @@ func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	defer w.Close()
 	p := printer.New(stdout, o.format, printer.WithNow(now))
 	f := filter{o: o, shown: make(map[types.UID]*corev1.Pod)}
-	var snapshot []*corev1.Pod // until the Synced event
+	// The snapshot is printed at the Synced event, sorted whatever the
+	// server's order (a kubelet's is not podsapi's), with what changed
+	// before the marker folded in (a kubelet may send such changes).
+	snapshot := make(map[types.UID]*corev1.Pod)
 	synced := false
 	for {
 		ev, err := w.Next()
@@ -104,15 +108,17 @@ func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		switch {
 		case !ok:
 			continue
-		case !synced && ev.Type == client.Added:
-			snapshot = append(snapshot, ev.Pod)
+		case !synced && ev.Type == client.Deleted:
+			delete(snapshot, ev.Pod.UID)
+			continue
+		case !synced && ev.Pod != nil:
+			snapshot[ev.Pod.UID] = ev.Pod
 			continue
 		case !synced && ev.Type == client.Synced:
-			// The snapshot in one order whatever the server's: a kubelet
-			// sends it unsorted.
 			synced = true
-			sortPods(snapshot)
-			for _, pod := range snapshot {
+			pods := slices.Collect(maps.Values(snapshot))
+			sortPods(pods)
+			for _, pod := range pods {
 				if err := p.PrintEvent(client.Event{Type: client.Added, Pod: pod}); err != nil {
 					return err
 				}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"flag"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -11,9 +13,12 @@ import (
 	"testing"
 	"time"
 
+	"connectrpc.com/connect"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/podsapi/podsapi/gen/v1alpha1"
+	"github.com/podsapi/podsapi/gen/v1alpha1/v1alpha1connect"
 	"github.com/podsapi/podsapi/internal/podstest"
 	"github.com/podsapi/podsapi/server"
 	"github.com/podsapi/podsapi/source/sourcetest"
@@ -318,4 +323,94 @@ func testWatchGolden(t *testing.T, kubelet bool, args []string, goldenFile strin
 		got.WriteString(out.next(t))
 	}
 	golden(t, goldenFile, got.String())
+}
+
+// scriptedKubelet is a kubelet's Pods service whose watches send events, as
+// they are, then wait for the client to leave.
+type scriptedKubelet struct {
+	v1alpha1connect.UnimplementedPodsHandler
+	events []*v1alpha1.WatchPodsEvent
+}
+
+func (k scriptedKubelet) WatchPods(ctx context.Context, _ *connect.Request[v1alpha1.WatchPodsRequest], stream *connect.ServerStream[v1alpha1.WatchPodsEvent]) error {
+	for _, ev := range k.events {
+		if err := stream.Send(ev); err != nil {
+			return err
+		}
+	}
+	<-ctx.Done()
+	return nil
+}
+
+// serveKubelet serves h as the kubelet's wire on a fresh socket until the
+// end of the test.
+func serveKubelet(t *testing.T, h v1alpha1connect.PodsHandler) string {
+	t.Helper()
+	path := podstest.SocketPath(t)
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle(v1alpha1connect.NewPodsHandler(h))
+	protocols := new(http.Protocols)
+	protocols.SetUnencryptedHTTP2(true)
+	srv := &http.Server{Handler: mux, Protocols: protocols, ReadHeaderTimeout: testTimeout}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = srv.Serve(l)
+	}()
+	t.Cleanup(func() {
+		srv.Close()
+		<-done
+	})
+	return path
+}
+
+// TestWatchChangesBeforeMarker checks that changes a kubelet sends before
+// its INITIAL_SYNC_COMPLETE (it may: its watcher registers before it reads
+// the snapshot) are folded into the snapshot podsctl prints.
+func TestWatchChangesBeforeMarker(t *testing.T) {
+	pods := testPods()
+	web1, orders := pods[0], pods[1]
+	changed := web1.DeepCopy()
+	changed.ResourceVersion = "2"
+	changed.Status.ContainerStatuses[1].RestartCount = 5
+	ev := func(typ v1alpha1.EventType, p *corev1.Pod) *v1alpha1.WatchPodsEvent {
+		raw, err := p.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &v1alpha1.WatchPodsEvent{Type: typ, Pod: raw}
+	}
+	socket := serveKubelet(t, scriptedKubelet{events: []*v1alpha1.WatchPodsEvent{
+		ev(v1alpha1.EventType_ADDED, orders),
+		ev(v1alpha1.EventType_ADDED, web1),
+		ev(v1alpha1.EventType_MODIFIED, changed),
+		ev(v1alpha1.EventType_ADDED, changed), // a duplicate
+		ev(v1alpha1.EventType_DELETED, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: orders.Namespace, Name: orders.Name, UID: orders.UID}}),
+		{Type: v1alpha1.EventType_INITIAL_SYNC_COMPLETE},
+	}})
+	out := make(writes, 100)
+	var stderr bytes.Buffer
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- Run(ctx, []string{"watch", "--socket", socket}, out, &stderr) }()
+	got := out.next(t)
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("watch ended with %v after cancellation, want nil", err)
+		}
+	case <-time.After(testTimeout):
+		t.Fatal("watch did not end after cancellation")
+	}
+	want := "EVENT      NAMESPACE   NAME    READY   STATUS    RESTARTS   AGE\n" +
+		"ADDED      default     web-1   2/2     Running   5          3d4h\n" +
+		"SYNCED\n"
+	if got != want {
+		t.Fatalf("podsctl watch printed\n%s\nwant\n%s", got, want)
+	}
 }
