@@ -64,3 +64,14 @@ func wrapError(err error, watch bool) error {
 	}
 	return &apiError{sentinel: sentinel, err: ce}
 }
+
+// errFieldMask reports a field mask that does not parse, found by the client
+// itself on the kubelet's wire: INVALID_ARGUMENT, as the server reports it.
+func errFieldMask(err error) error {
+	return connect.NewError(connect.CodeInvalidArgument, err)
+}
+
+// errDecode reports a pod from the server that does not decode (or project).
+func errDecode(err error) error {
+	return connect.NewError(connect.CodeInternal, err)
+}

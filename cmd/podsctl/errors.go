@@ -38,6 +38,8 @@ func hint(err error) string {
 		return "list the pods of this node with podsctl list"
 	case connect.CodeOf(err) == connect.CodeInvalidArgument:
 		return "field paths are Kubernetes JSON names, such as metadata.name,status.phase"
+	case connect.CodeOf(err) == connect.CodeUnimplemented:
+		return "the socket does not serve this API: try --wire auto, or --wire kubelet for a kubelet's socket"
 	case connect.CodeOf(err) == connect.CodeUnavailable:
 		return "is the server running? Choose its socket with --socket or PODSAPI_SOCKET"
 	}
