@@ -103,7 +103,9 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			"       podsapi-server --source kubelet-http [--kubelet-url URL] [flags]\n"+
 			"       podsapi-server --source kubelet-grpc --source-socket PATH --socket OTHER_PATH [flags]\n"+
 			"       podsapi-server probe [--socket PATH] [--serving]\n\n"+
-			"Serves the Kubelet Pods API on a UNIX socket.\n\nFlags:\n")
+			"Serves the Kubelet Pods API on a UNIX socket.\n\n"+
+			"For every numeric flag, 0 means the default shown; a negative value turns the\n"+
+			"limit or timeout off where the flag says so, and is refused elsewhere.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -117,32 +119,22 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return usageError{fmt.Errorf("unexpected arguments: %q", fs.Args())}
 	case *nodeName == "":
 		return usageError{errors.New("--node-name is required: the host name is unknown")}
-	case *burst < 1:
-		return usageError{errors.New("--burst must be at least 1")}
-	case *watchQueue < 1:
-		return usageError{errors.New("--watch-queue must be at least 1")}
-	case *maxStreams < 1:
-		return usageError{errors.New("--max-streams must be at least 1")}
-	case *shutdown <= 0:
-		return usageError{errors.New("--shutdown-timeout must be positive")}
-	case *perClientQPS < 0:
-		return usageError{errors.New("--per-client-qps must not be negative")}
-	case *perClientBurst < 1:
-		return usageError{errors.New("--per-client-burst must be at least 1")}
-	case *maxWatchers == 0:
-		return usageError{errors.New("--max-watchers must not be 0 (negative disables the limit)")}
-	case *maxConns == 0:
-		return usageError{errors.New("--max-connections must not be 0 (negative disables the limit)")}
-	case *idleTimeout == 0 || *keepalive == 0 || *writeStall == 0 || *limitDelay == 0:
-		return usageError{errors.New("--idle-timeout, --keepalive-interval, --write-stall-timeout and --rate-limit-delay must not be 0 (negative disables them)")}
-	case *metricsTO <= 0:
-		return usageError{errors.New("--metrics-timeout must be positive")}
-	case *metricsConns < 1:
-		return usageError{errors.New("--metrics-max-connections must be at least 1")}
-	case *requestRead == 0 || *watchersPerUID == 0 || *pendingPerUID == 0:
-		return usageError{errors.New("--request-read-timeout, --max-watchers-per-uid and --max-pending-per-uid must not be 0 (negative disables them)")}
-	case *keepaliveTO <= 0:
-		return usageError{errors.New("--keepalive-timeout must be positive")}
+	}
+	// The zero rule (package source): 0 means the default; a negative value
+	// turns a limit off where that makes sense, and is a usage error where
+	// it does not.
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{
+		{"burst", float64(*burst)}, {"watch-queue", float64(*watchQueue)}, {"max-streams", float64(*maxStreams)},
+		{"per-client-qps", *perClientQPS}, {"per-client-burst", float64(*perClientBurst)},
+		{"metrics-max-connections", float64(*metricsConns)}, {"shutdown-timeout", float64(*shutdown)},
+		{"keepalive-timeout", float64(*keepaliveTO)}, {"metrics-timeout", float64(*metricsTO)},
+	} {
+		if f.v < 0 {
+			return usageError{fmt.Errorf("--%s must not be negative (0 means the default)", f.name)}
+		}
 	}
 	anyPeer := strings.TrimSpace(*allowedUIDs) == "*"
 	var uids, gids []uint32

@@ -94,8 +94,8 @@ func (f *sourceFlags) check(fs *flag.FlagSet, servingSocket string) error {
 			return errors.New("--manifest-dir is required")
 		}
 	case sourceKubeletHTTP:
-		if *f.pollInterval <= 0 {
-			return errors.New("--kubelet-poll-interval must be positive")
+		if *f.pollInterval < 0 {
+			return errors.New("--kubelet-poll-interval must not be negative (0 means the default)")
 		}
 		if (*f.clientCert == "") != (*f.clientKey == "") {
 			return errors.New("--kubelet-client-cert and --kubelet-client-key go together")
