@@ -39,11 +39,15 @@ const (
 
 	DefaultMaxWatchers       = 10000
 	DefaultMaxWatchersPerUID = 1000
-	DefaultMaxConnections    = 1024
-	DefaultIdleTimeout       = 5 * time.Minute
-	DefaultKeepaliveInterval = time.Minute
-	DefaultKeepaliveTimeout  = 20 * time.Second
-	DefaultWriteStallTimeout = 30 * time.Second
+	// DefaultMaxDeniedConnections is how many connections a peer UID that
+	// --allowed-uids and --allowed-gids deny may keep open: it may only
+	// call health.
+	DefaultMaxDeniedConnections = 8
+	DefaultMaxConnections       = 1024
+	DefaultIdleTimeout          = 5 * time.Minute
+	DefaultKeepaliveInterval    = time.Minute
+	DefaultKeepaliveTimeout     = 20 * time.Second
+	DefaultWriteStallTimeout    = 30 * time.Second
 	// DefaultRateLimitDelay is how long a call refused by a rate limit
 	// waits before it is answered.
 	DefaultRateLimitDelay = 100 * time.Millisecond
@@ -289,7 +293,9 @@ func New(st Store, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.listener = newConnListener(l, cfg.MaxConnections, true, apiConnMetrics, cfg.Registry, cfg.Logger)
+	cl := newConnListener(l, cfg.MaxConnections, true, apiConnMetrics, cfg.Registry, cfg.Logger)
+	cl.limitDenied(access, DefaultMaxDeniedConnections)
+	s.listener = cl
 	if cfg.MetricsAddress != "" {
 		if s.metrics, s.mhttp, err = listenMetrics(cfg); err != nil {
 			l.Close()
