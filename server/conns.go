@@ -71,7 +71,7 @@ func newConnListener(l net.Listener, max int, creds bool, names connMetrics, reg
 		max:      int64(max),
 		creds:    creds,
 		log:      log,
-		logs:     service.NewLogLimiter(log, service.DenyLogInterval),
+		logs:     service.NewLogLimiter(log, service.PeerLogInterval),
 		what:     names.what,
 		rejected: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: names.prefix + "_rejected_total",
