@@ -79,7 +79,7 @@ func (a *AccessPolicy) Allows(p *Peer) bool {
 // AccessGuard denies the calls of the peers an AccessPolicy does not allow.
 // Every denied call is counted (podsapi_peer_denied_total); the denials are
 // logged with the peer's uid, gid and pid, at most one line per
-// UID every DenyLogInterval, with the number of denials left unlogged. It
+// UID every PeerLogInterval, with the number of denials left unlogged. It
 // is a connect interceptor, and Check serves HTTP middleware that must
 // refuse before a request's body is read.
 type AccessGuard struct {
@@ -89,8 +89,9 @@ type AccessGuard struct {
 	logs   *LogLimiter
 }
 
-// DenyLogInterval is how often the denials of one UID are logged at most.
-const DenyLogInterval = 10 * time.Second
+// PeerLogInterval is how often the same warning about peers of one UID is
+// logged at most: denials, floods, stalled streams.
+const PeerLogInterval = 10 * time.Second
 
 // NewAccessGuard returns the guard of policy, which registers its counter
 // of denied calls with reg (nil registers it nowhere); a nil logger means
@@ -106,7 +107,7 @@ func NewAccessGuard(policy *AccessPolicy, reg prometheus.Registerer, logger *slo
 	if reg != nil {
 		reg.MustRegister(denied)
 	}
-	return &AccessGuard{policy: policy, denied: denied, logger: logger, logs: NewLogLimiter(logger, DenyLogInterval)}
+	return &AccessGuard{policy: policy, denied: denied, logger: logger, logs: NewLogLimiter(logger, PeerLogInterval)}
 }
 
 // Check returns the PERMISSION_DENIED error that refuses the call of

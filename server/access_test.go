@@ -101,7 +101,7 @@ func TestPeerDenied(t *testing.T) {
 		t.Errorf("podsapi_peer_denied_total = %v, want %d", got, calls)
 	}
 	// One log line for the UID, however many connections and calls: the
-	// others are suppressed for service.DenyLogInterval.
+	// others are suppressed for guard.PeerLogInterval.
 	lines := strings.Count(logs.String(), "denied a client")
 	if lines != 1 {
 		t.Errorf("%d denial log lines for one denied UID, want 1:\n%s", lines, logs)

@@ -40,8 +40,14 @@ type connListener struct {
 	logs     *guard.LogLimiter
 	what     string // what the listener serves, for logs
 
+	// A peer the access policy denies may keep deniedShare connections
+	// (<= 0: any number): health, all it may call, needs one.
+	denies      func(*guard.Peer) bool
+	deniedShare int
+
 	mu         sync.Mutex
-	waiting    list.List // of *peerConn that may be shed, oldest first
+	waiting    list.List      // of *peerConn that may be shed, oldest first
+	denied     map[uint32]int // connections open by denied UID
 	lastLog    time.Time
 	unreported int
 }
@@ -65,7 +71,7 @@ func newConnListener(l net.Listener, max int, creds bool, names connMetrics, reg
 		max:      int64(max),
 		creds:    creds,
 		log:      log,
-		logs:     guard.NewLogLimiter(log, guard.DenyLogInterval),
+		logs:     guard.NewLogLimiter(log, guard.PeerLogInterval),
 		what:     names.what,
 		rejected: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: names.prefix + "_rejected_total",
@@ -115,6 +121,12 @@ func (l *connListener) Accept() (net.Conn, error) {
 			l.log.Debug("cannot read the peer credentials of a connection", "error", err)
 		}
 		pc := &peerConn{Conn: c, peer: p, l: l}
+		if !l.admitDenied(pc) {
+			pc.Close()
+			l.rejected.Inc()
+			l.logs.Warn(p, "refused a connection: the client is not allowed to call the API and has too many connections open for health checks", "limit", l.deniedShare)
+			continue
+		}
 		pc.lastRead.Store(time.Now().UnixNano())
 		if l.floods != nil {
 			pc.frames = newFrameGuard()
@@ -122,6 +134,33 @@ func (l *connListener) Accept() (net.Conn, error) {
 		l.setWaiting(pc, true)
 		return pc, nil
 	}
+}
+
+// limitDenied lets a peer policy denies keep at most share connections.
+func (l *connListener) limitDenied(policy *guard.AccessPolicy, share int) {
+	if policy == nil || policy.AnyPeer || share <= 0 {
+		return
+	}
+	l.denies = func(p *guard.Peer) bool { return !policy.Allows(p) }
+	l.deniedShare = share
+	l.denied = make(map[uint32]int)
+}
+
+// admitDenied counts c if its peer is denied, and reports whether it is
+// within the share of its UID.
+func (l *connListener) admitDenied(c *peerConn) bool {
+	if l.denies == nil || !l.denies(c.peer) {
+		return true
+	}
+	uid := peerUID(c.peer)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.denied[uid] >= l.deniedShare {
+		return false
+	}
+	l.denied[uid]++
+	c.deniedUID, c.countedDenied = uid, true
+	return true
 }
 
 // shedTries bounds the candidates shedOldest checks for unread bytes.
@@ -213,8 +252,10 @@ type peerConn struct {
 	l    *connListener
 
 	// Under l.mu.
-	elem   *list.Element // in l.waiting while the connection may be shed
-	closed bool
+	elem          *list.Element // in l.waiting while the connection may be shed
+	closed        bool
+	countedDenied bool // in l.denied[deniedUID]
+	deniedUID     uint32
 	// started is set by the first request (API socket).
 	started atomic.Bool
 	// frames follows the HTTP/2 frames read, when not nil (API socket).
@@ -250,6 +291,11 @@ func (c *peerConn) Close() error {
 	if c.elem != nil {
 		c.l.waiting.Remove(c.elem)
 		c.elem = nil
+	}
+	if first && c.countedDenied {
+		if c.l.denied[c.deniedUID]--; c.l.denied[c.deniedUID] <= 0 {
+			delete(c.l.denied, c.deniedUID)
+		}
 	}
 	c.l.mu.Unlock()
 	if first {

@@ -43,11 +43,15 @@ const (
 
 	DefaultMaxWatchers       = 10000
 	DefaultMaxWatchersPerUID = 1000
-	DefaultMaxConnections    = 1024
-	DefaultIdleTimeout       = 5 * time.Minute
-	DefaultKeepaliveInterval = time.Minute
-	DefaultKeepaliveTimeout  = 20 * time.Second
-	DefaultWriteStallTimeout = 30 * time.Second
+	// DefaultMaxDeniedConnections is how many connections a peer UID that
+	// --allowed-uids and --allowed-gids deny may keep open: it may only
+	// call health.
+	DefaultMaxDeniedConnections = 8
+	DefaultMaxConnections       = 1024
+	DefaultIdleTimeout          = 5 * time.Minute
+	DefaultKeepaliveInterval    = time.Minute
+	DefaultKeepaliveTimeout     = 20 * time.Second
+	DefaultWriteStallTimeout    = 30 * time.Second
 	// DefaultRateLimitDelay is how long a call refused by a rate limit
 	// waits before it is answered.
 	DefaultRateLimitDelay = 100 * time.Millisecond
@@ -200,7 +204,8 @@ type Server struct {
 	http     *http.Server
 	mhttp    *http.Server
 	health   *grpchealth.StaticChecker
-	services []string // the names of the Pods services served
+	services []string            // the names of the Pods services served
+	policy   *guard.AccessPolicy // nil: every peer may call
 	shutdown chan struct{}
 	stall    *stallGuard
 }
@@ -223,7 +228,9 @@ func New(st Store, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.listener = newConnListener(l, cfg.MaxConnections, true, apiConnMetrics, cfg.Registry, cfg.Logger)
+	cl := newConnListener(l, cfg.MaxConnections, true, apiConnMetrics, cfg.Registry, cfg.Logger)
+	cl.limitDenied(s.policy, DefaultMaxDeniedConnections)
+	s.listener = cl
 	if cfg.MetricsAddress != "" {
 		if s.metrics, s.mhttp, err = listenMetrics(cfg); err != nil {
 			l.Close()
@@ -312,8 +319,8 @@ func (s *Server) handler() http.Handler {
 	}
 	var access *guard.AccessGuard
 	if !cfg.AllowAnyPeer {
-		policy := &guard.AccessPolicy{UIDs: cfg.AllowedUIDs, GIDs: cfg.AllowedGIDs}
-		access = guard.NewAccessGuard(policy, cfg.Registry, cfg.Logger)
+		s.policy = &guard.AccessPolicy{UIDs: cfg.AllowedUIDs, GIDs: cfg.AllowedGIDs}
+		access = guard.NewAccessGuard(s.policy, cfg.Registry, cfg.Logger)
 	}
 	opts := service.HandlerOptions(s.interceptors(metrics, s.guards(access))...)
 	handlers := service.NewHandlers(s.store,

@@ -25,7 +25,7 @@ const stallTicks = 4
 // reaper, every timeout/stallTicks.
 type stallGuard struct {
 	timeout time.Duration
-	log     *slog.Logger
+	logs    *guard.LogLimiter // one line per UID every guard.PeerLogInterval
 	reset   prometheus.Counter
 
 	mu      sync.Mutex
@@ -35,7 +35,7 @@ type stallGuard struct {
 func newStallGuard(timeout time.Duration, reg prometheus.Registerer, log *slog.Logger) *stallGuard {
 	g := &stallGuard{
 		timeout: timeout,
-		log:     log,
+		logs:    guard.NewLogLimiter(log, guard.PeerLogInterval),
 		writers: make(map[*stallWriter]struct{}),
 		reset: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "podsapi_stalled_streams_reset_total",
@@ -104,20 +104,12 @@ func (g *stallGuard) tick() {
 			// handler.
 			if err := http.NewResponseController(sw.ResponseWriter).SetWriteDeadline(time.Now().Add(-time.Second)); err == nil {
 				g.reset.Inc()
-				g.log.Warn("reset a stream whose client stopped reading",
-					append(peerAttrs(guard.PeerFrom(sw.r.Context())), "path", sw.r.URL.Path, "blockedFor", g.timeout)...)
+				g.logs.Warn(guard.PeerFrom(sw.r.Context()), "reset a stream whose client stopped reading",
+					"path", sw.r.URL.Path, "blockedFor", g.timeout)
 			}
 		}
 		sw.mu.Unlock()
 	}
-}
-
-// peerAttrs names a peer in logs.
-func peerAttrs(p *guard.Peer) []any {
-	if p == nil || !p.Known {
-		return []any{"peer", "unknown"}
-	}
-	return []any{"uid", p.UID, "gid", p.GID, "pid", p.PID}
 }
 
 // stallWriter counts the writes of a response: seq is odd while a write or

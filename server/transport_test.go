@@ -605,3 +605,30 @@ func TestFrameFloods(t *testing.T) {
 		})
 	}
 }
+
+// TestDeniedConnectionShare: a peer denied the API keeps at most
+// DefaultMaxDeniedConnections connections (health needs one); more are
+// closed as soon as accepted, and closing one makes room.
+func TestDeniedConnectionShare(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the test allows UID 4242 only, which must not be the test's UID: run as root")
+	}
+	reg := prometheus.NewRegistry()
+	f := start(t, server.Config{Registry: reg, AllowedUIDs: []uint32{4242}}, false)
+	var held []*h2Client
+	for range server.DefaultMaxDeniedConnections {
+		held = append(held, dialH2(t, f.socket)) // each reads the server's SETTINGS
+	}
+	extra := rawH2(t, f.socket)
+	if frames := readFrames(t, extra); len(frames) != 0 {
+		t.Fatalf("a denied peer's connection beyond its share got %d frames, want to be closed at once", len(frames))
+	}
+	if got := metricValue(t, reg, "podsapi_connections_rejected_total", nil); got != 1 {
+		t.Errorf("podsapi_connections_rejected_total = %v, want 1", got)
+	}
+	held[0].conn.Close()
+	eventually(t, "the closed connection frees its place", func() bool {
+		return gaugeValue(t, reg, "podsapi_connections_open") == server.DefaultMaxDeniedConnections-1
+	})
+	dialH2(t, f.socket)
+}
