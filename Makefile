@@ -76,6 +76,10 @@ STRESS_FLAGS ?=
 stress: ## Attack a child server (flood, stalled watchers, churn, garbage): a table, exit 1 on a violated invariant (STRESS_FLAGS=-duration=10s ...).
 	go run ./cmd/stress $(STRESS_FLAGS)
 
+.PHONY: examples
+examples: protodeps ## Generate the TypeScript and Python example clients, run them against a temporary server, check their output.
+	BUF='$(BUF)' examples/run.sh
+
 .PHONY: protodeps
 protodeps: ## Copy the Kubernetes .proto files from the module cache (versions pinned in go.mod) to build/proto.
 	@go mod download k8s.io/api k8s.io/apimachinery
