@@ -47,6 +47,12 @@ const (
 	InvalidFieldMask = "INVALID_FIELD_MASK"
 	// ShuttingDown (UNAVAILABLE): the server is shutting down; reconnect.
 	ShuttingDown = "SHUTTING_DOWN"
+	// TooManyPending (RESOURCE_EXHAUSTED): too many calls of the client's
+	// UID are waiting for their request. Metadata "limit".
+	TooManyPending = "TOO_MANY_PENDING_CALLS"
+	// RequestTimeout (DEADLINE_EXCEEDED): the request did not arrive in
+	// time. Metadata "timeout".
+	RequestTimeout = "REQUEST_TIMEOUT"
 )
 
 // New returns a connect error with code, err and an ErrorInfo of reason and

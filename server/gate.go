@@ -17,6 +17,7 @@ import (
 	"connectrpc.com/grpchealth"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/podsapi/podsapi/errinfo"
 	"github.com/podsapi/podsapi/guard"
 )
 
@@ -248,8 +249,9 @@ func (b *deadlineBody) Close() error { return b.body.Close() }
 // errTooManyPending refuses a call beyond the calls of one UID waiting for
 // their request.
 func errTooManyPending(uid uint32, limit int) error {
-	return connect.NewError(connect.CodeResourceExhausted,
-		fmt.Errorf("uid %d has too many calls waiting for their request (limit %d, --max-pending-per-uid): send each request whole, at once", uid, limit))
+	return errinfo.New(connect.CodeResourceExhausted, errinfo.TooManyPending,
+		fmt.Errorf("uid %d has too many calls waiting for their request (limit %d): send each request whole, at once", uid, limit),
+		map[string]string{"limit": strconv.Itoa(limit)})
 }
 
 // peerUID returns the UID a peer is counted under; peers without
@@ -291,6 +293,7 @@ func (c *uidCounter) release(uid uint32) {
 
 // errRequestTimeout ends a call whose request did not arrive in time.
 func errRequestTimeout(timeout time.Duration) error {
-	return connect.NewError(connect.CodeDeadlineExceeded,
-		fmt.Errorf("the request did not arrive within %v (--request-read-timeout): send it whole, at once", timeout))
+	return errinfo.New(connect.CodeDeadlineExceeded, errinfo.RequestTimeout,
+		fmt.Errorf("the request did not arrive within %v: send it whole, at once", timeout),
+		map[string]string{"timeout": timeout.String()})
 }
