@@ -73,7 +73,7 @@ fuzz: ## Run each fuzz target for FUZZTIME (default 30s); go test -fuzz takes on
 
 STRESS_FLAGS ?=
 .PHONY: stress
-stress: ## Attack a child server (flood, stalled watchers, churn, garbage): a table, exit 1 on a violated invariant (STRESS_FLAGS=-duration=10s ...).
+stress: ## Attack a child server (flood, stalled watchers, churn, garbage, lockout): a table, exit 1 on a violated invariant (STRESS_FLAGS=-duration=10s ...).
 	go run ./cmd/stress $(STRESS_FLAGS)
 
 .PHONY: examples
