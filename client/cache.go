@@ -95,7 +95,8 @@ func (c *Cache) HasSynced() bool {
 	}
 }
 
-// WaitForSync waits until the cache has synced, or returns ctx's error.
+// WaitForSync waits until the cache has synced, its handlers having been
+// called for the initial state, or returns ctx's error.
 func (c *Cache) WaitForSync(ctx context.Context) error {
 	select {
 	case <-c.synced:
@@ -247,11 +248,6 @@ func (c *Cache) reconcile(snapshot map[types.UID]*corev1.Pod, order []*corev1.Po
 	for _, ch := range changes {
 		c.idx.set(ch.new)
 	}
-	select {
-	case <-c.synced:
-	default:
-		close(c.synced)
-	}
 	c.mu.Unlock()
 
 	sortPods(deleted)
@@ -265,6 +261,15 @@ func (c *Cache) reconcile(snapshot map[types.UID]*corev1.Pod, order []*corev1.Po
 			c.notifyUpdate(ch.old, ch.new)
 		}
 	}
+	// Synced once the handlers have seen the initial state: WaitForSync
+	// then returns after them.
+	c.mu.Lock()
+	select {
+	case <-c.synced:
+	default:
+		close(c.synced)
+	}
+	c.mu.Unlock()
 }
 
 // changed reports whether the pod changed from old to new: when both have
