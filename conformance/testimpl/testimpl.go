@@ -1,7 +1,10 @@
 // Package testimpl runs in-process implementations of the Pods API for the
 // tests of the conformance suite: the reference implementation, or a copy
 // with one behaviour broken, so that the tests can check that the suite
-// catches it. It is test support only: the suite itself never uses it.
+// catches it. Each serves both wires on its socket: the typed
+// kubelet.pods.v1alpha1.Pods and the kubelet's own v1alpha1.Pods, and a
+// break applies to whichever wire the suite judges. It is test support only:
+// the suite itself never uses it.
 package testimpl
 
 import (
@@ -30,6 +33,8 @@ import (
 	corev1pb "github.com/podsapi/podsapi/gen/k8s.io/api/core/v1"
 	podsv1alpha1 "github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1"
 	"github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1/podsv1alpha1connect"
+	"github.com/podsapi/podsapi/gen/v1alpha1"
+	"github.com/podsapi/podsapi/gen/v1alpha1/v1alpha1connect"
 	"github.com/podsapi/podsapi/service"
 	"github.com/podsapi/podsapi/source/manifest"
 	"github.com/podsapi/podsapi/store"
@@ -57,6 +62,16 @@ const (
 	// SeparateBuckets gives ListPods and GetPod a rate limit each instead
 	// of one shared.
 	SeparateBuckets Break = "separate-buckets"
+	// StalledWatch sends the initial snapshot and INITIAL_SYNC_COMPLETE,
+	// then nothing more: the stream stays open, changes never come.
+	StalledWatch Break = "stalled-watch"
+	// NoAnswer accepts connections on the socket and never answers: no
+	// HTTP/2, no gRPC, the connections stay open until Stop.
+	NoAnswer Break = "no-answer"
+	// EmptyUIDInvalid answers GetPod of an empty UID with INVALID_ARGUMENT
+	// on the kubelet wire, where a kubelet answers NOT_FOUND (it looks the
+	// empty UID up like any other).
+	EmptyUIDInvalid Break = "empty-uid-invalid"
 )
 
 // Default rate limit and watch queue of every Impl.
@@ -82,13 +97,13 @@ type Impl struct {
 	MetricsURL  string
 	// QPS is the rate of the Impl's rate limit, read by Start: QPS by
 	// default, SlowQPS for RateLimitedWatches and SeparateBuckets.
-	QPS float64
-	brk         Break
-	logger      *slog.Logger
-	reg         *prometheus.Registry
-	metrics     *service.Metrics
-	mlis        net.Listener
-	msrv        *http.Server
+	QPS     float64
+	brk     Break
+	logger  *slog.Logger
+	reg     *prometheus.Registry
+	metrics *service.Metrics
+	mlis    net.Listener
+	msrv    *http.Server
 
 	mu      sync.Mutex
 	running *instance
@@ -96,6 +111,7 @@ type Impl struct {
 
 type instance struct {
 	srv      *http.Server
+	hold     *holder // NoAnswer: the connections held instead of srv
 	cancel   context.CancelFunc
 	shutdown chan struct{}
 	done     chan struct{}
@@ -197,25 +213,29 @@ func (im *Impl) Start(context.Context) error {
 		queue = 100000
 	}
 	limiter := rate.NewLimiter(rate.Limit(im.QPS), Burst)
-	var h podsv1alpha1connect.PodsHandler = service.New(st, service.WithWatchQueue(queue), service.WithMetrics(im.metrics),
+	handlers := service.NewHandlers(st, service.WithWatchQueue(queue), service.WithMetrics(im.metrics),
 		service.WithShutdown(inst.shutdown), service.WithLogger(im.logger))
-	b := &broken{PodsHandler: h, brk: im.brk, store: st, limiter: limiter, served: served}
+	f := faults{brk: im.brk, store: st, limiter: limiter, served: served}
 	guards := service.Guards{Metrics: im.metrics, Ready: ready, Limiter: limiter}
 	if im.brk == SeparateBuckets {
 		guards.Limiter = nil
-		b.listLimiter, b.getLimiter = rate.NewLimiter(rate.Limit(im.QPS), Burst), rate.NewLimiter(rate.Limit(im.QPS), Burst)
+		f.listLimiter, f.getLimiter = rate.NewLimiter(rate.Limit(im.QPS), Burst), rate.NewLimiter(rate.Limit(im.QPS), Burst)
 	}
-	h = b
 	ints := service.Interceptors(guards)
 	if im.brk == IgnoreFieldMasks {
-		ints = ints[:3]
+		// The field mask interceptor is the last (see service.Interceptors).
+		ints = ints[:len(ints)-1]
 	}
-	health := grpchealth.NewStaticChecker(podsv1alpha1connect.PodsName)
+	services := []string{podsv1alpha1connect.PodsName, v1alpha1connect.PodsName}
+	health := grpchealth.NewStaticChecker(services...)
 	health.SetStatus("", grpchealth.StatusNotServing)
-	health.SetStatus(podsv1alpha1connect.PodsName, grpchealth.StatusNotServing)
-	reflector := grpcreflect.NewStaticReflector(podsv1alpha1connect.PodsName)
+	for _, name := range services {
+		health.SetStatus(name, grpchealth.StatusNotServing)
+	}
+	reflector := grpcreflect.NewStaticReflector(services...)
 	mux := http.NewServeMux()
-	mux.Handle(podsv1alpha1connect.NewPodsHandler(h, connect.WithInterceptors(ints...)))
+	mux.Handle(podsv1alpha1connect.NewPodsHandler(&broken{PodsHandler: handlers.Pods, faults: f}, connect.WithInterceptors(ints...)))
+	mux.Handle(v1alpha1connect.NewPodsHandler(&brokenKubelet{PodsHandler: handlers.Kubelet, faults: f}, connect.WithInterceptors(ints...)))
 	mux.Handle(grpchealth.NewHandler(health))
 	mux.Handle(grpcreflect.NewHandlerV1(reflector))
 	protocols := new(http.Protocols)
@@ -237,12 +257,19 @@ func (im *Impl) Start(context.Context) error {
 	}
 	var wg sync.WaitGroup
 	wg.Go(func() { src.Run(ctx, sink) })
-	wg.Go(func() { inst.srv.Serve(l) })
+	if im.brk == NoAnswer {
+		inst.hold = &holder{l: l}
+		wg.Go(inst.hold.serve)
+	} else {
+		wg.Go(func() { inst.srv.Serve(l) })
+	}
 	wg.Go(func() {
 		select {
 		case <-st.SyncedC():
 			health.SetStatus("", grpchealth.StatusServing)
-			health.SetStatus(podsv1alpha1connect.PodsName, grpchealth.StatusServing)
+			for _, name := range services {
+				health.SetStatus(name, grpchealth.StatusServing)
+			}
 		case <-ctx.Done():
 		}
 	})
@@ -266,7 +293,9 @@ func (im *Impl) Stop(ctx context.Context) error {
 	close(inst.shutdown)
 	sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	if err := inst.srv.Shutdown(sctx); err != nil {
+	if inst.hold != nil {
+		inst.hold.close()
+	} else if err := inst.srv.Shutdown(sctx); err != nil {
 		inst.srv.Close()
 	}
 	inst.cancel()
@@ -274,9 +303,37 @@ func (im *Impl) Stop(ctx context.Context) error {
 	return nil
 }
 
-// broken wraps the reference handler and breaks one behaviour.
-type broken struct {
-	podsv1alpha1connect.PodsHandler
+// holder accepts connections and holds them without a word: an
+// implementation that is there and never answers.
+type holder struct {
+	l     net.Listener
+	mu    sync.Mutex
+	conns []net.Conn
+}
+
+func (h *holder) serve() {
+	for {
+		c, err := h.l.Accept()
+		if err != nil {
+			return
+		}
+		h.mu.Lock()
+		h.conns = append(h.conns, c)
+		h.mu.Unlock()
+	}
+}
+
+func (h *holder) close() {
+	h.l.Close()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, c := range h.conns {
+		c.Close()
+	}
+}
+
+// faults holds the broken behaviours both wires share.
+type faults struct {
 	brk     Break
 	store   *store.Store
 	limiter *rate.Limiter
@@ -286,57 +343,66 @@ type broken struct {
 	listLimiter, getLimiter *rate.Limiter
 }
 
-func (b *broken) ListPods(ctx context.Context, req *connect.Request[podsv1alpha1.PodListRequest]) (*connect.Response[podsv1alpha1.PodListResponse], error) {
-	defer b.served()
-	if b.listLimiter != nil && !b.listLimiter.Allow() {
-		return nil, connect.NewError(connect.CodeResourceExhausted, errors.New("rate limited"))
+var errRateLimited = connect.NewError(connect.CodeResourceExhausted, errors.New("rate limited"))
+
+// unary applies the faults of a ListPods (get false) or GetPod (get true)
+// before the call; it returns the error to answer instead, if any.
+func (f *faults) unary(get bool) error {
+	l := f.listLimiter
+	if get {
+		l = f.getLimiter
 	}
-	return b.PodsHandler.ListPods(ctx, req)
+	if l != nil && !l.Allow() {
+		return errRateLimited
+	}
+	return nil
 }
 
-func (b *broken) GetPod(ctx context.Context, req *connect.Request[podsv1alpha1.PodGetRequest]) (*connect.Response[podsv1alpha1.PodGetResponse], error) {
-	defer b.served()
-	if b.getLimiter != nil && !b.getLimiter.Allow() {
-		return nil, connect.NewError(connect.CodeResourceExhausted, errors.New("rate limited"))
+// getErr applies the faults of GetPod to its error.
+func (f *faults) getErr(err error) error {
+	if f.brk == UnknownForMissing && connect.CodeOf(err) == connect.CodeNotFound {
+		return connect.NewError(connect.CodeUnknown, errors.New("no such pod"))
 	}
-	resp, err := b.PodsHandler.GetPod(ctx, req)
-	if b.brk == UnknownForMissing && connect.CodeOf(err) == connect.CodeNotFound {
-		return nil, connect.NewError(connect.CodeUnknown, errors.New("no such pod"))
-	}
-	return resp, err
+	return err
 }
 
-func (b *broken) WatchPods(ctx context.Context, req *connect.Request[podsv1alpha1.PodWatchRequest], stream *connect.ServerStream[podsv1alpha1.PodWatchResponse]) error {
-	b.served()
-	switch b.brk {
+// watch applies the faults of WatchPods. When it handles the watch itself
+// (handled true), send sends one event: the type and the pod (nil for the
+// sync marker).
+func (f *faults) watch(ctx context.Context, send func(t store.EventType, marker bool, p *store.Pod) error) (handled bool, err error) {
+	f.served()
+	switch f.brk {
 	case RateLimitedWatches:
-		if !b.limiter.Allow() {
-			return connect.NewError(connect.CodeResourceExhausted, errors.New("rate limited"))
+		if !f.limiter.Allow() {
+			return true, errRateLimited
 		}
 	case NoSyncMarker:
-		return b.watchWithoutMarker(ctx, stream)
+		return true, f.watchFromStore(ctx, send, false, true)
+	case StalledWatch:
+		return true, f.watchFromStore(ctx, send, true, false)
 	}
-	return b.PodsHandler.WatchPods(ctx, req, stream)
+	return false, nil
 }
 
-// watchWithoutMarker is a watch that forgets the sync marker.
-func (b *broken) watchWithoutMarker(ctx context.Context, stream *connect.ServerStream[podsv1alpha1.PodWatchResponse]) error {
-	snapshot, w := b.store.Watch(WatchQueue, func(int) {})
+// watchFromStore is a watch of the store that forgets the sync marker
+// unless marker, and the live events unless live (it then stays open,
+// silent, until the client leaves).
+func (f *faults) watchFromStore(ctx context.Context, send func(t store.EventType, marker bool, p *store.Pod) error, marker, live bool) error {
+	snapshot, w := f.store.Watch(WatchQueue, func(int) {})
 	defer w.Stop()
-	send := func(t podsv1alpha1.EventType, p *store.Pod) error {
-		pod := new(corev1pb.Pod)
-		if err := proto.Unmarshal(p.Raw(), pod); err != nil {
-			return err
-		}
-		return stream.Send(&podsv1alpha1.PodWatchResponse{Type: t, Pod: pod})
-	}
 	for _, p := range snapshot {
-		if err := send(podsv1alpha1.EventType_EVENT_TYPE_ADDED, p); err != nil {
+		if err := send(store.Added, false, p); err != nil {
 			return err
 		}
 	}
-	types := map[store.EventType]podsv1alpha1.EventType{
-		store.Added: podsv1alpha1.EventType_EVENT_TYPE_ADDED, store.Modified: podsv1alpha1.EventType_EVENT_TYPE_MODIFIED, store.Deleted: podsv1alpha1.EventType_EVENT_TYPE_DELETED,
+	if marker {
+		if err := send(0, true, nil); err != nil {
+			return err
+		}
+	}
+	if !live {
+		<-ctx.Done()
+		return ctx.Err()
 	}
 	for {
 		select {
@@ -346,10 +412,103 @@ func (b *broken) watchWithoutMarker(ctx context.Context, stream *connect.ServerS
 			return connect.NewError(connect.CodeResourceExhausted, errors.New("fell behind"))
 		case <-w.Ready():
 			for _, ev := range w.Take(nil) {
-				if err := send(types[ev.Type], ev.Pod); err != nil {
+				if err := send(ev.Type, false, ev.Pod); err != nil {
 					return err
 				}
 			}
 		}
 	}
+}
+
+// broken wraps the reference handler of the typed wire and breaks one
+// behaviour.
+type broken struct {
+	podsv1alpha1connect.PodsHandler
+	faults
+}
+
+func (b *broken) ListPods(ctx context.Context, req *connect.Request[podsv1alpha1.PodListRequest]) (*connect.Response[podsv1alpha1.PodListResponse], error) {
+	defer b.served()
+	if err := b.unary(false); err != nil {
+		return nil, err
+	}
+	return b.PodsHandler.ListPods(ctx, req)
+}
+
+func (b *broken) GetPod(ctx context.Context, req *connect.Request[podsv1alpha1.PodGetRequest]) (*connect.Response[podsv1alpha1.PodGetResponse], error) {
+	defer b.served()
+	if err := b.unary(true); err != nil {
+		return nil, err
+	}
+	resp, err := b.PodsHandler.GetPod(ctx, req)
+	return resp, b.getErr(err)
+}
+
+var typedEvents = map[store.EventType]podsv1alpha1.EventType{
+	store.Added: podsv1alpha1.EventType_EVENT_TYPE_ADDED, store.Modified: podsv1alpha1.EventType_EVENT_TYPE_MODIFIED, store.Deleted: podsv1alpha1.EventType_EVENT_TYPE_DELETED,
+}
+
+func (b *broken) WatchPods(ctx context.Context, req *connect.Request[podsv1alpha1.PodWatchRequest], stream *connect.ServerStream[podsv1alpha1.PodWatchResponse]) error {
+	handled, err := b.watch(ctx, func(t store.EventType, marker bool, p *store.Pod) error {
+		if marker {
+			return stream.Send(&podsv1alpha1.PodWatchResponse{Type: podsv1alpha1.EventType_EVENT_TYPE_INITIAL_SYNC_COMPLETE})
+		}
+		pod := new(corev1pb.Pod)
+		if err := proto.Unmarshal(p.Raw(), pod); err != nil {
+			return err
+		}
+		return stream.Send(&podsv1alpha1.PodWatchResponse{Type: typedEvents[t], Pod: pod})
+	})
+	if handled {
+		return err
+	}
+	return b.PodsHandler.WatchPods(ctx, req, stream)
+}
+
+// brokenKubelet wraps the reference handler of the kubelet wire and breaks
+// one behaviour. Unbroken, it answers GetPod of an empty UID with
+// NOT_FOUND, as a kubelet does.
+type brokenKubelet struct {
+	v1alpha1connect.PodsHandler
+	faults
+}
+
+func (b *brokenKubelet) ListPods(ctx context.Context, req *connect.Request[v1alpha1.ListPodsRequest]) (*connect.Response[v1alpha1.ListPodsResponse], error) {
+	defer b.served()
+	if err := b.unary(false); err != nil {
+		return nil, err
+	}
+	return b.PodsHandler.ListPods(ctx, req)
+}
+
+func (b *brokenKubelet) GetPod(ctx context.Context, req *connect.Request[v1alpha1.GetPodRequest]) (*connect.Response[v1alpha1.GetPodResponse], error) {
+	defer b.served()
+	if err := b.unary(true); err != nil {
+		return nil, err
+	}
+	if req.Msg.GetPodUID() == "" {
+		if b.brk == EmptyUIDInvalid {
+			return nil, connect.NewError(connect.CodeInvalidArgument, errors.New("podUID must not be empty"))
+		}
+		return nil, b.getErr(connect.NewError(connect.CodeNotFound, errors.New(`pod with UID "" not found`)))
+	}
+	resp, err := b.PodsHandler.GetPod(ctx, req)
+	return resp, b.getErr(err)
+}
+
+var kubeletEvents = map[store.EventType]v1alpha1.EventType{
+	store.Added: v1alpha1.EventType_ADDED, store.Modified: v1alpha1.EventType_MODIFIED, store.Deleted: v1alpha1.EventType_DELETED,
+}
+
+func (b *brokenKubelet) WatchPods(ctx context.Context, req *connect.Request[v1alpha1.WatchPodsRequest], stream *connect.ServerStream[v1alpha1.WatchPodsEvent]) error {
+	handled, err := b.watch(ctx, func(t store.EventType, marker bool, p *store.Pod) error {
+		if marker {
+			return stream.Send(&v1alpha1.WatchPodsEvent{Type: v1alpha1.EventType_INITIAL_SYNC_COMPLETE})
+		}
+		return stream.Send(&v1alpha1.WatchPodsEvent{Type: kubeletEvents[t], Pod: p.Raw()})
+	})
+	if handled {
+		return err
+	}
+	return b.PodsHandler.WatchPods(ctx, req, stream)
 }
