@@ -1,6 +1,8 @@
 // Package conformance checks, over its socket alone, whether an
-// implementation of the Kubelet Pods API (kubelet.pods.v1alpha1) behaves as
-// the API promises.
+// implementation of the Kubelet Pods API behaves as the API promises, on
+// either wire (Config.Wire): the typed kubelet.pods.v1alpha1.Pods, or the
+// kubelet's own v1alpha1.Pods (pods as bytes), which a Kubernetes 1.37
+// kubelet serves itself (features/kubelet-v1.37.yaml declares one).
 //
 // The suite is a catalogue of cases with stable hierarchical IDs such as
 // "ListPods/FieldMask/InvalidPath", each checking one MUST statement of the
@@ -15,6 +17,12 @@
 // need to start and stop the implementation use a Lifecycle. A case whose
 // driver, lifecycle, metrics or declared feature is missing is SKIPPED with
 // the reason, never passed.
+//
+// Every call and every expected event is bounded (Config.EventTimeout), and
+// what an implementation was seen to lack (any answer, the sync marker,
+// events on a synced stream) fails the later cases that need it at once,
+// naming it: a run against a broken implementation ends in about one
+// timeout, not one per case.
 //
 // RunCases runs the suite and returns a Report; Run does the same inside a
 // Go test, one subtest per case. The podsapi-conformance command
