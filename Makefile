@@ -73,6 +73,7 @@ fuzz: ## Run each fuzz target for FUZZTIME (default 30s); go test -fuzz takes on
 	go test -run '^$$' -fuzz '^FuzzFromHeader$$' -fuzztime $(FUZZTIME) ./fieldmask
 	go test -run '^$$' -fuzz '^FuzzRequest$$' -fuzztime $(FUZZTIME) ./server
 	go test -run '^$$' -fuzz '^FuzzDecodeFile$$' -fuzztime $(FUZZTIME) ./source/manifest
+	go test -run '^$$' -fuzz '^FuzzWatchPromise$$' -fuzztime $(FUZZTIME) ./store
 
 STRESS_FLAGS ?=
 .PHONY: stress

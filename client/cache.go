@@ -10,6 +10,7 @@ import (
 	"connectrpc.com/connect"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podsapi/podsapi/internal/retry"
@@ -69,7 +70,8 @@ func (c *Cache) OnUpdate(f func(old, new *corev1.Pod)) {
 }
 
 // OnDelete registers f to be called with the last known state of every pod
-// removed from the cache, like OnAdd.
+// removed from the cache, like OnAdd. On WireKubelet, whose Deleted events
+// carry only the pod's identity, that is the state the cache held.
 func (c *Cache) OnDelete(f func(pod *corev1.Pod)) {
 	c.mustNotBeStarted()
 	c.onDelete = append(c.onDelete, f)
@@ -292,13 +294,24 @@ func (c *Cache) apply(ev Event) {
 	c.mu.Unlock()
 	switch {
 	case ev.Type == Deleted && had:
-		c.notifyDelete(ev.Pod)
+		c.notifyDelete(lastKnown(old, ev.Pod))
 	case ev.Type == Deleted:
 	case had:
 		c.notifyUpdate(old, ev.Pod)
 	default:
 		c.notifyAdd(ev.Pod)
 	}
+}
+
+// lastKnown returns the last known state of a deleted pod: the one its
+// Deleted event carries, unless the event carries only the pod's identity,
+// as a kubelet's do; then the cached one.
+func lastKnown(cached, deleted *corev1.Pod) *corev1.Pod {
+	identity := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: deleted.Namespace, Name: deleted.Name, UID: deleted.UID}}
+	if equality.Semantic.DeepEqual(deleted, identity) {
+		return cached
+	}
+	return deleted
 }
 
 func (c *Cache) notifyAdd(pod *corev1.Pod) {

@@ -5,33 +5,56 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"sync/atomic"
 
 	"connectrpc.com/connect"
+	"connectrpc.com/grpcreflect"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1/podsv1alpha1connect"
 	"github.com/podsapi/podsapi/internal/h2c"
-	"github.com/podsapi/podsapi/socket"
 )
 
 // DefaultSocket is the standard path of the Pods API socket, used when New
-// is given an empty socket.
-const DefaultSocket = socket.DefaultPath
+// is given an empty socket. It is the server's socket.DefaultPath, written
+// again so that the client does not import the server's packages.
+const DefaultSocket = "/var/lib/kubelet/pods-api/pods-api.sock"
+
+// The procedures of the kubelet's wire, v1alpha1.Pods. They are written here
+// rather than imported from gen/v1alpha1, which registers the same protobuf
+// names as the kubelet's generated package
+// (k8s.io/kubelet/pkg/apis/pods/v1alpha1): an agent may use both.
+const (
+	kubeletListProcedure  = "/v1alpha1.Pods/ListPods"
+	kubeletGetProcedure   = "/v1alpha1.Pods/GetPod"
+	kubeletWatchProcedure = "/v1alpha1.Pods/WatchPods"
+)
 
 // Client is a client of the Pods API. It is safe for concurrent use.
 type Client struct {
-	socket string
-	http   *http.Client
-	list   *connect.Client[emptyRequest, listResponse]
-	get    *connect.Client[getRequest, getResponse]
-	watch  *connect.Client[emptyRequest, watchResponse]
+	socket   string
+	http     *http.Client
+	wire     Wire         // as given by WithWire
+	detected atomic.Int32 // the Wire detected with WireAuto, or WireAuto
+	reflect  *grpcreflect.Client
+
+	// The typed wire, kubelet.pods.v1alpha1.Pods.
+	list  *connect.Client[emptyRequest, listResponse]
+	get   *connect.Client[getRequest, getResponse]
+	watch *connect.Client[emptyRequest, watchResponse]
+
+	// The kubelet's wire, v1alpha1.Pods.
+	rawList  *connect.Client[emptyRequest, rawListResponse]
+	rawGet   *connect.Client[getRequest, rawGetResponse]
+	rawWatch *connect.Client[emptyRequest, rawWatchEvent]
 }
 
 // New returns a client of the Pods API served on the socket endpoint: a
-// path, a unix:///path URL, or "" for DefaultSocket. It speaks gRPC over h2c.
-// Connections are made when needed, so New succeeds even when the server is
-// not running yet; only a malformed socket is an error.
+// path, a unix:///path URL, or "" for DefaultSocket. It speaks gRPC over h2c,
+// to podsapi or to a kubelet: see WithWire. Connections are made when
+// needed, so New succeeds even when the server is not running yet; only a
+// malformed socket or an unknown Wire is an error.
 func New(endpoint string, opts ...Option) (*Client, error) {
 	o := clientOptions{readMaxBytes: DefaultReadMaxBytes}
 	for _, opt := range opts {
@@ -47,6 +70,9 @@ func New(endpoint string, opts ...Option) (*Client, error) {
 	if path == "" {
 		return nil, errors.New("client: empty socket path in " + endpoint)
 	}
+	if _, ok := wireNames[o.wire]; !ok {
+		return nil, errors.New("client: unknown wire " + o.wire.String())
+	}
 	hc := h2c.NewClient(path)
 	copts := []connect.ClientOption{
 		connect.WithGRPC(),
@@ -54,11 +80,16 @@ func New(endpoint string, opts ...Option) (*Client, error) {
 		connect.WithReadMaxBytes(o.readMaxBytes),
 	}
 	return &Client{
-		socket: path,
-		http:   hc,
-		list:   connect.NewClient[emptyRequest, listResponse](hc, h2c.BaseURL+podsv1alpha1connect.PodsListPodsProcedure, copts...),
-		get:    connect.NewClient[getRequest, getResponse](hc, h2c.BaseURL+podsv1alpha1connect.PodsGetPodProcedure, copts...),
-		watch:  connect.NewClient[emptyRequest, watchResponse](hc, h2c.BaseURL+podsv1alpha1connect.PodsWatchPodsProcedure, copts...),
+		socket:   path,
+		http:     hc,
+		wire:     o.wire,
+		reflect:  grpcreflect.NewClient(hc, h2c.BaseURL, connect.WithGRPC()),
+		list:     connect.NewClient[emptyRequest, listResponse](hc, h2c.BaseURL+podsv1alpha1connect.PodsListPodsProcedure, copts...),
+		get:      connect.NewClient[getRequest, getResponse](hc, h2c.BaseURL+podsv1alpha1connect.PodsGetPodProcedure, copts...),
+		watch:    connect.NewClient[emptyRequest, watchResponse](hc, h2c.BaseURL+podsv1alpha1connect.PodsWatchPodsProcedure, copts...),
+		rawList:  connect.NewClient[emptyRequest, rawListResponse](hc, h2c.BaseURL+kubeletListProcedure, copts...),
+		rawGet:   connect.NewClient[getRequest, rawGetResponse](hc, h2c.BaseURL+kubeletGetProcedure, copts...),
+		rawWatch: connect.NewClient[emptyRequest, rawWatchEvent](hc, h2c.BaseURL+kubeletWatchProcedure, copts...),
 	}, nil
 }
 
@@ -74,9 +105,19 @@ func (c *Client) Close() error {
 
 // List returns every pod of the node, sorted by namespace, name and UID.
 func (c *Client) List(ctx context.Context, opts ...CallOption) ([]*corev1.Pod, error) {
-	req := newRequest(&emptyRequest{}, newCallOptions(opts))
-	res, err := c.list.CallUnary(ctx, req)
+	wire, err := c.Wire(ctx)
 	if err != nil {
+		return nil, wrapError(err, false)
+	}
+	o := newCallOptions(opts)
+	if wire == WireKubelet {
+		pods, err := c.listKubelet(ctx, o)
+		c.forget(wire, err)
+		return pods, err
+	}
+	res, err := c.list.CallUnary(ctx, newRequest(&emptyRequest{}, o))
+	if err != nil {
+		c.forget(wire, err)
 		return nil, wrapError(err, false)
 	}
 	return res.Msg.pods, nil
@@ -85,9 +126,19 @@ func (c *Client) List(ctx context.Context, opts ...CallOption) ([]*corev1.Pod, e
 // Get returns the pod with the given UID. An unknown UID fails with an error
 // that wraps ErrNotFound.
 func (c *Client) Get(ctx context.Context, uid types.UID, opts ...CallOption) (*corev1.Pod, error) {
-	req := newRequest(&getRequest{uid: string(uid)}, newCallOptions(opts))
-	res, err := c.get.CallUnary(ctx, req)
+	wire, err := c.Wire(ctx)
 	if err != nil {
+		return nil, wrapError(err, false)
+	}
+	o := newCallOptions(opts)
+	if wire == WireKubelet {
+		pod, err := c.getKubelet(ctx, uid, o)
+		c.forget(wire, err)
+		return pod, err
+	}
+	res, err := c.get.CallUnary(ctx, newRequest(&getRequest{uid: string(uid)}, o))
+	if err != nil {
+		c.forget(wire, err)
 		return nil, wrapError(err, false)
 	}
 	if res.Msg.pod == nil {

@@ -1,6 +1,7 @@
 package client_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -106,9 +107,18 @@ func TestErrors(t *testing.T) {
 	pods := samplePods()
 	unsynced := startClient(t, newStore(true, pods...), server.Config{})
 	synced := startClient(t, newStore(false, pods...), server.Config{})
-	limited := startClient(t, newStore(false, pods...), server.Config{QPS: 0.001, Burst: 1})
+	limited := startClient(t, newStore(false, pods...), server.Config{QPS: 0.001, Burst: 1, RateLimitDelay: -1})
+	oneWatch := startClient(t, newStore(false, pods...), server.Config{MaxWatchers: 1})
 	ctx := testCtx(t)
 	if _, err := limited.List(ctx); err != nil { // uses the only token
+		t.Fatal(err)
+	}
+	w, err := oneWatch.Watch(ctx) // takes the only watch
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if _, err := w.Next(); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {
@@ -125,6 +135,31 @@ func TestErrors(t *testing.T) {
 		{"BadFieldMask", func() error { _, err := synced.List(ctx, client.WithFields("status.nope")); return err }, connect.CodeInvalidArgument, nil},
 		{"ListRateLimited", func() error { _, err := limited.List(ctx); return err }, connect.CodeResourceExhausted, client.ErrRateLimited},
 		{"GetRateLimited", func() error { _, err := limited.Get(ctx, pods[0].UID); return err }, connect.CodeResourceExhausted, client.ErrRateLimited},
+		{"TooManyWatches", func() error {
+			w, err := oneWatch.Watch(ctx)
+			if err == nil {
+				defer w.Close()
+				_, err = w.Next()
+			}
+			return err
+		}, connect.CodeResourceExhausted, client.ErrTooManyWatches},
+		{"ClientReadLimit", func() error {
+			// RESOURCE_EXHAUSTED raised by the client itself: not the
+			// server's rate limit.
+			small, err := client.New(synced.Socket(), client.WithReadMaxBytes(16))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer small.Close()
+			_, err = small.List(ctx)
+			return err
+		}, connect.CodeResourceExhausted, nil},
+		{"ClientCancelled", func() error {
+			cancelled, cancel := context.WithCancel(ctx)
+			cancel()
+			_, err := synced.List(cancelled)
+			return err
+		}, connect.CodeCanceled, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -132,7 +167,7 @@ func TestErrors(t *testing.T) {
 			if got := connect.CodeOf(err); got != tt.code {
 				t.Fatalf("error %v has code %v, want %v", err, got, tt.code)
 			}
-			for _, s := range []error{client.ErrNotSynced, client.ErrNotFound, client.ErrRateLimited, client.ErrFellBehind} {
+			for _, s := range []error{client.ErrNotSynced, client.ErrNotFound, client.ErrRateLimited, client.ErrFellBehind, client.ErrTooManyWatches, client.ErrPermissionDenied} {
 				if errors.Is(err, s) != (s == tt.sentinel) {
 					t.Errorf("errors.Is(%v, %v) = %v", err, s, !(s == tt.sentinel))
 				}

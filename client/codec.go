@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -17,7 +18,9 @@ type wireMessage interface {
 	unmarshalWire(b []byte) error
 }
 
-// codec is the client's "proto" codec: it handles only wireMessage values.
+// codec is the client's "proto" codec: it handles wireMessage values itself,
+// and any other protobuf message (such as the google.rpc.Status of an error,
+// which connect decodes with the client's codec) with protobuf-go.
 type codec struct{}
 
 // Name returns "proto", so that the codec replaces connect's protobuf codec.
@@ -25,21 +28,27 @@ func (codec) Name() string { return "proto" }
 
 // Marshal encodes a request.
 func (codec) Marshal(msg any) ([]byte, error) {
-	m, ok := msg.(wireMessage)
-	if !ok {
+	switch m := msg.(type) {
+	case wireMessage:
+		return m.marshalWire(), nil
+	case proto.Message:
+		return proto.Marshal(m)
+	default:
 		return nil, fmt.Errorf("client codec: cannot marshal %T", msg)
 	}
-	return m.marshalWire(), nil
 }
 
 // Unmarshal decodes a response. The pods it holds are decoded here, which
 // copies what they keep: data may be reused once Unmarshal returns.
 func (codec) Unmarshal(data []byte, msg any) error {
-	m, ok := msg.(wireMessage)
-	if !ok {
+	switch m := msg.(type) {
+	case wireMessage:
+		return m.unmarshalWire(data)
+	case proto.Message:
+		return proto.Unmarshal(data, m)
+	default:
 		return fmt.Errorf("client codec: cannot unmarshal %T", msg)
 	}
-	return m.unmarshalWire(data)
 }
 
 // emptyRequest is PodListRequest and PodWatchRequest: no fields.

@@ -2,9 +2,10 @@ package client
 
 import (
 	"errors"
-	"strings"
 
 	"connectrpc.com/connect"
+
+	"github.com/podsapi/podsapi/errinfo"
 )
 
 // Sentinel errors wrapped by the errors of Client's calls, for errors.Is.
@@ -23,7 +24,26 @@ var (
 	// the watcher because it did not read its events fast enough. Watch
 	// again to resync.
 	ErrFellBehind = errors.New("watch dropped for falling behind")
+	// ErrTooManyWatches reports RESOURCE_EXHAUSTED on a watch refused
+	// because the server's limit of open watches (or the client's share of
+	// them) is reached. Close a watch, or retry later.
+	ErrTooManyWatches = errors.New("too many watches open")
+	// ErrPermissionDenied reports PERMISSION_DENIED: the server does not
+	// allow the client's user or groups.
+	ErrPermissionDenied = errors.New("permission denied")
 )
+
+// reasons maps the reasons of the server's ErrorInfo (package errinfo) to
+// the sentinel errors.
+var reasons = map[string]error{
+	errinfo.NotSynced:         ErrNotSynced,
+	errinfo.PodNotFound:       ErrNotFound,
+	errinfo.RateLimited:       ErrRateLimited,
+	errinfo.ClientRateLimited: ErrRateLimited,
+	errinfo.FellBehind:        ErrFellBehind,
+	errinfo.TooManyWatches:    ErrTooManyWatches,
+	errinfo.PeerDenied:        ErrPermissionDenied,
+}
 
 // apiError is an error of the server that also wraps a sentinel error.
 type apiError struct {
@@ -37,30 +57,47 @@ func (e *apiError) Error() string { return e.err.Error() }
 // Unwrap returns the sentinel and the connect error.
 func (e *apiError) Unwrap() []error { return []error{e.sentinel, e.err} }
 
-// wrapError adds the sentinel matching err's code, if any. watch says
-// whether err ends a watch, where RESOURCE_EXHAUSTED means ErrFellBehind
-// rather than ErrRateLimited.
+// wrapError adds the sentinel error of err, if the server sent it: by the
+// reason of its ErrorInfo when it has one (podsapi), by its code otherwise (a
+// kubelet, which attaches none). watch says whether err ends a watch, where
+// a RESOURCE_EXHAUSTED without a reason means ErrFellBehind rather than
+// ErrRateLimited. An error the client raised itself (its deadline, its read
+// limit, a refused connection) gets none: connect.IsWireError tells them
+// apart, never the message.
 func wrapError(err error, watch bool) error {
 	var ce *connect.Error
-	if err == nil || !errors.As(err, &ce) {
+	if err == nil || !errors.As(err, &ce) || !connect.IsWireError(ce) {
 		return err
 	}
-	var sentinel error
-	switch ce.Code() {
-	case connect.CodeFailedPrecondition:
-		sentinel = ErrNotSynced
-	case connect.CodeNotFound:
-		sentinel = ErrNotFound
-	case connect.CodeResourceExhausted:
-		if strings.Contains(ce.Message(), "larger than configured max") {
-			return err // connect's own read limit: see WithReadMaxBytes
+	sentinel := reasons[errinfo.Reason(ce)]
+	if info := errinfo.Of(ce); info == nil {
+		switch ce.Code() {
+		case connect.CodeFailedPrecondition:
+			sentinel = ErrNotSynced
+		case connect.CodeNotFound:
+			sentinel = ErrNotFound
+		case connect.CodePermissionDenied:
+			sentinel = ErrPermissionDenied
+		case connect.CodeResourceExhausted:
+			sentinel = ErrRateLimited
+			if watch {
+				sentinel = ErrFellBehind
+			}
 		}
-		sentinel = ErrRateLimited
-		if watch {
-			sentinel = ErrFellBehind
-		}
-	default:
+	}
+	if sentinel == nil {
 		return err
 	}
 	return &apiError{sentinel: sentinel, err: ce}
+}
+
+// errFieldMask reports a field mask that does not parse, found by the client
+// itself on the kubelet's wire: INVALID_ARGUMENT, as the server reports it.
+func errFieldMask(err error) error {
+	return connect.NewError(connect.CodeInvalidArgument, err)
+}
+
+// errDecode reports a pod from the server that does not decode (or project).
+func errDecode(err error) error {
+	return connect.NewError(connect.CodeInternal, err)
 }

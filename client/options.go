@@ -16,6 +16,7 @@ type Option func(*clientOptions)
 // clientOptions holds the options of a Client.
 type clientOptions struct {
 	readMaxBytes int
+	wire         Wire
 }
 
 // WithReadMaxBytes sets the largest response message the client accepts, in
@@ -43,7 +44,9 @@ type FieldsOption struct{ paths []string }
 // mask, sent in the x-kubernetes-fieldmask metadata. Paths are Kubernetes
 // JSON names such as "metadata.name", "status.phase" or "status.podIPs".
 // By default, and when paths is empty, the server returns whole pods. Watch
-// events always carry metadata.namespace, name and uid.
+// events always carry metadata.namespace, name and uid. On WireKubelet the
+// client also applies the mask itself to the pods it receives, since a
+// kubelet ignores the metadata: the result is the same on either wire.
 func WithFields(paths ...string) FieldsOption {
 	return FieldsOption{paths: paths}
 }

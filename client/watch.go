@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 
 	"connectrpc.com/connect"
 	corev1 "k8s.io/api/core/v1"
@@ -19,7 +18,8 @@ const (
 	Added EventType = iota + 1
 	// Modified reports a new state of a pod the watcher knows.
 	Modified
-	// Deleted reports a pod that is gone, with its last known state.
+	// Deleted reports a pod that is gone, with its last known state (a
+	// kubelet's carries only the pod's namespace, name and UID).
 	Deleted
 	// Synced follows the initial snapshot of Added events (the server's
 	// EVENT_TYPE_INITIAL_SYNC_COMPLETE): the watcher now knows every current
@@ -55,10 +55,18 @@ type Event struct {
 
 // Watcher is an open watch. Its methods must be called from one goroutine.
 type Watcher struct {
-	stream  *connect.ServerStreamForClient[watchResponse]
+	stream  eventStream
 	cancel  context.CancelFunc
 	pending *Event // the first event, received by Watch
 	err     error
+}
+
+// eventStream is the stream of events of one wire.
+type eventStream interface {
+	// receive returns the next event, or the error that ended the stream.
+	receive() (Event, error)
+	// close releases the stream.
+	close()
 }
 
 // Watch opens a watch of the node's pods: one Added event per current pod,
@@ -66,21 +74,45 @@ type Watcher struct {
 // order they happened. Watch waits for the first event, so that an error of
 // the server (ErrNotSynced, an invalid field mask, a missing socket) is
 // returned by Watch itself. Close the Watcher, or cancel ctx, to end it.
+//
+// On WireKubelet, the snapshot comes in the kubelet's order (podsapi sends
+// it sorted by namespace, name and UID), and a kubelet's Deleted events
+// carry only the pod's namespace, name and UID.
 func (c *Client) Watch(ctx context.Context, opts ...CallOption) (*Watcher, error) {
-	ctx, cancel := context.WithCancel(ctx)
-	stream, err := c.watch.CallServerStream(ctx, newRequest(&emptyRequest{}, newCallOptions(opts)))
+	wire, err := c.Wire(ctx)
 	if err != nil {
-		cancel()
 		return nil, wrapError(err, true)
 	}
+	ctx, cancel := context.WithCancel(ctx)
+	var stream eventStream
+	if wire == WireKubelet {
+		stream, err = c.watchKubelet(ctx, newCallOptions(opts))
+	} else {
+		stream, err = c.watchTyped(ctx, newCallOptions(opts))
+	}
+	if err != nil {
+		cancel()
+		c.forget(wire, err)
+		return nil, err
+	}
 	w := &Watcher{stream: stream, cancel: cancel}
-	ev, err := w.receive()
+	ev, err := w.stream.receive()
 	if err != nil {
 		w.Close()
+		c.forget(wire, err)
 		return nil, err
 	}
 	w.pending = &ev
 	return w, nil
+}
+
+// watchTyped opens the stream of Watch on the typed wire.
+func (c *Client) watchTyped(ctx context.Context, o callOptions) (eventStream, error) {
+	stream, err := c.watch.CallServerStream(ctx, newRequest(&emptyRequest{}, o))
+	if err != nil {
+		return nil, wrapError(err, true)
+	}
+	return &typedEventStream{stream: stream}, nil
 }
 
 // Next returns the next event. When the watch ends it returns the error
@@ -97,39 +129,55 @@ func (w *Watcher) Next() (Event, error) {
 	if w.err != nil {
 		return Event{}, w.err
 	}
-	ev, err := w.receive()
+	ev, err := w.stream.receive()
 	if err != nil {
 		w.err = err
 	}
 	return ev, err
 }
 
-// receive reads one event from the stream.
-func (w *Watcher) receive() (Event, error) {
-	if !w.stream.Receive() {
-		err := w.stream.Err()
-		if err == nil {
-			err = io.EOF
-		}
-		return Event{}, wrapError(err, true)
+// typedEventStream is the stream of a watch on the typed wire.
+type typedEventStream struct {
+	stream *connect.ServerStreamForClient[watchResponse]
+}
+
+func (s *typedEventStream) receive() (Event, error) {
+	if !s.stream.Receive() {
+		return Event{}, streamError(s.stream.Err())
 	}
-	msg := w.stream.Msg()
-	switch msg.typ {
-	case 1, 2, 3:
-		if msg.pod == nil {
-			return Event{}, fmt.Errorf("client: watch event of type %d without a pod", msg.typ)
-		}
-		return Event{Type: EventType(msg.typ), Pod: msg.pod}, nil
-	case 4:
+	msg := s.stream.Msg()
+	typ, err := eventType(msg.typ)
+	if err != nil {
+		return Event{}, err
+	}
+	if typ == Synced {
 		return Event{Type: Synced}, nil
+	}
+	if msg.pod == nil {
+		return Event{}, fmt.Errorf("client: watch event of type %d without a pod", msg.typ)
+	}
+	return Event{Type: typ, Pod: msg.pod}, nil
+}
+
+func (s *typedEventStream) close() { s.stream.Close() }
+
+// eventType returns the EventType of an event's type on the wire. Both
+// wires number the types alike: ADDED 1, MODIFIED 2, DELETED 3,
+// INITIAL_SYNC_COMPLETE 4.
+func eventType(typ uint64) (EventType, error) {
+	switch typ {
+	case 1, 2, 3:
+		return EventType(typ), nil
+	case 4:
+		return Synced, nil
 	default:
-		return Event{}, errors.New("client: watch event of unknown type " + fmt.Sprint(msg.typ))
+		return 0, errors.New("client: watch event of unknown type " + fmt.Sprint(typ))
 	}
 }
 
 // Close ends the watch and releases its resources. It returns nil.
 func (w *Watcher) Close() error {
 	w.cancel()
-	w.stream.Close()
+	w.stream.close()
 	return nil
 }

@@ -1,6 +1,7 @@
 package fieldmask_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/podsapi/podsapi/fieldmask"
@@ -101,4 +102,44 @@ func BenchmarkProjectNested(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(len(dst)), "out-bytes")
+}
+
+// shapeBenchPaths are the same four fields in the JSON shape and the proto
+// shape of a pod.
+var shapeBenchPaths = map[string][]string{
+	"json":  {"metadata.name", "spec.volumes.emptyDir", "spec.containers.livenessProbe.httpGet", "spec.ephemeralContainers.name"},
+	"proto": {"metadata.name", "spec.volumes.volumeSource.emptyDir", "spec.containers.livenessProbe.handler.httpGet", "spec.ephemeralContainers.ephemeralContainerCommon.name"},
+}
+
+// BenchmarkParseShape parses paths through embedded structs, spelled in each
+// shape.
+func BenchmarkParseShape(b *testing.B) {
+	for _, shape := range []string{"json", "proto"} {
+		b.Run(shape, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := fieldmask.Parse(shapeBenchPaths[shape]...); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkParseUnknown is the cost of rejecting a path with a suggestion:
+// a typo, and a 1 KB path of unknown elements.
+func BenchmarkParseUnknown(b *testing.B) {
+	for name, path := range map[string]string{
+		"typo": "spec.contaners.livenessProbe.probeHandler.httpGet",
+		"1KB":  strings.Repeat("spec.", fieldmask.MaxPathLength/5),
+	} {
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := fieldmask.Parse(path); err == nil {
+					b.Fatal("accepted")
+				}
+			}
+		})
+	}
 }

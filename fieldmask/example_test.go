@@ -40,3 +40,20 @@ func Example() {
 	// metadata.name,metadata.namespace,metadata.uid,status.phase
 	// web-0 shop Running true
 }
+
+// Paths may be copied from `kubectl get pod -o json`, where the structs that
+// Kubernetes Go types embed are inlined; the mask is the same as with the
+// proto spelling, and says so in the proto shape.
+func ExampleParse_jsonShape() {
+	fromJSON, _ := fieldmask.Parse("spec.volumes.emptyDir", "spec.containers.livenessProbe.httpGet")
+	fromProto, _ := fieldmask.Parse("spec.volumes.volumeSource.emptyDir", "spec.containers.livenessProbe.handler.httpGet")
+	fmt.Println(fromJSON)
+	fmt.Println(fromJSON.Key() == fromProto.Key())
+
+	_, err := fieldmask.Parse("spec.volumes.emtyDir")
+	fmt.Println(err)
+	// Output:
+	// spec.containers.livenessProbe.handler.httpGet,spec.volumes.volumeSource.emptyDir
+	// true
+	// invalid field mask path "spec.volumes.emtyDir": k8s.io.api.core.v1.Volume has no field "emtyDir"; did you mean "spec.volumes.emptyDir"?
+}

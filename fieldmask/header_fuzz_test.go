@@ -34,6 +34,7 @@ func FuzzFromHeader(f *testing.F) {
 	f.Add(strings.Repeat("metadata.name,", 300), []byte(nil), "")
 	f.Add("", bin(strings.Repeat("a.", 600)), "")
 	f.Add("status.phase", bin("status.phase"), "CgxzdGF0dXMucGhhc2U")
+	f.Add("spec.volumes.emptyDir, spec.containers.livenessProbe.httpGet", bin("spec.volumes.volumeSource.emptyDir"), "")
 	f.Fuzz(func(t *testing.T, text string, raw []byte, binValue string) {
 		h := http.Header{}
 		if text != "" {

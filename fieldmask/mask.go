@@ -3,16 +3,25 @@
 // directly on their protobuf encoding.
 //
 // A mask is a set of paths over the k8s.io.api.core.v1.Pod message, such as
-// "metadata.name" or "status.containerStatuses.ready". Path elements are the
-// Kubernetes proto field names, which are the Kubernetes JSON names except
-// where a Go type embeds another: the proto message keeps the embedded struct
-// as a field of its own, which the path must name, as in
-// "spec.volumes.volumeSource.emptyDir",
-// "spec.containers.livenessProbe.handler.httpGet" and
-// "spec.volumes.volumeSource.configMap.localObjectReference.name". Quantities,
-// times and int-or-strings are messages too: "metadata.creationTimestamp"
-// selects a Time, "metadata.creationTimestamp.seconds" its seconds. A nil
-// *Mask stands for the whole pod.
+// "metadata.name" or "status.containerStatuses.ready". A path may be written
+// in either shape of a pod, or a mix of both:
+//
+//   - the JSON shape, as `kubectl get pod -o json` prints it, where the
+//     fields of a struct that a Kubernetes Go type embeds are inlined:
+//     "spec.volumes.emptyDir", "spec.containers.livenessProbe.httpGet",
+//     "spec.ephemeralContainers.name";
+//   - the proto shape, where the embedded struct is a field of its own:
+//     "spec.volumes.volumeSource.emptyDir",
+//     "spec.containers.livenessProbe.handler.httpGet",
+//     "spec.ephemeralContainers.ephemeralContainerCommon.name".
+//
+// Both select the same fields, and a mask always reports its paths in the
+// proto shape, so that its key is the same whichever shape a client wrote.
+// The correspondence is derived from the k8s.io/api Go types (their json and
+// protobuf struct tags), not listed by hand. Quantities, times and
+// int-or-strings are messages too: "metadata.creationTimestamp" selects a
+// Time, "metadata.creationTimestamp.seconds" its seconds. A nil *Mask stands
+// for the whole pod.
 //
 // The server keeps every pod version encoded once, and
 // [Mask.AppendProjection] produces the masked encoding from those bytes
@@ -41,8 +50,8 @@ type Mask struct {
 	root  *node    // compiled projection program for the Pod message
 }
 
-// Paths returns the normalized paths of the mask in sorted order: no path is a
-// prefix of another and each appears once. It returns nil for the nil mask,
+// Paths returns the normalized paths of the mask in sorted order, in the
+// proto shape: no path is a prefix of another and each appears once. It returns nil for the nil mask,
 // which selects the whole pod. The caller may modify the returned slice.
 func (m *Mask) Paths() []string {
 	if m == nil {
@@ -52,8 +61,8 @@ func (m *Mask) Paths() []string {
 }
 
 // Key returns a canonical string for the mask: masks with the same normalized
-// paths have equal keys, whatever order, duplicates and overlaps their paths
-// were given with, and masks with different normalized paths have different
+// paths have equal keys, whatever order, duplicates, overlaps and shape (JSON
+// or proto) their paths were given with, and masks with different normalized paths have different
 // keys. It is meant as a cache key for projections. The nil mask, which
 // selects the whole pod, has the empty key, which no other mask has.
 func (m *Mask) Key() string {

@@ -8,10 +8,12 @@ import (
 	"testing"
 
 	"connectrpc.com/connect"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	"github.com/podsapi/podsapi/errinfo"
 	corev1pb "github.com/podsapi/podsapi/gen/k8s.io/api/core/v1"
 	podsv1alpha1 "github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1"
 	"github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1/podsv1alpha1connect"
@@ -80,6 +82,21 @@ func codeOf(err error) connect.Code {
 		return connect.Code(st.Code())
 	}
 	return connect.CodeUnknown
+}
+
+// reasonOf returns the reason of the ErrorInfo of err from either client.
+func reasonOf(err error) string {
+	if r := errinfo.Reason(err); r != "" {
+		return r
+	}
+	if st, ok := status.FromError(err); ok {
+		for _, d := range st.Details() {
+			if info, ok := d.(*errdetails.ErrorInfo); ok && info.GetDomain() == errinfo.Domain {
+				return info.GetReason()
+			}
+		}
+	}
+	return ""
 }
 
 // messageOf returns the message of err from either client.

@@ -1,50 +1,92 @@
 package server
 
 import (
+	"container/list"
 	"context"
 	"log/slog"
 	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sys/unix"
 
-	"github.com/podsapi/podsapi/service"
+	"github.com/podsapi/podsapi/guard"
 	"github.com/podsapi/podsapi/socket"
 )
 
 // rejectLogInterval bounds how often refused connections are logged.
 const rejectLogInterval = 10 * time.Second
 
-// connListener accepts the connections of the API socket: it reads each
-// peer's credentials when the connection is accepted, and closes at once the
-// connections beyond max open ones (max <= 0: no limit).
+// connListener accepts the connections of a socket, at most max open at
+// once (max <= 0: no limit). When the slots are full, a new connection
+// takes the slot of the oldest one that is waiting (one that has not
+// started a request: a slow or silent preface, or an idle metrics
+// scrape), which is closed; when none waits, the new connection is closed
+// as soon as accepted. A slowloris client can thus hold only the slots
+// nobody else asks for. With creds set, each connection carries its
+// peer's credentials (SO_PEERCRED), read when it is accepted.
 type connListener struct {
 	net.Listener
 	max      int64
+	creds    bool
 	open     atomic.Int64
 	rejected prometheus.Counter
+	shed     prometheus.Counter
+	floods   *prometheus.CounterVec // nil: frames are not followed
 	log      *slog.Logger
+	logs     *guard.LogLimiter
+	what     string // what the listener serves, for logs
 
 	mu         sync.Mutex
+	waiting    list.List // of *peerConn that may be shed, oldest first
 	lastLog    time.Time
 	unreported int
 }
 
-func newConnListener(l net.Listener, max int, reg prometheus.Registerer, log *slog.Logger) *connListener {
+// connMetrics names the metrics of a connListener.
+type connMetrics struct {
+	prefix string // of the metric names
+	what   string // in their help texts
+	flag   string // that sets the limit
+}
+
+// The metrics of the API socket and of the metrics endpoint.
+var (
+	apiConnMetrics     = connMetrics{prefix: "podsapi_connections", what: "the API socket", flag: "--max-connections"}
+	metricsConnMetrics = connMetrics{prefix: "podsapi_metrics_connections", what: "the metrics endpoint", flag: "--metrics-max-connections"}
+)
+
+func newConnListener(l net.Listener, max int, creds bool, names connMetrics, reg prometheus.Registerer, log *slog.Logger) *connListener {
 	cl := &connListener{
 		Listener: l,
 		max:      int64(max),
+		creds:    creds,
 		log:      log,
+		logs:     guard.NewLogLimiter(log, guard.DenyLogInterval),
+		what:     names.what,
 		rejected: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "podsapi_connections_rejected_total",
-			Help: "Number of connections closed as soon as accepted because --max-connections were open.",
+			Name: names.prefix + "_rejected_total",
+			Help: "Number of connections to " + names.what + " closed as soon as accepted because " + names.flag + " were open and busy.",
+		}),
+		shed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: names.prefix + "_shed_total",
+			Help: "Number of connections to " + names.what + " closed to make room for a new one because " + names.flag + " were open: the oldest that had not started a request (or, for metrics, was idle).",
 		}),
 	}
-	reg.MustRegister(cl.rejected, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "podsapi_connections_open",
-		Help: "Number of connections open on the API socket.",
+	if creds {
+		// The API socket speaks HTTP/2: its floods are cut short.
+		cl.floods = prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "podsapi_connections_flood_closed_total",
+			Help: "Number of connections closed for an HTTP/2 frame flood net/http lets through, by reason: more than 32 CONTINUATION frames in a header block, or RST_STREAM frames beyond 100/s (burst 1000, Rapid Reset).",
+		}, []string{"reason"})
+		reg.MustRegister(cl.floods)
+	}
+	reg.MustRegister(cl.rejected, cl.shed, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: names.prefix + "_open",
+		Help: "Number of connections open on " + names.what + ".",
 	}, func() float64 { return float64(cl.open.Load()) }))
 	return cl
 }
@@ -56,20 +98,100 @@ func (l *connListener) Accept() (net.Conn, error) {
 		if err != nil {
 			return nil, err
 		}
-		if n := l.open.Add(1); l.max > 0 && n > l.max {
-			l.open.Add(-1)
+		// Only Accept adds to open: a slot seen free here stays free.
+		if l.max > 0 && l.open.Load() >= l.max && !l.shedOldest() {
 			c.Close()
 			l.rejected.Inc()
 			l.logRejected()
 			continue
 		}
-		p := &service.Peer{}
-		if cred, err := socket.PeerCred(c); err == nil {
-			*p = service.Peer{Known: true, PID: cred.PID, UID: cred.UID, GID: cred.GID, Groups: cred.Groups}
+		l.open.Add(1)
+		p := &guard.Peer{}
+		if !l.creds {
+			// No credentials to read: not a UNIX socket of the API.
+		} else if cred, err := socket.PeerCred(c); err == nil {
+			*p = guard.Peer{Known: true, PID: cred.PID, UID: cred.UID, GID: cred.GID, Groups: cred.Groups}
 		} else {
 			l.log.Debug("cannot read the peer credentials of a connection", "error", err)
 		}
-		return &peerConn{Conn: c, peer: p, l: l}, nil
+		pc := &peerConn{Conn: c, peer: p, l: l}
+		pc.lastRead.Store(time.Now().UnixNano())
+		if l.floods != nil {
+			pc.frames = newFrameGuard()
+		}
+		l.setWaiting(pc, true)
+		return pc, nil
+	}
+}
+
+// shedTries bounds the candidates shedOldest checks for unread bytes.
+const shedTries = 4
+
+// shedOldest closes the waiting connection that has made no progress for
+// the longest time (the oldest last read; a silent connection's is its
+// accept), skipping those whose bytes wait unread in the socket (a client
+// whose request the server has not read yet is no slowloris), freeing its
+// slot, and reports whether there was one. A client whose preface or
+// request the server has just read is thus shed last.
+func (l *connListener) shedOldest() bool {
+	l.mu.Lock()
+	var pc *peerConn
+	skip := make(map[*peerConn]bool, shedTries)
+	for range shedTries {
+		var best *peerConn
+		for e := l.waiting.Front(); e != nil; e = e.Next() {
+			c := e.Value.(*peerConn)
+			if !skip[c] && (best == nil || c.lastRead.Load() < best.lastRead.Load()) {
+				best = c
+			}
+		}
+		if best == nil {
+			break
+		}
+		if !hasUnread(best.Conn) {
+			pc = best
+			break
+		}
+		skip[best] = true
+	}
+	if pc == nil {
+		l.mu.Unlock()
+		return false
+	}
+	l.waiting.Remove(pc.elem)
+	pc.elem = nil
+	l.mu.Unlock()
+	pc.Close()
+	l.shed.Inc()
+	return true
+}
+
+// hasUnread reports whether bytes the peer sent wait in c's socket.
+func hasUnread(c net.Conn) bool {
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return false
+	}
+	raw, err := sc.SyscallConn()
+	if err != nil {
+		return false
+	}
+	n := 0
+	_ = raw.Control(func(fd uintptr) { n, _ = unix.IoctlGetInt(int(fd), unix.TIOCINQ) })
+	return n > 0
+}
+
+// setWaiting marks c as waiting (it may be shed) or busy.
+func (l *connListener) setWaiting(c *peerConn, waiting bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case c.closed:
+	case waiting && c.elem == nil:
+		c.elem = l.waiting.PushBack(c)
+	case !waiting && c.elem != nil:
+		l.waiting.Remove(c.elem)
+		c.elem = nil
 	}
 }
 
@@ -79,7 +201,7 @@ func (l *connListener) logRejected() {
 	defer l.mu.Unlock()
 	l.unreported++
 	if now := time.Now(); now.Sub(l.lastLog) >= rejectLogInterval {
-		l.log.Warn("refused connections: --max-connections are open", "refused", l.unreported, "limit", l.max)
+		l.log.Warn("refused connections: all connection slots are busy", "to", l.what, "refused", l.unreported, "limit", l.max)
 		l.lastLog, l.unreported = now, 0
 	}
 }
@@ -87,22 +209,77 @@ func (l *connListener) logRejected() {
 // peerConn is an accepted connection and its peer.
 type peerConn struct {
 	net.Conn
-	peer *service.Peer
+	peer *guard.Peer
 	l    *connListener
-	once sync.Once
+
+	// Under l.mu.
+	elem   *list.Element // in l.waiting while the connection may be shed
+	closed bool
+	// started is set by the first request (API socket).
+	started atomic.Bool
+	// frames follows the HTTP/2 frames read, when not nil (API socket).
+	frames *frameGuard
+	// lastRead is when bytes were last read (accepted, before any), in
+	// Unix nanoseconds.
+	lastRead atomic.Int64
+}
+
+// Read reads from the connection, and closes it on a frame flood.
+func (c *peerConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 {
+		c.lastRead.Store(time.Now().UnixNano())
+	}
+	if c.frames != nil && n > 0 {
+		if why := c.frames.feed(p[:n]); why != "" {
+			c.l.floods.WithLabelValues(why).Inc()
+			c.l.logs.Warn(c.peer, "closed a connection flooding the server with HTTP/2 frames", "flood", why)
+			c.Close()
+			return 0, errFrameFlood
+		}
+	}
+	return n, err
 }
 
 // Close closes the connection and frees its slot.
 func (c *peerConn) Close() error {
 	err := c.Conn.Close()
-	c.once.Do(func() { c.l.open.Add(-1) })
+	c.l.mu.Lock()
+	first := !c.closed
+	c.closed = true
+	if c.elem != nil {
+		c.l.waiting.Remove(c.elem)
+		c.elem = nil
+	}
+	c.l.mu.Unlock()
+	if first {
+		c.l.open.Add(-1)
+	}
 	return err
 }
 
-// connContext gives the requests of a connection its peer.
+// startRequest marks the connection as busy for good: it has started a
+// request, so it is no slowloris and is not shed.
+func (c *peerConn) startRequest() {
+	if c.started.CompareAndSwap(false, true) {
+		c.l.setWaiting(c, false)
+	}
+}
+
+type connKey struct{}
+
+// connContext gives the requests of a connection its peer, and the
+// connection itself.
 func connContext(ctx context.Context, c net.Conn) context.Context {
 	if pc, ok := c.(*peerConn); ok {
-		return service.WithPeer(ctx, pc.peer)
+		ctx = context.WithValue(ctx, connKey{}, pc)
+		return guard.WithPeer(ctx, pc.peer)
 	}
 	return ctx
+}
+
+// connFrom returns the connection of a request's context, or nil.
+func connFrom(ctx context.Context) *peerConn {
+	pc, _ := ctx.Value(connKey{}).(*peerConn)
+	return pc
 }

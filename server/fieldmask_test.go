@@ -67,6 +67,9 @@ func TestFieldMasks(t *testing.T) {
 			Metadata: &metav1pb.ObjectMeta{Uid: str(string(pod.UID))},
 			Spec:     &corev1pb.PodSpec{NodeName: str("node-1")},
 		}},
+		{"JSONShape", func(*testing.T) http.Header {
+			return mask("spec.volumes.name,spec.containers.livenessProbe.httpGet.path")
+		}, projectJSONShape(full)},
 		{"BinaryAndText", func(t *testing.T) http.Header {
 			h := binMask(t, "metadata.uid")
 			h.Add("x-kubernetes-fieldmask", "status.phase")
@@ -105,6 +108,25 @@ func TestFieldMasks(t *testing.T) {
 			}
 		})
 	}
+}
+
+// projectJSONShape returns what the mask
+// spec.volumes.name,spec.containers.livenessProbe.httpGet.path, written in
+// the JSON shape of a pod, selects of full: the same as its proto spelling
+// spec.volumes.name,spec.containers.livenessProbe.handler.httpGet.path.
+func projectJSONShape(full *corev1pb.Pod) *corev1pb.Pod {
+	want := &corev1pb.Pod{Spec: &corev1pb.PodSpec{}}
+	for _, v := range full.GetSpec().GetVolumes() {
+		want.Spec.Volumes = append(want.Spec.Volumes, &corev1pb.Volume{Name: v.Name})
+	}
+	for _, c := range full.GetSpec().GetContainers() {
+		out := &corev1pb.Container{}
+		if get := c.GetLivenessProbe().GetHandler().GetHttpGet(); get != nil {
+			out.LivenessProbe = &corev1pb.Probe{Handler: &corev1pb.ProbeHandler{HttpGet: &corev1pb.HTTPGetAction{Path: get.Path}}}
+		}
+		want.Spec.Containers = append(want.Spec.Containers, out)
+	}
+	return want
 }
 
 func TestWatchFieldMask(t *testing.T) {

@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/user"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -23,11 +24,11 @@ import (
 	"connectrpc.com/grpcreflect"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"golang.org/x/time/rate"
 
 	"github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1/podsv1alpha1connect"
 	"github.com/podsapi/podsapi/gen/v1alpha1/v1alpha1connect"
+	"github.com/podsapi/podsapi/guard"
 	"github.com/podsapi/podsapi/service"
 	"github.com/podsapi/podsapi/socket"
 )
@@ -41,6 +42,7 @@ const (
 	DefaultMetricsAddress  = "127.0.0.1:10265"
 
 	DefaultMaxWatchers       = 10000
+	DefaultMaxWatchersPerUID = 1000
 	DefaultMaxConnections    = 1024
 	DefaultIdleTimeout       = 5 * time.Minute
 	DefaultKeepaliveInterval = time.Minute
@@ -68,9 +70,31 @@ func DefaultAllowedUIDs() []uint32 {
 type Config struct {
 	// Socket is the path of the UNIX socket. Default socket.DefaultPath.
 	Socket string
-	// MetricsAddress is the TCP address of the /metrics endpoint; empty
+	// MetricsAddress is the TCP address of the /metrics endpoint, or
+	// "unix:" followed by the path of a UNIX socket (created 0600); empty
 	// serves no metrics endpoint (metrics are still kept in Registry).
 	MetricsAddress string
+	// MetricsTimeout bounds the reading of a scrape request and the writing
+	// of its answer, and closes metrics connections idle that long.
+	// MetricsMaxConnections bounds the metrics connections open at once: a
+	// new one takes the slot of the oldest idle one, or is closed. Defaults
+	// DefaultMetricsTimeout and DefaultMetricsMaxConnections.
+	MetricsTimeout        time.Duration
+	MetricsMaxConnections int
+	// RequestReadTimeout is how long a call may take to send its request
+	// (for reflection, its first message) before it ends with
+	// DEADLINE_EXCEEDED, so that streams whose body never comes are not
+	// held. Default DefaultRequestReadTimeout; negative disables it.
+	RequestReadTimeout time.Duration
+	// MaxPendingPerUID bounds the calls of one peer UID waiting for their
+	// request at once; more are refused RESOURCE_EXHAUSTED before anything
+	// is read. Default DefaultMaxPendingPerUID; negative means no limit.
+	MaxPendingPerUID int
+	// MaxWatchersPerUID bounds the watches one peer UID may hold open at
+	// once (RESOURCE_EXHAUSTED beyond it), so that one client cannot take
+	// every watch slot. Default DefaultMaxWatchersPerUID; negative means
+	// no share.
+	MaxWatchersPerUID int
 	// QPS and Burst set the rate limit shared by ListPods and GetPod.
 	// Defaults DefaultQPS and DefaultBurst; a negative QPS disables the limit.
 	QPS   float64
@@ -136,11 +160,27 @@ type Config struct {
 	// as bytes), which is served by default beside the typed one on the same
 	// socket, from the same store, guards and rate limit.
 	NoKubeletWire bool
+	// Hooks change the assembly for tests that plant faults in it. None by
+	// default.
+	Hooks Hooks
 	// Logger receives the server's logs. Default slog.Default().
 	Logger *slog.Logger
 	// Registry receives the server's metrics. Default a new registry with the
 	// Go and process collectors.
 	Registry *prometheus.Registry
+}
+
+// Hooks change the assembly of New for the tests that plant faults in it:
+// the conformance suite's self-test. A server that serves agents has none.
+type Hooks struct {
+	// Interceptors edits the interceptor chain of the Pods API, which it is
+	// given outermost first and named: InterceptorMetrics, the names of
+	// package guard (guard.NameAccess, ...), InterceptorFieldMasks.
+	Interceptors func([]guard.Named) []guard.Named
+	// Pods and Kubelet wrap the handlers of the typed and of the kubelet's
+	// wire.
+	Pods    func(podsv1alpha1connect.PodsHandler) podsv1alpha1connect.PodsHandler
+	Kubelet func(v1alpha1connect.PodsHandler) v1alpha1connect.PodsHandler
 }
 
 // Store is the pod store the server serves: the service's Store, plus a way
@@ -156,109 +196,181 @@ type Server struct {
 	cfg      Config
 	store    Store
 	listener net.Listener
-	metrics  net.Listener
+	metrics  *connListener
 	http     *http.Server
 	mhttp    *http.Server
 	health   *grpchealth.StaticChecker
 	services []string // the names of the Pods services served
 	shutdown chan struct{}
 	stall    *stallGuard
-	watches  *service.WatchLimit
 }
 
 // New listens on cfg.Socket (and cfg.MetricsAddress) and returns a Server
 // ready to Serve st. The socket accepts connections when New returns.
+//
+// It is the one assembly of the server: podsapi-server, the tests and the
+// conformance suite's self-test all serve through it (the self-test plants
+// its faults with cfg.Hooks).
 func New(st Store, cfg Config) (*Server, error) {
 	cfg = withDefaults(cfg)
 	s := &Server{cfg: cfg, store: st, shutdown: make(chan struct{})}
+	socketOpts, err := s.socketOptions()
+	if err != nil {
+		return nil, err
+	}
+	s.http = s.httpServer(s.handler())
+	l, err := socket.Listen(cfg.Socket, socketOpts...)
+	if err != nil {
+		return nil, err
+	}
+	s.listener = newConnListener(l, cfg.MaxConnections, true, apiConnMetrics, cfg.Registry, cfg.Logger)
+	if cfg.MetricsAddress != "" {
+		if s.metrics, s.mhttp, err = listenMetrics(cfg); err != nil {
+			l.Close()
+			return nil, err
+		}
+	}
+	return s, nil
+}
 
+// socketOptions returns the permissions of the socket.
+func (s *Server) socketOptions() ([]socket.Option, error) {
+	opts := []socket.Option{socket.WithMode(s.cfg.SocketMode)}
+	if s.cfg.SocketGroup != "" {
+		gid, err := lookupGroup(s.cfg.SocketGroup)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, socket.WithGroup(gid))
+	}
+	return opts, nil
+}
+
+// guards returns the guards of the Pods API, registering their gauges. One
+// set of guards serves both wires: one rate-limit bucket, one limit of open
+// watches, one access policy.
+func (s *Server) guards(access *guard.AccessGuard) guard.Guards {
+	cfg := s.cfg
+	g := guard.Guards{
+		Access:  access,
+		Ready:   s.store.Synced,
+		Tarpit:  guard.NewTarpit(cfg.RateLimitDelay, guard.DefaultTarpitCapacity),
+		Watches: guard.NewWatchLimit(cfg.MaxWatchers).PerUID(cfg.MaxWatchersPerUID),
+	}
+	if cfg.QPS >= 0 {
+		g.Limiter = rate.NewLimiter(rate.Limit(cfg.QPS), cfg.Burst)
+	}
+	if cfg.PerClientQPS > 0 {
+		g.PerClient = guard.NewPerClientLimiter(cfg.PerClientQPS, cfg.PerClientBurst)
+	}
+	cfg.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "podsapi_rate_limit_delayed",
+		Help: "Number of calls refused by a rate limit and waiting --rate-limit-delay before their answer.",
+	}, func() float64 { return float64(g.Tarpit.Waiting()) }))
+	cfg.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "podsapi_watches_open",
+		Help: "Number of WatchPods streams open (bounded by --max-watchers).",
+	}, func() float64 { return float64(g.Watches.Open()) }))
+	return g
+}
+
+// The names of the interceptors of the Pods API that are not guards.
+const (
+	// InterceptorMetrics counts every request, refused ones included.
+	InterceptorMetrics = "metrics"
+	// InterceptorFieldMasks parses the field mask and hands it to the
+	// handlers.
+	InterceptorFieldMasks = "field-masks"
+)
+
+// interceptors returns the interceptor chain of the Pods API, outermost
+// first, as Hooks.Interceptors leaves it.
+func (s *Server) interceptors(metrics *service.Metrics, g guard.Guards) []connect.Interceptor {
+	chain := []guard.Named{{Name: InterceptorMetrics, Interceptor: metrics}}
+	chain = append(chain, guard.Chain(g)...)
+	chain = append(chain, guard.Named{Name: InterceptorFieldMasks, Interceptor: service.FieldMasks()})
+	if s.cfg.Hooks.Interceptors != nil {
+		chain = s.cfg.Hooks.Interceptors(chain)
+	}
+	is := make([]connect.Interceptor, len(chain))
+	for i, n := range chain {
+		is[i] = n.Interceptor
+	}
+	return is
+}
+
+// handler returns the HTTP handler of the socket: both wires of the Pods
+// API, health and reflection, behind the gate and the stall guard.
+func (s *Server) handler() http.Handler {
+	cfg := s.cfg
 	metrics := service.NewMetrics(cfg.Registry)
-	if enc, ok := st.(interface{ Encodes() uint64 }); ok {
+	if enc, ok := s.store.(interface{ Encodes() uint64 }); ok {
 		cfg.Registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "podsapi_pod_encodes_total",
 			Help: "Number of pod versions encoded by the store: each is encoded once, whatever the number of requests and watchers.",
 		}, func() float64 { return float64(enc.Encodes()) }))
 	}
-	var limiter service.Limiter
-	if cfg.QPS >= 0 {
-		limiter = rate.NewLimiter(rate.Limit(cfg.QPS), cfg.Burst)
+	var access *guard.AccessGuard
+	if !cfg.AllowAnyPeer {
+		policy := &guard.AccessPolicy{UIDs: cfg.AllowedUIDs, GIDs: cfg.AllowedGIDs}
+		access = guard.NewAccessGuard(policy, cfg.Registry, cfg.Logger)
 	}
-	var perClient *service.PerClientLimiter
-	if cfg.PerClientQPS > 0 {
-		perClient = service.NewPerClientLimiter(cfg.PerClientQPS, cfg.PerClientBurst)
-	}
-	tarpit := service.NewTarpit(cfg.RateLimitDelay, service.DefaultTarpitCapacity)
-	cfg.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "podsapi_rate_limit_delayed",
-		Help: "Number of calls refused by a rate limit and waiting --rate-limit-delay before their answer.",
-	}, func() float64 { return float64(tarpit.Waiting()) }))
-	s.watches = service.NewWatchLimit(cfg.MaxWatchers)
-	cfg.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "podsapi_watches_open",
-		Help: "Number of WatchPods streams open (bounded by --max-watchers).",
-	}, func() float64 { return float64(s.watches.Open()) }))
-	access := &service.AccessPolicy{AnyPeer: cfg.AllowAnyPeer, UIDs: cfg.AllowedUIDs, GIDs: cfg.AllowedGIDs}
-	socketOpts := []socket.Option{socket.WithMode(cfg.SocketMode)}
-	if cfg.SocketGroup != "" {
-		gid, err := lookupGroup(cfg.SocketGroup)
-		if err != nil {
-			return nil, err
-		}
-		socketOpts = append(socketOpts, socket.WithGroup(gid))
-	}
-	handlers := service.NewHandlers(st,
+	opts := service.HandlerOptions(s.interceptors(metrics, s.guards(access))...)
+	handlers := service.NewHandlers(s.store,
 		service.WithWatchQueue(cfg.WatchQueue),
 		service.WithMetrics(metrics),
 		service.WithShutdown(s.shutdown),
 		service.WithLogger(cfg.Logger),
 	)
+	pods, kubelet := handlers.Pods, handlers.Kubelet
+	if cfg.Hooks.Pods != nil {
+		pods = cfg.Hooks.Pods(pods)
+	}
+	if cfg.Hooks.Kubelet != nil {
+		kubelet = cfg.Hooks.Kubelet(kubelet)
+	}
+
+	mux := http.NewServeMux()
 	s.services = []string{podsv1alpha1connect.PodsName}
+	mux.Handle(podsv1alpha1connect.NewPodsHandler(pods, opts...))
 	if !cfg.NoKubeletWire {
 		s.services = append(s.services, v1alpha1connect.PodsName)
+		mux.Handle(v1alpha1connect.NewPodsHandler(kubelet, opts...))
 	}
 	s.health = grpchealth.NewStaticChecker(s.services...)
 	s.setHealth(grpchealth.StatusNotServing)
-	reflector := grpcreflect.NewStaticReflector(append(s.services, grpchealth.HealthV1ServiceName)...)
-
-	// One set of guards serves both wires: one rate-limit bucket, one limit
-	// of open watches, one access policy.
-	guards := service.HandlerOptions(service.Guards{
-		Metrics:   metrics,
-		Ready:     st.Synced,
-		Access:    access,
-		Logger:    cfg.Logger,
-		PerClient: perClient,
-		Limiter:   limiter,
-		Tarpit:    tarpit,
-		Watches:   s.watches,
-	})
-	mux := http.NewServeMux()
-	podsPath, podsHandler := podsv1alpha1connect.NewPodsHandler(handlers.Pods, guards...)
-	mux.Handle(podsPath, service.BatchWatchFlushes(podsHandler))
-	if !cfg.NoKubeletWire {
-		kubeletPath, kubeletHandler := v1alpha1connect.NewPodsHandler(handlers.Kubelet, guards...)
-		mux.Handle(kubeletPath, service.BatchWatchFlushes(kubeletHandler))
-	}
 	// Health stays open to any peer that can connect, for liveness probes:
 	// it tells nothing but whether the server serves. Reflection is guarded
-	// like the API.
-	mux.Handle(grpchealth.NewHandler(s.health))
-	var guard connect.HandlerOption = connect.WithHandlerOptions()
-	if !cfg.AllowAnyPeer {
-		guard = connect.WithInterceptors(service.AccessInterceptor(access, metrics, cfg.Logger))
+	// like the API. Their requests are as small as the API's; connect
+	// applies the cap to the inflated size of a compressed request.
+	limit := connect.WithReadMaxBytes(service.MaxRequestBytes)
+	mux.Handle(grpchealth.NewHandler(s.health, limit))
+	reflector := grpcreflect.NewStaticReflector(append(s.services, grpchealth.HealthV1ServiceName)...)
+	reflectionGuard := connect.WithHandlerOptions()
+	if access != nil {
+		reflectionGuard = connect.WithInterceptors(access)
 	}
-	mux.Handle(grpcreflect.NewHandlerV1(reflector, guard))
-	mux.Handle(grpcreflect.NewHandlerV1Alpha(reflector, guard))
-	var handler http.Handler = mux
+	mux.Handle(grpcreflect.NewHandlerV1(reflector, reflectionGuard, limit))
+	mux.Handle(grpcreflect.NewHandlerV1Alpha(reflector, reflectionGuard, limit))
+
+	// The transport wrappers, innermost first: watch flushes batched, the
+	// gate (peer check and request deadline before any body is read), the
+	// stall guard.
+	var handler http.Handler = newGate(batchWatchFlushes(mux), access, cfg.RequestReadTimeout, cfg.MaxPendingPerUID, cfg.Registry)
 	if cfg.WriteStallTimeout > 0 {
 		s.stall = newStallGuard(cfg.WriteStallTimeout, cfg.Registry, cfg.Logger)
-		handler = s.stall.wrap(mux)
+		handler = s.stall.wrap(handler)
 	}
+	return handler
+}
 
+// httpServer returns the HTTP/1.1 and h2c server of handler.
+func (s *Server) httpServer(handler http.Handler) *http.Server {
+	cfg := s.cfg
 	protocols := new(http.Protocols)
 	protocols.SetHTTP1(true)
 	protocols.SetUnencryptedHTTP2(true)
-	s.http = &http.Server{
+	return &http.Server{
 		Handler:           handler,
 		Protocols:         protocols,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -274,24 +386,6 @@ func New(st Store, cfg Config) (*Server, error) {
 		},
 		ErrorLog: slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelDebug),
 	}
-
-	l, err := socket.Listen(cfg.Socket, socketOpts...)
-	if err != nil {
-		return nil, err
-	}
-	s.listener = newConnListener(l, cfg.MaxConnections, cfg.Registry, cfg.Logger)
-	if cfg.MetricsAddress != "" {
-		ml, err := net.Listen("tcp", cfg.MetricsAddress)
-		if err != nil {
-			l.Close()
-			return nil, fmt.Errorf("listen for metrics on %s (choose another address with --metrics-address): %w", cfg.MetricsAddress, err)
-		}
-		s.metrics = ml
-		mmux := http.NewServeMux()
-		mmux.Handle("/metrics", promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{Registry: cfg.Registry}))
-		s.mhttp = &http.Server{Handler: mmux, ReadHeaderTimeout: 10 * time.Second}
-	}
-	return s, nil
 }
 
 // withDefaults fills the zero fields of cfg.
@@ -329,6 +423,21 @@ func withDefaults(cfg Config) Config {
 	if cfg.MaxWatchers == 0 {
 		cfg.MaxWatchers = DefaultMaxWatchers
 	}
+	if cfg.MaxWatchersPerUID == 0 {
+		cfg.MaxWatchersPerUID = DefaultMaxWatchersPerUID
+	}
+	if cfg.MetricsTimeout == 0 {
+		cfg.MetricsTimeout = DefaultMetricsTimeout
+	}
+	if cfg.MetricsMaxConnections == 0 {
+		cfg.MetricsMaxConnections = DefaultMetricsMaxConnections
+	}
+	if cfg.MaxPendingPerUID == 0 {
+		cfg.MaxPendingPerUID = DefaultMaxPendingPerUID
+	}
+	if cfg.RequestReadTimeout == 0 {
+		cfg.RequestReadTimeout = DefaultRequestReadTimeout
+	}
 	if cfg.MaxConnections == 0 {
 		cfg.MaxConnections = DefaultMaxConnections
 	}
@@ -364,6 +473,10 @@ func (s *Server) SocketPath() string { return s.cfg.Socket }
 func (s *Server) MetricsAddr() net.Addr {
 	if s.metrics == nil {
 		return nil
+	}
+	if path, ok := strings.CutPrefix(s.cfg.MetricsAddress, unixPrefix); ok {
+		// The listener's address is the name the socket was created under.
+		return &net.UnixAddr{Name: path, Net: "unix"}
 	}
 	return s.metrics.Addr()
 }

@@ -9,7 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/podsapi/podsapi/service"
+	"github.com/podsapi/podsapi/guard"
 )
 
 // stallTicks is how many ticks of the reaper a write must stay blocked
@@ -105,7 +105,7 @@ func (g *stallGuard) tick() {
 			if err := http.NewResponseController(sw.ResponseWriter).SetWriteDeadline(time.Now().Add(-time.Second)); err == nil {
 				g.reset.Inc()
 				g.log.Warn("reset a stream whose client stopped reading",
-					append(peerAttrs(service.PeerFrom(sw.r.Context())), "path", sw.r.URL.Path, "blockedFor", g.timeout)...)
+					append(peerAttrs(guard.PeerFrom(sw.r.Context())), "path", sw.r.URL.Path, "blockedFor", g.timeout)...)
 			}
 		}
 		sw.mu.Unlock()
@@ -113,7 +113,7 @@ func (g *stallGuard) tick() {
 }
 
 // peerAttrs names a peer in logs.
-func peerAttrs(p *service.Peer) []any {
+func peerAttrs(p *guard.Peer) []any {
 	if p == nil || !p.Known {
 		return []any{"peer", "unknown"}
 	}

@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/podsapi/podsapi/errinfo"
 	podsv1alpha1 "github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1"
 	"github.com/podsapi/podsapi/internal/podstest"
 	"github.com/podsapi/podsapi/server"
@@ -184,7 +185,7 @@ func TestSlowWatcherDropped(t *testing.T) {
 			for {
 				ev, err := stalled.Recv()
 				if err != nil {
-					if codeOf(err) != connect.CodeResourceExhausted {
+					if codeOf(err) != connect.CodeResourceExhausted || reasonOf(err) != errinfo.FellBehind {
 						t.Fatalf("stalled watcher ended with %v, want ResourceExhausted", err)
 					}
 					m := regexp.MustCompile(`(\d+) events were lost`).FindStringSubmatch(messageOf(err))
@@ -243,7 +244,7 @@ func TestShutdown(t *testing.T) {
 			}
 			stop()
 			for i, w := range watches {
-				if _, err := w.Recv(); codeOf(err) != connect.CodeUnavailable {
+				if _, err := w.Recv(); codeOf(err) != connect.CodeUnavailable || reasonOf(err) != errinfo.ShuttingDown {
 					t.Fatalf("watch %d ended with %v, want Unavailable", i, err)
 				}
 			}

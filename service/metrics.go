@@ -22,7 +22,6 @@ type Metrics struct {
 	get      *prometheus.CounterVec
 	watch    *prometheus.CounterVec
 	dropped  prometheus.Counter
-	denied   prometheus.Counter
 	computes [numViews]prometheus.Counter
 	hits     [numViews]prometheus.Counter
 }
@@ -57,10 +56,6 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Number of watch events dropped because a client was not consuming its event stream quickly enough.",
 		}),
 	}
-	m.denied = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "podsapi_peer_denied_total",
-		Help: "Number of calls refused with PERMISSION_DENIED because the peer's uid and gids are not allowed (--allowed-uids, --allowed-gids).",
-	})
 	computes := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "podsapi_view_computes_total",
 		Help: "Number of shared views computed, by kind: mask (a pod version trimmed by a field mask), watch (a framed watch event) and list (a ListPods response of a store version and mask).",
@@ -69,7 +64,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Name: "podsapi_view_cache_hits_total",
 		Help: "Number of times a shared view was reused instead of computed, by kind.",
 	}, []string{"view"})
-	reg.MustRegister(m.requests, m.list, m.get, m.watch, m.dropped, m.denied, computes, hits)
+	reg.MustRegister(m.requests, m.list, m.get, m.watch, m.dropped, computes, hits)
 	for k, label := range viewLabels {
 		m.computes[k] = computes.WithLabelValues(label)
 		m.hits[k] = hits.WithLabelValues(label)
@@ -107,13 +102,6 @@ func (m *Metrics) observe(procedure string, err error) {
 func (m *Metrics) droppedEvents(lost int) {
 	if m != nil {
 		m.dropped.Add(float64(lost))
-	}
-}
-
-// peerDenied counts one call refused to a peer. m may be nil.
-func (m *Metrics) peerDenied() {
-	if m != nil {
-		m.denied.Inc()
 	}
 }
 

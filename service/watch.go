@@ -30,8 +30,8 @@ func (h *handler) watch(ctx context.Context, f framing, send func(ev []byte) err
 
 	// Events that are ready together go out with one flush: the snapshot,
 	// then whatever the queue holds each time the watch wakes up.
-	batch := batchFrom(ctx)
-	batch.hold()
+	batch := batcherFrom(ctx)
+	batch.Hold()
 	for _, p := range snapshot {
 		if err := h.check(ctx, w); err != nil {
 			return err
@@ -43,7 +43,7 @@ func (h *handler) watch(ctx context.Context, f framing, send func(ev []byte) err
 	if err := sendErr(ctx, send(f.synced)); err != nil {
 		return err
 	}
-	batch.release()
+	batch.Release()
 	var events []store.Event
 	for {
 		select {
@@ -57,7 +57,7 @@ func (h *handler) watch(ctx context.Context, f framing, send func(ev []byte) err
 			// Every event taken here was queued before any drop, so it is
 			// delivered: the events a drop loses are those still queued.
 			events = w.Take(events)
-			batch.hold()
+			batch.Hold()
 			for _, ev := range events {
 				if err := h.checkLive(ctx); err != nil {
 					return err
@@ -66,7 +66,7 @@ func (h *handler) watch(ctx context.Context, f framing, send func(ev []byte) err
 					return err
 				}
 			}
-			batch.release()
+			batch.Release()
 		}
 	}
 }

@@ -71,7 +71,7 @@ func Listen(path string, opts ...Option) (net.Listener, error) {
 	_, statErr := os.Stat(dir)
 	created := errors.Is(statErr, fs.ErrNotExist)
 	if err := os.MkdirAll(dir, DirMode); err != nil {
-		return nil, fmt.Errorf("create the socket directory (choose another path with --socket): %w", err)
+		return nil, fmt.Errorf("create the socket directory: %w", err)
 	}
 	if created && o.group >= 0 {
 		if err := os.Chown(dir, -1, o.group); err != nil {
@@ -90,7 +90,7 @@ func Listen(path string, opts ...Option) (net.Listener, error) {
 	// permissions.
 	tmp, err := os.MkdirTemp(dir, ".podsapi-")
 	if err != nil {
-		return nil, fmt.Errorf("create the socket (choose another path with --socket): %w", err)
+		return nil, fmt.Errorf("create the socket: %w", err)
 	}
 	defer os.RemoveAll(tmp)
 	tmpPath := filepath.Join(tmp, "s")
@@ -131,7 +131,7 @@ func removeStale(path string) error {
 		return fmt.Errorf("check %s: %w", path, err)
 	}
 	if info.Mode().Type() != fs.ModeSocket {
-		return fmt.Errorf("%s exists and is not a socket: refusing to replace it (choose another path with --socket)", path)
+		return fmt.Errorf("%s exists and is not a socket: refusing to replace it", path)
 	}
 	conn, err := net.DialTimeout("unix", path, probeTimeout)
 	if err == nil {

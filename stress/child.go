@@ -77,6 +77,8 @@ func runChild(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	stall := fs.Duration("write-stall-timeout", 0, "")
 	delay := fs.Duration("rate-limit-delay", 0, "")
 	padding := fs.Int("padding", 1024, "bytes of annotation per pod")
+	maxConns := fs.Int("max-connections", 0, "")
+	readTimeout := fs.Duration("request-read-timeout", 0, "")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -96,7 +98,7 @@ func runChild(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	st.MarkSynced()
 	srv, err := server.New(st, server.Config{
 		Socket: *sock, MetricsAddress: "127.0.0.1:0", QPS: *qps, Burst: *burst, WatchQueue: *queue,
-		WriteStallTimeout: *stall, RateLimitDelay: *delay, ShutdownTimeout: 5 * time.Second, Logger: logger, Registry: reg,
+		WriteStallTimeout: *stall, RateLimitDelay: *delay, MaxConnections: *maxConns, RequestReadTimeout: *readTimeout, ShutdownTimeout: 5 * time.Second, Logger: logger, Registry: reg,
 	})
 	if err != nil {
 		return err

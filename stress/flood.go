@@ -246,4 +246,16 @@ func (discardCodec) Marshal(m any) ([]byte, error) {
 	return proto.Marshal(msg)
 }
 
-func (discardCodec) Unmarshal([]byte, any) error { return nil }
+// Unmarshal leaves the Pods API's responses undecoded, and decodes any other
+// message: the google.rpc.Status of an error, whose details connect reads
+// with this codec.
+func (discardCodec) Unmarshal(b []byte, m any) error {
+	switch msg := m.(type) {
+	case *podsv1alpha1.PodListResponse, *podsv1alpha1.PodGetResponse:
+		return nil
+	case proto.Message:
+		return proto.Unmarshal(b, msg)
+	default:
+		return fmt.Errorf("not a protobuf message: %T", m)
+	}
+}

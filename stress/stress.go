@@ -53,6 +53,17 @@ type Options struct {
 	ChurnWorkers int
 	// Garbage: GarbageConns hostile connections.
 	GarbageConns int
+	// Lockout: for LockoutDuration, an attacker keeps Slowloris silent
+	// connections and HeldConns connections of HeldStreams streams whose
+	// request never comes (the server's --request-read-timeout is
+	// HeldTimeout), while a victim calls ListPods on a new connection every
+	// VictimInterval.
+	Slowloris       int
+	HeldConns       int
+	HeldStreams     int
+	HeldTimeout     time.Duration
+	LockoutDuration time.Duration
+	VictimInterval  time.Duration
 	// Log receives progress lines.
 	Log io.Writer
 }
@@ -62,7 +73,9 @@ func Defaults() Options {
 	return Options{
 		Duration: 30 * time.Second, FloodClients: 16, Watchers: 10, QPS: 100, Burst: 10, ChurnRate: 100,
 		Stalled: 100, Readers: 10, UpdateRate: 1000, StallDuration: 10 * time.Second, StallTimeout: 2 * time.Second,
-		Cycles: 10000, ChurnWorkers: 8, GarbageConns: 2000, Log: io.Discard,
+		Cycles: 10000, ChurnWorkers: 8, GarbageConns: 2000,
+		Slowloris: 200, HeldConns: 4, HeldStreams: 50, HeldTimeout: time.Second, LockoutDuration: 10 * time.Second, VictimInterval: 20 * time.Millisecond,
+		Log: io.Discard,
 	}
 }
 
@@ -104,15 +117,15 @@ func (r *Report) Print(w io.Writer) {
 	tw.Flush()
 }
 
-// Run runs the scenarios named in which (flood, stalled, churn, garbage; all
-// when empty) and returns the report; err is set when a scenario could not
+// Run runs the scenarios named in which (flood, stalled, churn, garbage,
+// lockout; all when empty) and returns the report; err is set when a scenario could not
 // run at all.
 func Run(ctx context.Context, o Options, which ...string) (*Report, error) {
 	rep := &Report{}
 	all := []struct {
 		name string
 		run  func(context.Context, Options, *Report) error
-	}{{"flood", flood}, {"stalled", stalled}, {"churn", churn}, {"garbage", garbage}}
+	}{{"flood", flood}, {"stalled", stalled}, {"churn", churn}, {"garbage", garbage}, {"lockout", lockout}}
 	for _, s := range all {
 		if len(which) > 0 && !contains(which, s.name) {
 			continue

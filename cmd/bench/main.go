@@ -11,7 +11,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/podsapi/podsapi/bench"
+	"github.com/podsapi/podsapi/internal/bench"
 )
 
 func main() {

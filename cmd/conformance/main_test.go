@@ -191,12 +191,12 @@ func TestWire(t *testing.T) {
 		code int
 		want string
 	}{
-		{testimpl.None, 0, "PASSED        GetPod/EmptyUIDNotFound"},
-		{testimpl.EmptyUIDInvalid, 1, "seen:     INVALID_ARGUMENT"},
+		{testimpl.None, 0, "PASSED        GetPod/UnknownUID"},
+		{testimpl.UnknownForMissing, 1, "seen:     UNKNOWN"},
 	} {
 		im := impl(t, tc.brk)
 		code, out := run(t, "--wire", "kubelet", "--endpoint", "unix://"+im.Socket, "--manifest-dir", im.ManifestDir,
-			"--features", features, "--run", "^GetPod/")
+			"--features", features, "--run", "^GetPod/(Pod|UnknownUID)$")
 		if code != tc.code || !strings.Contains(out, tc.want) || !strings.Contains(out, "checking v1alpha1.Pods") {
 			t.Errorf("%s: exit %d, want %d with %q", tc.brk, code, tc.code, tc.want)
 		}

@@ -1,11 +1,16 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -85,7 +90,12 @@ func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	defer w.Close()
 	p := printer.New(stdout, o.format, printer.WithNow(now))
-	f := filter{o: o, shown: make(map[types.UID]bool)}
+	f := filter{o: o, shown: make(map[types.UID]*corev1.Pod)}
+	// The snapshot is printed at the Synced event, sorted whatever the
+	// server's order (a kubelet's is not podsapi's), with what changed
+	// before the marker folded in (a kubelet may send such changes).
+	snapshot := make(map[types.UID]*corev1.Pod)
+	synced := false
 	for {
 		ev, err := w.Next()
 		if err != nil {
@@ -95,13 +105,44 @@ func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return fmt.Errorf("watch: %w", err)
 		}
 		ev, ok := f.event(ev)
-		if !ok {
+		switch {
+		case !ok:
 			continue
+		case !synced && ev.Type == client.Deleted:
+			delete(snapshot, ev.Pod.UID)
+			continue
+		case !synced && ev.Pod != nil:
+			snapshot[ev.Pod.UID] = ev.Pod
+			continue
+		case !synced && ev.Type == client.Synced:
+			synced = true
+			pods := slices.Collect(maps.Values(snapshot))
+			sortPods(pods)
+			for _, pod := range pods {
+				if err := p.PrintEvent(client.Event{Type: client.Added, Pod: pod}); err != nil {
+					return err
+				}
+			}
+			snapshot = nil
 		}
 		if err := p.PrintEvent(ev); err != nil {
 			return err
 		}
 	}
+}
+
+// sortPods sorts pods by namespace, name and UID, as podsapi lists them.
+func sortPods(pods []*corev1.Pod) {
+	slices.SortFunc(pods, func(a, b *corev1.Pod) int {
+		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name), cmp.Compare(a.UID, b.UID))
+	})
+}
+
+// identityOnly reports whether pod carries nothing but its namespace, name
+// and UID.
+func identityOnly(pod *corev1.Pod) bool {
+	id := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID}}
+	return equality.Semantic.DeepEqual(pod, id)
 }
 
 // matches reports whether pod passes --namespace and --selector.
@@ -114,10 +155,11 @@ func (o *options) matches(pod *corev1.Pod) bool {
 
 // filter applies --namespace and --selector to watch events, as the
 // Kubernetes API server does: a pod that starts matching is ADDED, one that
-// stops matching is DELETED.
+// stops matching is DELETED. It also gives DELETED events the last state
+// shown when they carry only the pod's identity, as a kubelet's do.
 type filter struct {
 	o     *options
-	shown map[types.UID]bool
+	shown map[types.UID]*corev1.Pod // the last state shown of each pod
 }
 
 // event returns the event to print for ev, if any.
@@ -126,13 +168,17 @@ func (f *filter) event(ev client.Event) (client.Event, bool) {
 		return ev, true
 	}
 	uid := ev.Pod.UID
-	was, is := f.shown[uid], f.o.matches(ev.Pod)
+	last, was := f.shown[uid]
+	is := f.o.matches(ev.Pod)
 	if ev.Type == client.Deleted {
 		delete(f.shown, uid)
+		if was && identityOnly(ev.Pod) {
+			ev.Pod = last
+		}
 		return ev, was
 	}
 	if is {
-		f.shown[uid] = true
+		f.shown[uid] = ev.Pod
 	} else {
 		delete(f.shown, uid)
 	}

@@ -34,10 +34,16 @@ func hint(err error) string {
 		return "rate limited, retry later"
 	case errors.Is(err, client.ErrFellBehind):
 		return "podsctl fell behind the server's events: watch again"
+	case errors.Is(err, client.ErrTooManyWatches):
+		return "the server's watches are all taken: close other watches, or retry later"
+	case errors.Is(err, client.ErrPermissionDenied):
+		return "the server does not allow your user: run podsctl as root, or ask for your UID or group to be allowed"
 	case errors.Is(err, client.ErrNotFound):
 		return "list the pods of this node with podsctl list"
 	case connect.CodeOf(err) == connect.CodeInvalidArgument:
-		return "field paths are Kubernetes JSON names, such as metadata.name,status.phase"
+		return "field paths are the fields of a pod, as in kubectl get pod -o json (metadata.name,status.phase)"
+	case connect.CodeOf(err) == connect.CodeUnimplemented:
+		return "the socket does not serve this API: try --wire auto, or --wire kubelet for a kubelet's socket"
 	case connect.CodeOf(err) == connect.CodeUnavailable:
 		return "is the server running? Choose its socket with --socket or PODSAPI_SOCKET"
 	}

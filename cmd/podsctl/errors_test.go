@@ -14,6 +14,7 @@ func TestServerErrors(t *testing.T) {
 	_, synced := startServer(t, server.Config{}, false, pods...)
 	_, unsynced := startServer(t, server.Config{}, true, pods...)
 	_, limited := startServer(t, server.Config{QPS: 0.001, Burst: 1}, false, pods...)
+	kubelet := startKubelet(t, pods...).Path()
 	if _, stderr, code := run(t, "list", "--socket", limited); code != 0 { // uses the only token
 		t.Fatal(stderr)
 	}
@@ -36,6 +37,11 @@ func TestServerErrors(t *testing.T) {
 		{"UnknownUID", []string{"get", "no-such-uid", "--socket", synced}, []string{`podsctl: get no-such-uid: NOT_FOUND: no pod with UID "no-such-uid"`}},
 		{"RateLimited", []string{"get", string(pods[0].UID), "--socket", limited}, []string{"RESOURCE_EXHAUSTED", "hint: rate limited, retry later"}},
 		{"BadFieldMask", []string{"list", "--fields", "status.nope", "--socket", synced}, []string{"INVALID_ARGUMENT", "status.nope"}},
+		{"MissingSocketKubeletWire", []string{"get", "x", "--wire", "kubelet", "--socket", missing}, []string{"UNAVAILABLE", "hint: is the server running?"}},
+		{"KubeletUnknownUID", []string{"get", "no-such-uid", "--socket", kubelet}, []string{`podsctl: get no-such-uid: NOT_FOUND: pod "no-such-uid" not found`, "hint: list the pods"}},
+		{"KubeletBadFieldMask", []string{"list", "--fields", "status.nope", "--socket", kubelet}, []string{"INVALID_ARGUMENT", "status.nope"}},
+		{"KubeletBadFieldMaskWatch", []string{"watch", "--fields", "metadata.labels.app", "--socket", kubelet}, []string{"INVALID_ARGUMENT", "metadata.labels"}},
+		{"PodsapiWireOnKubelet", []string{"list", "--wire", "podsapi", "--socket", kubelet}, []string{"UNIMPLEMENTED", "hint: the socket does not serve this API: try --wire auto"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -69,6 +75,7 @@ func TestUsageErrors(t *testing.T) {
 		{"ListArgument", []string{"list", "extra"}, 2, "list takes no arguments"},
 		{"GetNamespace", []string{"get", "a", "-n", "x"}, 2, "flag provided but not defined: -n"},
 		{"BadSocket", []string{"list", "--socket", "tcp://127.0.0.1:1"}, 2, "unix:// URL"},
+		{"BadWire", []string{"list", "--wire", "grpc"}, 2, `invalid value "grpc" for flag -wire: unknown wire "grpc": want auto, podsapi or kubelet`},
 		{"Help", []string{"list", "-h"}, 0, "Usage: podsctl list"},
 	}
 	for _, tt := range tests {

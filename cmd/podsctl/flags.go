@@ -25,6 +25,7 @@ type options struct {
 	output    string
 	namespace string
 	selector  string
+	wire      client.Wire
 
 	format   printer.Format
 	labels   labels.Selector
@@ -44,6 +45,7 @@ func parse(name, synopsis string, args []string, filter bool, stderr io.Writer) 
 		defSocket = client.DefaultSocket
 	}
 	fs.StringVar(&o.socket, "socket", defSocket, "the Pods API socket: a path or unix:///path (env "+socketEnv+")")
+	fs.Var(&o.wire, "wire", "the `service` the socket serves: auto (the default: detected with gRPC reflection),\npodsapi (kubelet.pods.v1alpha1.Pods) or kubelet (v1alpha1.Pods, a kubelet's own Pods API)")
 	fs.StringVar(&o.fields, "fields", "", "comma-separated field mask, such as metadata.name,status.phase (default: whole pods)")
 	fs.StringVar(&o.output, "o", "table", "output format: table, wide, json, yaml or name")
 	fs.StringVar(&o.output, "output", "table", "same as -o")
@@ -101,9 +103,9 @@ func (o *options) mask() client.CallOption {
 	return client.WithFields(slices.Compact(slices.Sorted(slices.Values(paths)))...)
 }
 
-// dial returns a client of the socket.
+// dial returns a client of the socket, speaking --wire.
 func (o *options) dial() (*client.Client, error) {
-	c, err := client.New(o.socket)
+	c, err := client.New(o.socket, client.WithWire(o.wire))
 	if err != nil {
 		return nil, usageError{err}
 	}

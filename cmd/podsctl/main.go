@@ -29,7 +29,9 @@ var now = time.Now
 // usage is the help of the command.
 const usage = `Usage: podsctl COMMAND [flags]
 
-Reads the pods of this node from the Kubelet Pods API.
+Reads the pods of this node from the Kubelet Pods API: podsapi's
+(kubelet.pods.v1alpha1.Pods), or the kubelet's own (v1alpha1.Pods), which
+--wire chooses; by default podsctl detects which one the socket serves.
 
 Commands:
   list        list the pods

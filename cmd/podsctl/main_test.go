@@ -4,17 +4,24 @@ import (
 	"bytes"
 	"context"
 	"flag"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"connectrpc.com/connect"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/podsapi/podsapi/gen/v1alpha1"
+	"github.com/podsapi/podsapi/gen/v1alpha1/v1alpha1connect"
 	"github.com/podsapi/podsapi/internal/podstest"
 	"github.com/podsapi/podsapi/server"
+	"github.com/podsapi/podsapi/source/sourcetest"
 	"github.com/podsapi/podsapi/store"
 )
 
@@ -133,9 +140,46 @@ func golden(t *testing.T, name, got string) {
 	}
 }
 
+// startKubelet serves pods with the kubelet's wire only, as a kubelet does,
+// and returns it.
+func startKubelet(t *testing.T, pods ...*corev1.Pod) *sourcetest.FakeKubelet {
+	t.Helper()
+	return sourcetest.NewFakeKubelet(t, podstest.SocketPath(t), pods...)
+}
+
+// wires are the servers and wires podsctl's outputs are checked against:
+// each must print the same.
+var wires = []struct {
+	name    string
+	kubelet bool     // whether the server is a kubelet rather than podsapi
+	args    []string // the --wire flag
+}{
+	{"Podsapi", false, nil},
+	{"PodsapiExplicit", false, []string{"--wire", "podsapi"}},
+	{"PodsapiKubeletWire", false, []string{"--wire", "kubelet"}},
+	{"Kubelet", true, nil},
+	{"KubeletExplicit", true, []string{"--wire=kubelet"}},
+}
+
 func TestListAndGetGolden(t *testing.T) {
-	pods := testPods()
-	_, socket := startServer(t, server.Config{QPS: -1}, false, pods...)
+	for _, wire := range wires {
+		t.Run(wire.name, func(t *testing.T) {
+			pods := testPods()
+			var socket string
+			if wire.kubelet {
+				socket = startKubelet(t, pods...).Path()
+			} else {
+				_, socket = startServer(t, server.Config{QPS: -1}, false, pods...)
+			}
+			testListAndGetGolden(t, pods, append([]string{"--socket", socket}, wire.args...))
+		})
+	}
+}
+
+// testListAndGetGolden checks the outputs of list and get, run with the
+// extra args, against the golden files.
+func testListAndGetGolden(t *testing.T, pods []*corev1.Pod, extra []string) {
+	t.Helper()
 	uid := string(pods[1].UID)
 	tests := []struct {
 		name   string
@@ -159,7 +203,7 @@ func TestListAndGetGolden(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			stdout, stderr, code := run(t, append(tt.args, "--socket", socket)...)
+			stdout, stderr, code := run(t, append(tt.args, extra...)...)
 			if code != 0 || stderr != "" {
 				t.Fatalf("exit %d, stderr %q", code, stderr)
 			}
@@ -219,45 +263,154 @@ func TestWatchGolden(t *testing.T) {
 		{"Name", []string{"-o", "name"}, "watch-name.txt"},
 		{"Selector", []string{"-l", "tier=web", "-o", "name"}, "watch-selector.txt"},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			pods := testPods()[:3]
-			st, socket := startServer(t, server.Config{}, false, pods...)
-			out := make(writes, 100)
-			var stderr bytes.Buffer
-			ctx, cancel := context.WithCancel(context.Background())
-			done := make(chan error, 1)
-			go func() { done <- Run(ctx, append([]string{"watch", "--socket", socket}, tt.args...), out, &stderr) }()
-			defer func() {
-				cancel()
-				select {
-				case err := <-done:
-					if err != nil {
-						t.Errorf("watch ended with %v after cancellation, want nil", err)
-					}
-				case <-time.After(testTimeout):
-					t.Error("watch did not end after cancellation")
-				}
-			}()
+	for _, wire := range wires {
+		for _, tt := range tests {
+			t.Run(wire.name+"/"+tt.name, func(t *testing.T) {
+				testWatchGolden(t, wire.kubelet, slices.Concat(wire.args, tt.args), tt.golden)
+			})
+		}
+	}
+}
 
-			var got strings.Builder
-			for !strings.Contains(got.String(), "SYNCED") {
-				got.WriteString(out.next(t))
+// testWatchGolden checks the output of watch, run with args, against the
+// golden file, on podsapi or on a kubelet.
+func testWatchGolden(t *testing.T, kubelet bool, args []string, goldenFile string) {
+	t.Helper()
+	pods := testPods()[:3]
+	var upsert func(*corev1.Pod)
+	var remove func(*corev1.Pod)
+	var socket string
+	if kubelet {
+		k := startKubelet(t, pods...)
+		socket, upsert, remove = k.Path(), k.Set, k.Remove
+	} else {
+		var st *store.Store
+		st, socket = startServer(t, server.Config{}, false, pods...)
+		upsert, remove = st.Upsert, func(p *corev1.Pod) { st.Delete(p.UID) }
+	}
+	out := make(writes, 100)
+	var stderr bytes.Buffer
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- Run(ctx, append([]string{"watch", "--socket", socket}, args...), out, &stderr) }()
+	defer func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("watch ended with %v after cancellation, want nil", err)
 			}
-			// A change, a pod leaving the selector, a deletion.
-			changed := pods[0].DeepCopy()
-			changed.ResourceVersion = "2"
-			changed.Status.ContainerStatuses[0].RestartCount = 1
-			st.Upsert(changed)
-			relabelled := pods[1].DeepCopy()
-			relabelled.ResourceVersion = "2"
-			relabelled.Labels["tier"] = "api"
-			st.Upsert(relabelled)
-			st.Delete(pods[2].UID)
-			for range 3 {
-				got.WriteString(out.next(t))
-			}
-			golden(t, tt.golden, got.String())
-		})
+		case <-time.After(testTimeout):
+			t.Error("watch did not end after cancellation")
+		}
+	}()
+
+	var got strings.Builder
+	for !strings.Contains(got.String(), "SYNCED") {
+		got.WriteString(out.next(t))
+	}
+	// A change, a pod leaving the selector, a deletion.
+	changed := pods[0].DeepCopy()
+	changed.ResourceVersion = "2"
+	changed.Status.ContainerStatuses[0].RestartCount = 1
+	upsert(changed)
+	relabelled := pods[1].DeepCopy()
+	relabelled.ResourceVersion = "2"
+	relabelled.Labels["tier"] = "api"
+	upsert(relabelled)
+	remove(pods[2])
+	for range 3 {
+		got.WriteString(out.next(t))
+	}
+	golden(t, goldenFile, got.String())
+}
+
+// scriptedKubelet is a kubelet's Pods service whose watches send events, as
+// they are, then wait for the client to leave.
+type scriptedKubelet struct {
+	v1alpha1connect.UnimplementedPodsHandler
+	events []*v1alpha1.WatchPodsEvent
+}
+
+func (k scriptedKubelet) WatchPods(ctx context.Context, _ *connect.Request[v1alpha1.WatchPodsRequest], stream *connect.ServerStream[v1alpha1.WatchPodsEvent]) error {
+	for _, ev := range k.events {
+		if err := stream.Send(ev); err != nil {
+			return err
+		}
+	}
+	<-ctx.Done()
+	return nil
+}
+
+// serveKubelet serves h as the kubelet's wire on a fresh socket until the
+// end of the test.
+func serveKubelet(t *testing.T, h v1alpha1connect.PodsHandler) string {
+	t.Helper()
+	path := podstest.SocketPath(t)
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle(v1alpha1connect.NewPodsHandler(h))
+	protocols := new(http.Protocols)
+	protocols.SetUnencryptedHTTP2(true)
+	srv := &http.Server{Handler: mux, Protocols: protocols, ReadHeaderTimeout: testTimeout}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = srv.Serve(l)
+	}()
+	t.Cleanup(func() {
+		srv.Close()
+		<-done
+	})
+	return path
+}
+
+// TestWatchChangesBeforeMarker checks that changes a kubelet sends before
+// its INITIAL_SYNC_COMPLETE (it may: its watcher registers before it reads
+// the snapshot) are folded into the snapshot podsctl prints.
+func TestWatchChangesBeforeMarker(t *testing.T) {
+	pods := testPods()
+	web1, orders := pods[0], pods[1]
+	changed := web1.DeepCopy()
+	changed.ResourceVersion = "2"
+	changed.Status.ContainerStatuses[1].RestartCount = 5
+	ev := func(typ v1alpha1.EventType, p *corev1.Pod) *v1alpha1.WatchPodsEvent {
+		raw, err := p.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &v1alpha1.WatchPodsEvent{Type: typ, Pod: raw}
+	}
+	socket := serveKubelet(t, scriptedKubelet{events: []*v1alpha1.WatchPodsEvent{
+		ev(v1alpha1.EventType_ADDED, orders),
+		ev(v1alpha1.EventType_ADDED, web1),
+		ev(v1alpha1.EventType_MODIFIED, changed),
+		ev(v1alpha1.EventType_ADDED, changed), // a duplicate
+		ev(v1alpha1.EventType_DELETED, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: orders.Namespace, Name: orders.Name, UID: orders.UID}}),
+		{Type: v1alpha1.EventType_INITIAL_SYNC_COMPLETE},
+	}})
+	out := make(writes, 100)
+	var stderr bytes.Buffer
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- Run(ctx, []string{"watch", "--socket", socket}, out, &stderr) }()
+	got := out.next(t)
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("watch ended with %v after cancellation, want nil", err)
+		}
+	case <-time.After(testTimeout):
+		t.Fatal("watch did not end after cancellation")
+	}
+	want := "EVENT      NAMESPACE   NAME    READY   STATUS    RESTARTS   AGE\n" +
+		"ADDED      default     web-1   2/2     Running   5          3d4h\n" +
+		"SYNCED\n"
+	if got != want {
+		t.Fatalf("podsctl watch printed\n%s\nwant\n%s", got, want)
 	}
 }

@@ -22,7 +22,9 @@ func runUntilServing(t *testing.T, sock string, args ...string) *grpc.ClientConn
 	ctx, cancel := context.WithCancel(context.Background())
 	var stderr syncBuffer
 	done := make(chan error, 1)
-	go func() { done <- Run(ctx, append(args, "--socket", sock, "--metrics-address", ""), &bytes.Buffer{}, &stderr) }()
+	go func() {
+		done <- Run(ctx, append(args, "--socket", sock, "--metrics-address", ""), &bytes.Buffer{}, &stderr)
+	}()
 	t.Cleanup(func() {
 		cancel()
 		select {

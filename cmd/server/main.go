@@ -1,5 +1,8 @@
-// Command podsapi-server serves the Kubelet Pods API on a UNIX socket, fed
-// by a directory of static pod manifests.
+// Command podsapi-server serves the Kubelet Pods API on a UNIX socket, in its
+// typed form and in the kubelet's own, fed by one pod source (--source): a
+// directory of static pod manifests, the kubelet's /pods endpoint, or the
+// kubelet's own Pods API socket. It only wires flags to the packages that do
+// the work (server, service, store, source/...).
 package main
 
 import (
@@ -12,6 +15,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
@@ -20,6 +24,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/podsapi/podsapi/internal/memlimit"
 	"github.com/podsapi/podsapi/server"
 	"github.com/podsapi/podsapi/service"
 	"github.com/podsapi/podsapi/socket"
@@ -32,6 +37,10 @@ func main() {
 	run, args := Run, os.Args[1:]
 	if len(args) > 0 && args[0] == "probe" {
 		run, args = Probe, args[1:]
+	} else if _, err := memlimit.Set(memlimit.DefaultFraction, memlimit.CgroupFile, memlimit.CgroupV1File); err != nil {
+		// The process's own limit, for the whole process: set here, not in
+		// Run, which tests call in one process.
+		fmt.Fprintln(os.Stderr, "podsapi-server: memory limit of the cgroup:", err)
 	}
 	if err := run(ctx, args, os.Stdout, os.Stderr); err != nil {
 		if !errors.Is(err, flag.ErrHelp) {
@@ -60,7 +69,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		sock       = fs.String("socket", socket.DefaultPath, "path of the UNIX socket to serve on")
 		dir        = fs.String("manifest-dir", "", "directory of static pod manifests to serve (required with --source=manifest)")
 		nodeName   = fs.String("node-name", hostname, "name of the node, set as spec.nodeName of the pods")
-		metrics    = fs.String("metrics-address", server.DefaultMetricsAddress, "TCP address of the Prometheus /metrics endpoint; empty disables it")
+		metrics    = fs.String("metrics-address", server.DefaultMetricsAddress, "TCP address of the Prometheus /metrics endpoint, or unix:PATH for a UNIX socket (mode 0600); empty disables it")
 		qps        = fs.Float64("qps", server.DefaultQPS, "requests per second allowed to ListPods and GetPod together; negative disables the limit")
 		burst      = fs.Int("burst", server.DefaultBurst, "burst of the ListPods and GetPod rate limit")
 		watchQueue = fs.Int("watch-queue", service.DefaultWatchQueue, "live events a watcher may have queued before it is dropped for falling behind")
@@ -82,6 +91,11 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		keepalive      = fs.Duration("keepalive-interval", server.DefaultKeepaliveInterval, "ping a connection silent for this long; negative disables pings")
 		keepaliveTO    = fs.Duration("keepalive-timeout", server.DefaultKeepaliveTimeout, "close a connection that does not answer a ping within this long")
 		kubeletWire    = fs.Bool("kubelet-wire", true, "also serve the kubelet's own Pods API (v1alpha1.Pods, pods as bytes) on the socket, for agents written against a kubelet")
+		metricsTO      = fs.Duration("metrics-timeout", server.DefaultMetricsTimeout, "bounds reading a scrape request and writing its answer; metrics connections idle this long are closed")
+		metricsConns   = fs.Int("metrics-max-connections", server.DefaultMetricsMaxConnections, "metrics connections open at once; a new one takes the slot of the oldest idle one, or is closed")
+		requestRead    = fs.Duration("request-read-timeout", server.DefaultRequestReadTimeout, "how long a call may take to send its request (reflection: its first message) before it ends DEADLINE_EXCEEDED; negative disables it")
+		pendingPerUID  = fs.Int("max-pending-per-uid", server.DefaultMaxPendingPerUID, "calls of one client UID that may wait for their request at once; more are refused RESOURCE_EXHAUSTED; negative disables the limit")
+		watchersPerUID = fs.Int("max-watchers-per-uid", server.DefaultMaxWatchersPerUID, "watches one client UID may hold open at once; beyond it WatchPods returns RESOURCE_EXHAUSTED; negative disables the share")
 		writeStall     = fs.Duration("write-stall-timeout", server.DefaultWriteStallTimeout, "reset a stream (close a connection) whose client has not read for this long while the server has data to write; negative disables it")
 	)
 	fs.Usage = func() {
@@ -89,7 +103,9 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			"       podsapi-server --source kubelet-http [--kubelet-url URL] [flags]\n"+
 			"       podsapi-server --source kubelet-grpc --source-socket PATH --socket OTHER_PATH [flags]\n"+
 			"       podsapi-server probe [--socket PATH] [--serving]\n\n"+
-			"Serves the Kubelet Pods API on a UNIX socket.\n\nFlags:\n")
+			"Serves the Kubelet Pods API on a UNIX socket.\n\n"+
+			"For every numeric flag, 0 means the default shown; a negative value turns the\n"+
+			"limit or timeout off where the flag says so, and is refused elsewhere.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -103,26 +119,22 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return usageError{fmt.Errorf("unexpected arguments: %q", fs.Args())}
 	case *nodeName == "":
 		return usageError{errors.New("--node-name is required: the host name is unknown")}
-	case *burst < 1:
-		return usageError{errors.New("--burst must be at least 1")}
-	case *watchQueue < 1:
-		return usageError{errors.New("--watch-queue must be at least 1")}
-	case *maxStreams < 1:
-		return usageError{errors.New("--max-streams must be at least 1")}
-	case *shutdown <= 0:
-		return usageError{errors.New("--shutdown-timeout must be positive")}
-	case *perClientQPS < 0:
-		return usageError{errors.New("--per-client-qps must not be negative")}
-	case *perClientBurst < 1:
-		return usageError{errors.New("--per-client-burst must be at least 1")}
-	case *maxWatchers == 0:
-		return usageError{errors.New("--max-watchers must not be 0 (negative disables the limit)")}
-	case *maxConns == 0:
-		return usageError{errors.New("--max-connections must not be 0 (negative disables the limit)")}
-	case *idleTimeout == 0 || *keepalive == 0 || *writeStall == 0 || *limitDelay == 0:
-		return usageError{errors.New("--idle-timeout, --keepalive-interval, --write-stall-timeout and --rate-limit-delay must not be 0 (negative disables them)")}
-	case *keepaliveTO <= 0:
-		return usageError{errors.New("--keepalive-timeout must be positive")}
+	}
+	// The zero rule (package source): 0 means the default; a negative value
+	// turns a limit off where that makes sense, and is a usage error where
+	// it does not.
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{
+		{"burst", float64(*burst)}, {"watch-queue", float64(*watchQueue)}, {"max-streams", float64(*maxStreams)},
+		{"per-client-qps", *perClientQPS}, {"per-client-burst", float64(*perClientBurst)},
+		{"metrics-max-connections", float64(*metricsConns)}, {"shutdown-timeout", float64(*shutdown)},
+		{"keepalive-timeout", float64(*keepaliveTO)}, {"metrics-timeout", float64(*metricsTO)},
+	} {
+		if f.v < 0 {
+			return usageError{fmt.Errorf("--%s must not be negative (0 means the default)", f.name)}
+		}
 	}
 	anyPeer := strings.TrimSpace(*allowedUIDs) == "*"
 	var uids, gids []uint32
@@ -186,23 +198,30 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		KeepaliveTimeout:  *keepaliveTO,
 		WriteStallTimeout: *writeStall,
 		NoKubeletWire:     !*kubeletWire,
+
+		MetricsTimeout:        *metricsTO,
+		MetricsMaxConnections: *metricsConns,
+		RequestReadTimeout:    *requestRead,
+		MaxWatchersPerUID:     *watchersPerUID,
+		MaxPendingPerUID:      *pendingPerUID,
 	})
 	if err != nil {
-		return err
+		// The libraries name no flags: say here which ones to change.
+		return fmt.Errorf("%w (choose another --socket or --metrics-address)", err)
 	}
 	logger.Info("serving the Pods API",
-		"socket", srv.SocketPath(), "metrics", addrString(srv.MetricsAddr()), "source", src.name, "node", *nodeName,
+		"socket", srv.SocketPath(), "metrics", addrString(srv.MetricsAddr()), "source", src.Name(), "node", *nodeName,
 		"qps", *qps, "burst", *burst, "watchQueue", *watchQueue,
 		"allowedUIDs", *allowedUIDs, "allowedGIDs", *allowedGIDs, "perClientQPS", *perClientQPS, "rateLimitDelay", *limitDelay,
-		"maxWatchers", *maxWatchers, "maxConnections", *maxConns)
+		"maxWatchers", *maxWatchers, "maxConnections", *maxConns, "goMemLimit", debug.SetMemoryLimit(-1))
 
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	srcDone := make(chan error, 1)
 	go func() {
-		err := src.run(ctx, st)
+		err := src.Run(ctx, st)
 		if err != nil {
-			cancel(fmt.Errorf("pod source %s: %w", src.name, err))
+			cancel(fmt.Errorf("pod source %s: %w", src.Name(), err))
 		}
 		srcDone <- err
 	}()

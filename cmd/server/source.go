@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -13,10 +12,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/podsapi/podsapi/internal/h2c"
+	"github.com/podsapi/podsapi/source"
 	"github.com/podsapi/podsapi/source/kubeletgrpc"
 	"github.com/podsapi/podsapi/source/kubelethttp"
 	"github.com/podsapi/podsapi/source/manifest"
-	"github.com/podsapi/podsapi/store"
 )
 
 // The values of --source.
@@ -95,8 +94,8 @@ func (f *sourceFlags) check(fs *flag.FlagSet, servingSocket string) error {
 			return errors.New("--manifest-dir is required")
 		}
 	case sourceKubeletHTTP:
-		if *f.pollInterval <= 0 {
-			return errors.New("--kubelet-poll-interval must be positive")
+		if *f.pollInterval < 0 {
+			return errors.New("--kubelet-poll-interval must not be negative (0 means the default)")
 		}
 		if (*f.clientCert == "") != (*f.clientKey == "") {
 			return errors.New("--kubelet-client-cert and --kubelet-client-key go together")
@@ -109,17 +108,11 @@ func (f *sourceFlags) check(fs *flag.FlagSet, servingSocket string) error {
 	return nil
 }
 
-// podSource is the chosen pod source, ready to run into the store.
-type podSource struct {
-	name string
-	run  func(ctx context.Context, st *store.Store) error
-}
-
 // newSource makes the pod source the flags choose.
-func (f *sourceFlags) newSource(nodeName string, logger *slog.Logger, reg prometheus.Registerer) podSource {
+func (f *sourceFlags) newSource(nodeName string, logger *slog.Logger, reg prometheus.Registerer) source.Source {
 	switch *f.kind {
 	case sourceKubeletHTTP:
-		s := kubelethttp.New(
+		return kubelethttp.New(
 			kubelethttp.WithURL(*f.kubeletURL),
 			kubelethttp.WithInterval(*f.pollInterval),
 			kubelethttp.WithTokenFile(*f.tokenFile),
@@ -129,12 +122,9 @@ func (f *sourceFlags) newSource(nodeName string, logger *slog.Logger, reg promet
 			kubelethttp.WithLogger(logger),
 			kubelethttp.WithRegisterer(reg),
 		)
-		return podSource{name: s.Name(), run: func(ctx context.Context, st *store.Store) error { return s.Run(ctx, st) }}
 	case sourceKubeletGRPC:
-		s := kubeletgrpc.New(kubeletgrpc.WithSocket(*f.sourceSocket), kubeletgrpc.WithLogger(logger), kubeletgrpc.WithRegisterer(reg))
-		return podSource{name: s.Name(), run: func(ctx context.Context, st *store.Store) error { return s.Run(ctx, st) }}
+		return kubeletgrpc.New(kubeletgrpc.WithSocket(*f.sourceSocket), kubeletgrpc.WithLogger(logger), kubeletgrpc.WithRegisterer(reg))
 	default:
-		s := manifest.New(f.manifestDir, nodeName, manifest.WithLogger(logger), manifest.WithRegisterer(reg))
-		return podSource{name: s.Name(), run: func(ctx context.Context, st *store.Store) error { return s.Run(ctx, st) }}
+		return manifest.New(f.manifestDir, nodeName, manifest.WithLogger(logger), manifest.WithRegisterer(reg))
 	}
 }

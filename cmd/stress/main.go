@@ -1,5 +1,5 @@
 // Command stress runs the server as a child process and attacks it over its
-// UNIX socket (flood, stalled watchers, connection churn, garbage), prints a
+// UNIX socket (flood, stalled watchers, connection churn, garbage, lockout), prints a
 // table of the checks and exits 1 when one is violated.
 package main
 
@@ -34,7 +34,13 @@ func main() {
 	fs.DurationVar(&o.StallTimeout, "write-stall-timeout", o.StallTimeout, "the server's --write-stall-timeout")
 	fs.IntVar(&o.Cycles, "cycles", o.Cycles, "connect/call/disconnect cycles")
 	fs.IntVar(&o.GarbageConns, "garbage", o.GarbageConns, "hostile connections")
-	only := fs.String("only", "", "comma-separated scenarios to run (flood, stalled, churn, garbage); all by default")
+	fs.IntVar(&o.Slowloris, "slowloris", o.Slowloris, "lockout: silent connections kept by the attacker")
+	fs.IntVar(&o.HeldConns, "held-conns", o.HeldConns, "lockout: connections of held streams")
+	fs.IntVar(&o.HeldStreams, "held-streams", o.HeldStreams, "lockout: held streams per connection")
+	fs.DurationVar(&o.HeldTimeout, "request-read-timeout", o.HeldTimeout, "lockout: the server's --request-read-timeout")
+	fs.DurationVar(&o.LockoutDuration, "lockout-duration", o.LockoutDuration, "lockout: how long the victim calls under attack")
+	fs.DurationVar(&o.VictimInterval, "victim-interval", o.VictimInterval, "lockout: time between the victim's calls")
+	only := fs.String("only", "", "comma-separated scenarios to run (flood, stalled, churn, garbage, lockout); all by default")
 	verbose := fs.Bool("v", false, "log progress to stderr")
 	fs.Parse(os.Args[1:])
 	if *verbose {

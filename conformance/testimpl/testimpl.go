@@ -1,10 +1,11 @@
 // Package testimpl runs in-process implementations of the Pods API for the
-// tests of the conformance suite: the reference implementation, or a copy
-// with one behaviour broken, so that the tests can check that the suite
-// catches it. Each serves both wires on its socket: the typed
-// kubelet.pods.v1alpha1.Pods and the kubelet's own v1alpha1.Pods, and a
-// break applies to whichever wire the suite judges. It is test support only:
-// the suite itself never uses it.
+// tests of the conformance suite: the server podsapi-server serves, built by
+// the same assembly (server.New), or that server with one fault planted
+// (package internal/faults, through server.Hooks), so that the tests can
+// check that the suite catches it. Both wires are served, the typed
+// kubelet.pods.v1alpha1.Pods and the kubelet's v1alpha1.Pods, and a fault
+// is planted in whichever the suite judges. It is test support only: the
+// suite itself never uses it.
 package testimpl
 
 import (
@@ -19,23 +20,17 @@ import (
 	"sync"
 	"time"
 
-	"connectrpc.com/connect"
-	"connectrpc.com/grpchealth"
-	"connectrpc.com/grpcreflect"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
 	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"google.golang.org/protobuf/proto"
-
-	corev1pb "github.com/podsapi/podsapi/gen/k8s.io/api/core/v1"
-	podsv1alpha1 "github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1"
-	"github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1/podsv1alpha1connect"
-	"github.com/podsapi/podsapi/gen/v1alpha1"
-	"github.com/podsapi/podsapi/gen/v1alpha1/v1alpha1connect"
-	"github.com/podsapi/podsapi/service"
+	"github.com/podsapi/podsapi/guard"
+	"github.com/podsapi/podsapi/internal/faults"
+	"github.com/podsapi/podsapi/server"
+	"github.com/podsapi/podsapi/source"
 	"github.com/podsapi/podsapi/source/manifest"
 	"github.com/podsapi/podsapi/store"
 )
@@ -66,7 +61,7 @@ const (
 	// then nothing more: the stream stays open, changes never come.
 	StalledWatch Break = "stalled-watch"
 	// NoAnswer accepts connections on the socket and never answers: no
-	// HTTP/2, no gRPC, the connections stay open until Stop.
+	// HTTP/2, no gRPC, the connections held until Stop.
 	NoAnswer Break = "no-answer"
 	// EmptyUIDInvalid answers GetPod of an empty UID with INVALID_ARGUMENT
 	// on the kubelet wire, where a kubelet answers NOT_FOUND (it looks the
@@ -97,24 +92,21 @@ type Impl struct {
 	MetricsURL  string
 	// QPS is the rate of the Impl's rate limit, read by Start: QPS by
 	// default, SlowQPS for RateLimitedWatches and SeparateBuckets.
-	QPS     float64
-	brk     Break
-	logger  *slog.Logger
-	reg     *prometheus.Registry
-	metrics *service.Metrics
-	mlis    net.Listener
-	msrv    *http.Server
+	QPS    float64
+	brk    Break
+	logger *slog.Logger
+	mlis   net.Listener
+	msrv   *http.Server
 
 	mu      sync.Mutex
 	running *instance
 }
 
+// instance is one run of the server, from Start to Stop.
 type instance struct {
-	srv      *http.Server
-	hold     *holder // NoAnswer: the connections held instead of srv
-	cancel   context.CancelFunc
-	shutdown chan struct{}
-	done     chan struct{}
+	reg    *prometheus.Registry
+	cancel context.CancelFunc
+	done   chan struct{}
 }
 
 // New returns a stopped Impl in a fresh temporary directory (removed by
@@ -128,20 +120,29 @@ func New(brk Break, log io.Writer) (*Impl, error) {
 		log = io.Discard
 	}
 	im := &Impl{Socket: filepath.Join(dir, "pods.sock"), ManifestDir: filepath.Join(dir, "manifests"), brk: brk, QPS: QPS,
-		logger: slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelWarn})), reg: prometheus.NewRegistry()}
+		logger: slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelWarn}))}
 	if brk == RateLimitedWatches || brk == SeparateBuckets {
 		im.QPS = SlowQPS
 	}
 	if err := os.Mkdir(im.ManifestDir, 0o755); err != nil {
 		return nil, err
 	}
-	im.metrics = service.NewMetrics(im.reg)
 	im.mlis, err = net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
+	// The metrics of the running instance, at one address across restarts.
+	gather := prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
+		im.mu.Lock()
+		inst := im.running
+		im.mu.Unlock()
+		if inst == nil {
+			return nil, nil
+		}
+		return inst.reg.Gather()
+	})
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(im.reg, promhttp.HandlerOpts{}))
+	mux.Handle("/metrics", promhttp.HandlerFor(gather, promhttp.HandlerOpts{}))
 	im.msrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go im.msrv.Serve(im.mlis)
 	im.MetricsURL = "http://" + im.mlis.Addr().String() + "/metrics"
@@ -160,7 +161,7 @@ func (im *Impl) Close() error {
 // release is closed: an implementation that answers before it synced then
 // answers with partial data.
 type gatedSink struct {
-	manifest.Sink
+	source.Sink
 	n       int
 	release chan struct{}
 	done    <-chan struct{}
@@ -187,7 +188,8 @@ func (g *gatedSink) MarkSynced() {
 	g.Sink.MarkSynced()
 }
 
-// Start starts serving.
+// Start starts serving: server.New on a fresh store fed by the manifest
+// source, with the Impl's fault planted through server.Hooks.
 func (im *Impl) Start(context.Context) error {
 	im.mu.Lock()
 	defer im.mu.Unlock()
@@ -196,83 +198,69 @@ func (im *Impl) Start(context.Context) error {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	st := store.New()
-	var sink manifest.Sink = st
-	ready := st.Synced
+	var sink source.Sink = st
 	release := make(chan struct{})
 	var releaseOnce sync.Once
 	served := func() { releaseOnce.Do(func() { close(release) }) }
-	if im.brk == UnsyncedAnswers {
+	pods := &faults.Pods{Served: served, WatchQueue: WatchQueue}
+	kubelet := &faults.Kubelet{Served: served, WatchQueue: WatchQueue}
+	cfg := server.Config{
+		Socket:         im.Socket,
+		QPS:            im.QPS,
+		Burst:          Burst,
+		WatchQueue:     WatchQueue,
+		RateLimitDelay: -1,
+		Logger:         im.logger,
+		Registry:       prometheus.NewRegistry(),
+		Hooks:          server.Hooks{Pods: pods.Hook(), Kubelet: kubelet.Hook()},
+	}
+	switch im.brk {
+	case UnsyncedAnswers:
 		sink = &gatedSink{Sink: st, release: release, done: ctx.Done()}
-		ready = func() bool { return true }
+		cfg.Hooks.Interceptors = faults.Without(guard.NameReadiness)
+	case IgnoreFieldMasks:
+		cfg.Hooks.Interceptors = faults.Without(server.InterceptorFieldMasks)
+	case NeverDrop:
+		cfg.WatchQueue = 100000
+	case UnknownForMissing:
+		pods.UnknownForMissing, kubelet.UnknownForMissing = true, true
+	case NoSyncMarker:
+		pods.NoSyncMarker, kubelet.NoSyncMarker = st, st
+	case RateLimitedWatches:
+		// One bucket for the watches of both wires, as for their unary
+		// calls.
+		pods.WatchLimiter = rate.NewLimiter(rate.Limit(im.QPS), Burst)
+		kubelet.WatchLimiter = pods.WatchLimiter
+	case SeparateBuckets:
+		cfg.QPS = -1
+		pods.ListLimiter, pods.GetLimiter = rate.NewLimiter(rate.Limit(im.QPS), Burst), rate.NewLimiter(rate.Limit(im.QPS), Burst)
+		kubelet.ListLimiter, kubelet.GetLimiter = pods.ListLimiter, pods.GetLimiter
+	case StalledWatch:
+		cfg.Hooks.Pods, cfg.Hooks.Kubelet = faults.Stalled(st, WatchQueue)
+	case EmptyUIDInvalid:
+		kubelet.EmptyUIDInvalid = true
 	}
-	src := manifest.New(im.ManifestDir, "node", manifest.WithLogger(im.logger), manifest.WithResyncInterval(0))
-	inst := &instance{cancel: cancel, shutdown: make(chan struct{}), done: make(chan struct{})}
-
-	queue := WatchQueue
-	if im.brk == NeverDrop {
-		queue = 100000
+	var serve func(context.Context)
+	if im.brk == NoAnswer {
+		h, err := holdSocket(im.Socket)
+		if err != nil {
+			cancel()
+			return err
+		}
+		serve = h.serve
+	} else {
+		srv, err := server.New(st, cfg)
+		if err != nil {
+			cancel()
+			return err
+		}
+		serve = func(ctx context.Context) { srv.Serve(ctx) }
 	}
-	limiter := rate.NewLimiter(rate.Limit(im.QPS), Burst)
-	handlers := service.NewHandlers(st, service.WithWatchQueue(queue), service.WithMetrics(im.metrics),
-		service.WithShutdown(inst.shutdown), service.WithLogger(im.logger))
-	f := faults{brk: im.brk, store: st, limiter: limiter, served: served}
-	guards := service.Guards{Metrics: im.metrics, Ready: ready, Limiter: limiter}
-	if im.brk == SeparateBuckets {
-		guards.Limiter = nil
-		f.listLimiter, f.getLimiter = rate.NewLimiter(rate.Limit(im.QPS), Burst), rate.NewLimiter(rate.Limit(im.QPS), Burst)
-	}
-	ints := service.Interceptors(guards)
-	if im.brk == IgnoreFieldMasks {
-		// The field mask interceptor is the last (see service.Interceptors).
-		ints = ints[:len(ints)-1]
-	}
-	services := []string{podsv1alpha1connect.PodsName, v1alpha1connect.PodsName}
-	health := grpchealth.NewStaticChecker(services...)
-	health.SetStatus("", grpchealth.StatusNotServing)
-	for _, name := range services {
-		health.SetStatus(name, grpchealth.StatusNotServing)
-	}
-	reflector := grpcreflect.NewStaticReflector(services...)
-	mux := http.NewServeMux()
-	mux.Handle(podsv1alpha1connect.NewPodsHandler(&broken{PodsHandler: handlers.Pods, faults: f}, connect.WithInterceptors(ints...)))
-	mux.Handle(v1alpha1connect.NewPodsHandler(&brokenKubelet{PodsHandler: handlers.Kubelet, faults: f}, connect.WithInterceptors(ints...)))
-	mux.Handle(grpchealth.NewHandler(health))
-	mux.Handle(grpcreflect.NewHandlerV1(reflector))
-	protocols := new(http.Protocols)
-	protocols.SetUnencryptedHTTP2(true)
-	protocols.SetHTTP1(true)
-	inst.srv = &http.Server{Handler: mux, Protocols: protocols, ReadHeaderTimeout: 10 * time.Second}
-
-	os.Remove(im.Socket)
-	l, err := net.Listen("unix", im.Socket)
-	if err != nil {
-		cancel()
-		return err
-	}
-	l.(*net.UnixListener).SetUnlinkOnClose(true)
-	if err := os.Chmod(im.Socket, 0o600); err != nil {
-		l.Close()
-		cancel()
-		return err
-	}
+	src := manifest.New(im.ManifestDir, "node", manifest.WithLogger(im.logger), manifest.WithResyncInterval(-1))
+	inst := &instance{reg: cfg.Registry, cancel: cancel, done: make(chan struct{})}
 	var wg sync.WaitGroup
 	wg.Go(func() { src.Run(ctx, sink) })
-	if im.brk == NoAnswer {
-		inst.hold = &holder{l: l}
-		wg.Go(inst.hold.serve)
-	} else {
-		wg.Go(func() { inst.srv.Serve(l) })
-	}
-	wg.Go(func() {
-		select {
-		case <-st.SyncedC():
-			health.SetStatus("", grpchealth.StatusServing)
-			for _, name := range services {
-				health.SetStatus(name, grpchealth.StatusServing)
-			}
-		case <-ctx.Done():
-		}
-	})
+	wg.Go(func() { serve(ctx) })
 	go func() {
 		wg.Wait()
 		close(inst.done)
@@ -290,225 +278,52 @@ func (im *Impl) Stop(ctx context.Context) error {
 	if inst == nil {
 		return nil
 	}
-	close(inst.shutdown)
-	sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	if inst.hold != nil {
-		inst.hold.close()
-	} else if err := inst.srv.Shutdown(sctx); err != nil {
-		inst.srv.Close()
-	}
 	inst.cancel()
-	<-inst.done
-	return nil
+	select {
+	case <-inst.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
-// holder accepts connections and holds them without a word: an
-// implementation that is there and never answers.
+// holder accepts connections on a socket and holds them without a word:
+// an implementation that is there and never answers.
 type holder struct {
 	l     net.Listener
 	mu    sync.Mutex
 	conns []net.Conn
 }
 
-func (h *holder) serve() {
+func holdSocket(path string) (*holder, error) {
+	os.Remove(path)
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, err
+	}
+	l.(*net.UnixListener).SetUnlinkOnClose(true)
+	return &holder{l: l}, nil
+}
+
+// serve holds the connections until ctx is done, then closes them and the
+// socket.
+func (h *holder) serve(ctx context.Context) {
+	go func() {
+		<-ctx.Done()
+		h.l.Close()
+	}()
 	for {
 		c, err := h.l.Accept()
 		if err != nil {
-			return
+			break
 		}
 		h.mu.Lock()
 		h.conns = append(h.conns, c)
 		h.mu.Unlock()
 	}
-}
-
-func (h *holder) close() {
-	h.l.Close()
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, c := range h.conns {
 		c.Close()
 	}
-}
-
-// faults holds the broken behaviours both wires share.
-type faults struct {
-	brk     Break
-	store   *store.Store
-	limiter *rate.Limiter
-	served  func()
-	// listLimiter and getLimiter are the separate buckets of
-	// SeparateBuckets.
-	listLimiter, getLimiter *rate.Limiter
-}
-
-var errRateLimited = connect.NewError(connect.CodeResourceExhausted, errors.New("rate limited"))
-
-// unary applies the faults of a ListPods (get false) or GetPod (get true)
-// before the call; it returns the error to answer instead, if any.
-func (f *faults) unary(get bool) error {
-	l := f.listLimiter
-	if get {
-		l = f.getLimiter
-	}
-	if l != nil && !l.Allow() {
-		return errRateLimited
-	}
-	return nil
-}
-
-// getErr applies the faults of GetPod to its error.
-func (f *faults) getErr(err error) error {
-	if f.brk == UnknownForMissing && connect.CodeOf(err) == connect.CodeNotFound {
-		return connect.NewError(connect.CodeUnknown, errors.New("no such pod"))
-	}
-	return err
-}
-
-// watch applies the faults of WatchPods. When it handles the watch itself
-// (handled true), send sends one event: the type and the pod (nil for the
-// sync marker).
-func (f *faults) watch(ctx context.Context, send func(t store.EventType, marker bool, p *store.Pod) error) (handled bool, err error) {
-	f.served()
-	switch f.brk {
-	case RateLimitedWatches:
-		if !f.limiter.Allow() {
-			return true, errRateLimited
-		}
-	case NoSyncMarker:
-		return true, f.watchFromStore(ctx, send, false, true)
-	case StalledWatch:
-		return true, f.watchFromStore(ctx, send, true, false)
-	}
-	return false, nil
-}
-
-// watchFromStore is a watch of the store that forgets the sync marker
-// unless marker, and the live events unless live (it then stays open,
-// silent, until the client leaves).
-func (f *faults) watchFromStore(ctx context.Context, send func(t store.EventType, marker bool, p *store.Pod) error, marker, live bool) error {
-	snapshot, w := f.store.Watch(WatchQueue, func(int) {})
-	defer w.Stop()
-	for _, p := range snapshot {
-		if err := send(store.Added, false, p); err != nil {
-			return err
-		}
-	}
-	if marker {
-		if err := send(0, true, nil); err != nil {
-			return err
-		}
-	}
-	if !live {
-		<-ctx.Done()
-		return ctx.Err()
-	}
-	for {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-w.Dropped():
-			return connect.NewError(connect.CodeResourceExhausted, errors.New("fell behind"))
-		case <-w.Ready():
-			for _, ev := range w.Take(nil) {
-				if err := send(ev.Type, false, ev.Pod); err != nil {
-					return err
-				}
-			}
-		}
-	}
-}
-
-// broken wraps the reference handler of the typed wire and breaks one
-// behaviour.
-type broken struct {
-	podsv1alpha1connect.PodsHandler
-	faults
-}
-
-func (b *broken) ListPods(ctx context.Context, req *connect.Request[podsv1alpha1.PodListRequest]) (*connect.Response[podsv1alpha1.PodListResponse], error) {
-	defer b.served()
-	if err := b.unary(false); err != nil {
-		return nil, err
-	}
-	return b.PodsHandler.ListPods(ctx, req)
-}
-
-func (b *broken) GetPod(ctx context.Context, req *connect.Request[podsv1alpha1.PodGetRequest]) (*connect.Response[podsv1alpha1.PodGetResponse], error) {
-	defer b.served()
-	if err := b.unary(true); err != nil {
-		return nil, err
-	}
-	resp, err := b.PodsHandler.GetPod(ctx, req)
-	return resp, b.getErr(err)
-}
-
-var typedEvents = map[store.EventType]podsv1alpha1.EventType{
-	store.Added: podsv1alpha1.EventType_EVENT_TYPE_ADDED, store.Modified: podsv1alpha1.EventType_EVENT_TYPE_MODIFIED, store.Deleted: podsv1alpha1.EventType_EVENT_TYPE_DELETED,
-}
-
-func (b *broken) WatchPods(ctx context.Context, req *connect.Request[podsv1alpha1.PodWatchRequest], stream *connect.ServerStream[podsv1alpha1.PodWatchResponse]) error {
-	handled, err := b.watch(ctx, func(t store.EventType, marker bool, p *store.Pod) error {
-		if marker {
-			return stream.Send(&podsv1alpha1.PodWatchResponse{Type: podsv1alpha1.EventType_EVENT_TYPE_INITIAL_SYNC_COMPLETE})
-		}
-		pod := new(corev1pb.Pod)
-		if err := proto.Unmarshal(p.Raw(), pod); err != nil {
-			return err
-		}
-		return stream.Send(&podsv1alpha1.PodWatchResponse{Type: typedEvents[t], Pod: pod})
-	})
-	if handled {
-		return err
-	}
-	return b.PodsHandler.WatchPods(ctx, req, stream)
-}
-
-// brokenKubelet wraps the reference handler of the kubelet wire and breaks
-// one behaviour. Unbroken, it answers GetPod of an empty UID with
-// NOT_FOUND, as a kubelet does.
-type brokenKubelet struct {
-	v1alpha1connect.PodsHandler
-	faults
-}
-
-func (b *brokenKubelet) ListPods(ctx context.Context, req *connect.Request[v1alpha1.ListPodsRequest]) (*connect.Response[v1alpha1.ListPodsResponse], error) {
-	defer b.served()
-	if err := b.unary(false); err != nil {
-		return nil, err
-	}
-	return b.PodsHandler.ListPods(ctx, req)
-}
-
-func (b *brokenKubelet) GetPod(ctx context.Context, req *connect.Request[v1alpha1.GetPodRequest]) (*connect.Response[v1alpha1.GetPodResponse], error) {
-	defer b.served()
-	if err := b.unary(true); err != nil {
-		return nil, err
-	}
-	if req.Msg.GetPodUID() == "" {
-		if b.brk == EmptyUIDInvalid {
-			return nil, connect.NewError(connect.CodeInvalidArgument, errors.New("podUID must not be empty"))
-		}
-		return nil, b.getErr(connect.NewError(connect.CodeNotFound, errors.New(`pod with UID "" not found`)))
-	}
-	resp, err := b.PodsHandler.GetPod(ctx, req)
-	return resp, b.getErr(err)
-}
-
-var kubeletEvents = map[store.EventType]v1alpha1.EventType{
-	store.Added: v1alpha1.EventType_ADDED, store.Modified: v1alpha1.EventType_MODIFIED, store.Deleted: v1alpha1.EventType_DELETED,
-}
-
-func (b *brokenKubelet) WatchPods(ctx context.Context, req *connect.Request[v1alpha1.WatchPodsRequest], stream *connect.ServerStream[v1alpha1.WatchPodsEvent]) error {
-	handled, err := b.watch(ctx, func(t store.EventType, marker bool, p *store.Pod) error {
-		if marker {
-			return stream.Send(&v1alpha1.WatchPodsEvent{Type: v1alpha1.EventType_INITIAL_SYNC_COMPLETE})
-		}
-		return stream.Send(&v1alpha1.WatchPodsEvent{Type: kubeletEvents[t], Pod: p.Raw()})
-	})
-	if handled {
-		return err
-	}
-	return b.PodsHandler.WatchPods(ctx, req, stream)
 }

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/podsapi/podsapi/source"
 )
 
 // DefaultSocket is the socket of the kubelet's Pods API when WithSocket is
@@ -28,21 +30,16 @@ const (
 type Option func(*options)
 
 type options struct {
+	source.Options
 	socket       string
-	logger       *slog.Logger
-	registerer   prometheus.Registerer
-	minBackoff   time.Duration
-	maxBackoff   time.Duration
 	readMaxBytes int
 	ping         time.Duration
 }
 
 func defaultOptions() options {
 	return options{
+		Options:      source.Options{Logger: slog.Default(), MinBackoff: DefaultMinBackoff, MaxBackoff: DefaultMaxBackoff},
 		socket:       DefaultSocket,
-		logger:       slog.Default(),
-		minBackoff:   DefaultMinBackoff,
-		maxBackoff:   DefaultMaxBackoff,
 		readMaxBytes: DefaultReadMaxBytes,
 		ping:         DefaultPingInterval,
 	}
@@ -58,11 +55,7 @@ func WithSocket(path string) Option {
 // at the time New is called. A nil logger keeps the default. Every record
 // carries the attribute source=Name().
 func WithLogger(logger *slog.Logger) Option {
-	return func(o *options) {
-		if logger != nil {
-			o.logger = logger
-		}
-	}
+	return func(o *options) { o.SetLogger(logger) }
 }
 
 // WithRegisterer registers the metrics of the Source,
@@ -71,7 +64,7 @@ func WithLogger(logger *slog.Logger) Option {
 // to register no metrics. Sources of every kind may share one registerer:
 // they then share the metrics, told apart by their source label.
 func WithRegisterer(reg prometheus.Registerer) Option {
-	return func(o *options) { o.registerer = reg }
+	return func(o *options) { o.Registerer = reg }
 }
 
 // WithBackoff sets the first and the longest wait before reconnecting after
@@ -81,15 +74,7 @@ func WithRegisterer(reg prometheus.Registerer) Option {
 // DefaultMinBackoff and DefaultMaxBackoff. Non-positive values keep the
 // defaults; maxWait is raised to minWait if smaller.
 func WithBackoff(minWait, maxWait time.Duration) Option {
-	return func(o *options) {
-		if minWait > 0 {
-			o.minBackoff = minWait
-		}
-		if maxWait > 0 {
-			o.maxBackoff = maxWait
-		}
-		o.maxBackoff = max(o.maxBackoff, o.minBackoff)
-	}
+	return func(o *options) { o.SetBackoff(minWait, maxWait) }
 }
 
 // WithReadMaxBytes sets the size of the largest WatchPods event the Source

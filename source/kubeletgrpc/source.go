@@ -37,13 +37,13 @@ func New(opts ...Option) *Source {
 	}
 	s := &Source{
 		socket:     h2c.SocketPath(o.socket),
-		metrics:    newMetrics(o.registerer),
-		minBackoff: o.minBackoff,
-		maxBackoff: o.maxBackoff,
+		metrics:    newMetrics(o.Registerer),
+		minBackoff: o.MinBackoff,
+		maxBackoff: o.MaxBackoff,
 		readMax:    o.readMaxBytes,
 		ping:       o.ping,
 	}
-	s.log = o.logger.With("source", s.Name())
+	s.log = o.Logger.With("source", s.Name())
 	return s
 }
 

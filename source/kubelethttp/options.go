@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/podsapi/podsapi/source"
 )
 
 // The defaults of the options.
@@ -27,29 +29,24 @@ const (
 type Option func(*options)
 
 type options struct {
+	source.Options
 	url                string
 	interval           time.Duration
 	timeout            time.Duration
-	minBackoff         time.Duration
-	maxBackoff         time.Duration
 	maxBody            int64
 	tokenFile          string
 	caFile             string
 	insecureSkipVerify bool
 	certFile, keyFile  string
-	logger             *slog.Logger
-	registerer         prometheus.Registerer
 }
 
 func defaultOptions() options {
 	return options{
-		url:        DefaultURL,
-		interval:   DefaultInterval,
-		timeout:    DefaultRequestTimeout,
-		minBackoff: DefaultMinBackoff,
-		maxBackoff: DefaultMaxBackoff,
-		maxBody:    DefaultMaxBodyBytes,
-		logger:     slog.Default(),
+		Options:  source.Options{Logger: slog.Default(), MinBackoff: DefaultMinBackoff, MaxBackoff: DefaultMaxBackoff},
+		url:      DefaultURL,
+		interval: DefaultInterval,
+		timeout:  DefaultRequestTimeout,
+		maxBody:  DefaultMaxBodyBytes,
 	}
 }
 
@@ -86,15 +83,7 @@ func WithRequestTimeout(d time.Duration) Option {
 // DefaultMinBackoff (1s) and DefaultMaxBackoff (1m). Non-positive values
 // keep the defaults; maxWait is raised to minWait if smaller.
 func WithBackoff(minWait, maxWait time.Duration) Option {
-	return func(o *options) {
-		if minWait > 0 {
-			o.minBackoff = minWait
-		}
-		if maxWait > 0 {
-			o.maxBackoff = maxWait
-		}
-		o.maxBackoff = max(o.maxBackoff, o.minBackoff)
-	}
+	return func(o *options) { o.SetBackoff(minWait, maxWait) }
 }
 
 // WithMaxBodyBytes sets the size of the largest response body accepted; a
@@ -141,11 +130,7 @@ func WithClientCert(certFile, keyFile string) Option {
 // at the time New is called. A nil logger keeps the default. Every record
 // carries the attribute source=Name().
 func WithLogger(logger *slog.Logger) Option {
-	return func(o *options) {
-		if logger != nil {
-			o.logger = logger
-		}
-	}
+	return func(o *options) { o.SetLogger(logger) }
 }
 
 // WithRegisterer registers the metrics of the Source,
@@ -154,5 +139,5 @@ func WithLogger(logger *slog.Logger) Option {
 // to register no metrics. Sources of every kind may share one registerer:
 // they then share the metrics, told apart by their source label.
 func WithRegisterer(reg prometheus.Registerer) Option {
-	return func(o *options) { o.registerer = reg }
+	return func(o *options) { o.Registerer = reg }
 }

@@ -27,8 +27,8 @@ func New(opts ...Option) *Source {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	s := &Source{options: o, metrics: newMetrics(o.registerer)}
-	s.log = o.logger.With("source", s.Name())
+	s := &Source{options: o, metrics: newMetrics(o.Registerer)}
+	s.log = o.Logger.With("source", s.Name())
 	return s
 }
 
@@ -66,7 +66,7 @@ func (s *Source) Run(ctx context.Context, sink Sink) error {
 	}
 
 	st := newState(s, sink)
-	bo := retry.NewBackoff(s.minBackoff, s.maxBackoff)
+	bo := retry.NewBackoff(s.MinBackoff, s.MaxBackoff)
 	for {
 		pods, perr := s.fetch(ctx, client)
 		if ctx.Err() != nil {

@@ -100,7 +100,7 @@ func start(t *testing.T, dir string, opts ...manifest.Option) *harness {
 	src := manifest.New(dir, testNode, append([]manifest.Option{
 		manifest.WithLogger(testLogger(t)),
 		manifest.WithRegisterer(h.reg),
-		manifest.WithResyncInterval(0),
+		manifest.WithResyncInterval(-1),
 	}, opts...)...)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

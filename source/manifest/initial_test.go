@@ -151,7 +151,7 @@ func TestMarkSyncedAfterInitialUpserts(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- manifest.New(dir, testNode, manifest.WithLogger(testLogger(t)), manifest.WithResyncInterval(0)).Run(ctx, rec)
+		done <- manifest.New(dir, testNode, manifest.WithLogger(testLogger(t)), manifest.WithResyncInterval(-1)).Run(ctx, rec)
 	}()
 	h := &harness{t: t, dir: dir, rec: rec, pods: make(map[types.UID]*corev1.Pod)}
 	var got []string

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/podsapi/podsapi/source"
 )
 
 // DefaultResyncInterval is the interval of the periodic full rescan when
@@ -15,15 +17,14 @@ const DefaultResyncInterval = time.Minute
 type Option func(*options)
 
 type options struct {
-	logger     *slog.Logger
-	registerer prometheus.Registerer
-	resync     time.Duration
+	source.Options
+	resync time.Duration
 }
 
 func defaultOptions() options {
 	return options{
-		logger: slog.Default(),
-		resync: DefaultResyncInterval,
+		Options: source.Options{Logger: slog.Default()},
+		resync:  DefaultResyncInterval,
 	}
 }
 
@@ -31,11 +32,7 @@ func defaultOptions() options {
 // at the time New is called. A nil logger keeps the default. Every record
 // carries the attribute source=Name().
 func WithLogger(logger *slog.Logger) Option {
-	return func(o *options) {
-		if logger != nil {
-			o.logger = logger
-		}
-	}
+	return func(o *options) { o.SetLogger(logger) }
 }
 
 // WithRegisterer registers the metrics of the Source, the counter
@@ -44,16 +41,23 @@ func WithLogger(logger *slog.Logger) Option {
 //
 // Several Sources may share one registerer: they then share the counter.
 func WithRegisterer(reg prometheus.Registerer) Option {
-	return func(o *options) { o.registerer = reg }
+	return func(o *options) { o.Registerer = reg }
 }
 
 // WithResyncInterval sets the interval of the periodic full rescan of the
 // directory, a safety net against missed file system events; the rescan
 // sends the sink only what differs from the state it already has. The
-// default is DefaultResyncInterval (one minute). A zero or negative
-// interval disables the periodic rescan; the Source then also does not
-// retry watching a directory that disappeared (see the package
+// default is DefaultResyncInterval (one minute), which zero keeps. A
+// negative interval disables the periodic rescan; the Source then also does
+// not retry watching a directory that disappeared (see the package
 // documentation).
 func WithResyncInterval(d time.Duration) Option {
-	return func(o *options) { o.resync = max(d, 0) }
+	return func(o *options) {
+		switch {
+		case d < 0:
+			o.resync = 0
+		case d > 0:
+			o.resync = d
+		}
+	}
 }

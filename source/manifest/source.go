@@ -35,9 +35,9 @@ func New(dir, nodeName string, opts ...Option) *Source {
 		dir:      filepath.Clean(dir),
 		nodeName: nodeName,
 		resync:   o.resync,
-		metrics:  newMetrics(o.registerer),
+		metrics:  newMetrics(o.Registerer),
 	}
-	s.log = o.logger.With("source", s.Name())
+	s.log = o.Logger.With("source", s.Name())
 	return s
 }
 

@@ -7,9 +7,10 @@
 
 // Package v1alpha1 is the wire contract of the Pods API that Kubernetes
 // kubelets serve themselves (feature gate PodsAPI, KEP-4188) on
-// /var/lib/kubelet/pods-api/pods-api.sock. podsapi consumes it as a pod
-// source (--source=kubelet-grpc); it is not the API podsapi serves, which is
-// kubelet.pods.v1alpha1 in proto/kubelet/pods/v1alpha1/pods.proto.
+// /var/lib/kubelet/pods-api/pods-api.sock. podsapi serves it too, beside its
+// typed API (kubelet.pods.v1alpha1 in proto/kubelet/pods/v1alpha1/pods.proto)
+// on the same socket, so that agents written against a kubelet work
+// unchanged; and it consumes it as a pod source (--source=kubelet-grpc).
 //
 // The names, numbers and shapes are fixed by the upstream definition,
 // k8s.io/kubelet/pkg/apis/pods/v1alpha1/api.proto, and must not change: the

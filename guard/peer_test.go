@@ -1,4 +1,4 @@
-package service
+package guard
 
 import (
 	"context"
@@ -13,7 +13,7 @@ func unaryChain(g Guards) connect.UnaryFunc {
 	next := connect.UnaryFunc(func(context.Context, connect.AnyRequest) (connect.AnyResponse, error) {
 		return nil, nil
 	})
-	is := Interceptors(g)
+	is := Chain(g)
 	for i := len(is) - 1; i >= 0; i-- {
 		next = is[i].WrapUnary(next)
 	}

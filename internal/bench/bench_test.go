@@ -29,10 +29,13 @@ func TestRunTiny(t *testing.T) {
 	args := []string{
 		"--pods", "3,5", "--concurrency", "1,2", "--duration", "50ms", "--min-requests", "2",
 		"--watchers", "2", "--watch-pods", "3", "--churn", "50", "--watch-duration", "300ms",
-		"--idle-pods", "3", "--idle-watchers", "2", "--decode-time", "1ms", "--timeout", "60s",
+		"--idle-pods", "3", "--idle-watchers", "2", "--decode-time", "1ms", "--timeout", "150s",
+		"--paced-rate", "50", "--paced-duration", "100ms", "--storm-watchers", "3", "--storm-pods", "3",
 		"--json", filepath.Join(dir, "r.json"), "--svg", filepath.Join(dir, "p.svg"), "--md", filepath.Join(dir, "b.md"),
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	// Generous bounds: the harness starts a dozen child processes, which
+	// takes a while on a busy machine.
+	ctx, cancel := context.WithTimeout(context.Background(), 180*time.Second)
 	defer cancel()
 	if err := Run(ctx, args, &out, &errs); err != nil {
 		t.Fatalf("Run: %v\n%s", err, errs.String())
@@ -52,6 +55,7 @@ func TestRunTiny(t *testing.T) {
 		{"list", ImplOurs, 3}, {"list-masked", ImplOurs, 5}, {"get", ImplOurs, 3},
 		{"list", ImplBaselineA, 5}, {"list-masked", ImplBaselineA, 3}, {"get", ImplBaselineA, 5},
 		{"list", ImplBaselineB, 3}, {"empty", ImplFloorRPC, 0}, {"raw:list", ImplFloorRaw, 5},
+		{"kubelet:list", ImplOurs, 3}, {"kubelet:get", ImplOurs, 5},
 	} {
 		r := res.row(want.op, want.impl, want.pods, 2)
 		if r == nil || r.Requests < 2 || r.MedianUs <= 0 {
@@ -61,6 +65,16 @@ func TestRunTiny(t *testing.T) {
 	full, masked, a := res.row("list", ImplOurs, 3, 1), res.row("list-masked", ImplOurs, 3, 1), res.row("list", ImplBaselineA, 3, 1)
 	if full.Bytes != a.Bytes || masked.Bytes*5 > full.Bytes {
 		t.Errorf("bytes per list: ours %v, A %v, masked %v", full.Bytes, a.Bytes, masked.Bytes)
+	}
+	for _, op := range []string{"paced:list", "paced:list-masked", "paced:get"} {
+		for _, impl := range []string{ImplOurs, ImplBaselineA} {
+			if r := res.row(op, impl, 5, 1); r == nil || r.Requests < 2 {
+				t.Errorf("no paced measurement of %s %s: %+v", impl, op, r)
+			}
+		}
+	}
+	if len(res.Storms) != 2 || res.Storms[0].SyncP99Ms <= 0 {
+		t.Errorf("sync storms: %+v, want one of ours and one of A", res.Storms)
 	}
 	if len(res.Watch) != 2 {
 		t.Fatalf("%d watch results, want 2", len(res.Watch))

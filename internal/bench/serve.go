@@ -58,7 +58,11 @@ const (
 	methodList  = "/kubelet.pods.v1alpha1.Pods/ListPods"
 	methodGet   = "/kubelet.pods.v1alpha1.Pods/GetPod"
 	methodWatch = "/kubelet.pods.v1alpha1.Pods/WatchPods"
-	methodEmpty = "/bench.v1.Floor/Empty"
+	// The kubelet's own wire of the same API, served by ours beside the
+	// typed one; its requests are encoded as the typed ones.
+	methodKubeletList = "/v1alpha1.Pods/ListPods"
+	methodKubeletGet  = "/v1alpha1.Pods/GetPod"
+	methodEmpty       = "/bench.v1.Floor/Empty"
 )
 
 // serveConfig configures one benchmark server.

@@ -366,8 +366,10 @@ type loadResult struct {
 }
 
 // load runs k closed-loop clients for d (at least minCount requests in all,
-// at most maxCount, and never longer than 4 d plus one request).
-func load(ctx context.Context, c *child, f clientFactory, k int, d time.Duration, minCount, maxCount int) (loadResult, error) {
+// at most maxCount, and never longer than 4 d plus one request). With pace
+// set, the clients start one request every pace, as agents call, instead of
+// back to back: a request that takes longer than pace delays the next.
+func load(ctx context.Context, c *child, f clientFactory, k int, d time.Duration, minCount, maxCount int, pace time.Duration) (loadResult, error) {
 	var r loadResult
 	callers, closeFn, err := f(k)
 	if err != nil {
@@ -410,6 +412,12 @@ func load(ctx context.Context, c *child, f clientFactory, k int, d time.Duration
 				}
 				count++
 				mu.Unlock()
+				if pace > 0 {
+					select {
+					case <-ctx.Done():
+					case <-time.After(time.Until(start.Add(time.Duration(n) * pace))):
+					}
+				}
 				t := time.Now()
 				got, err := callers[i](ctx)
 				mine = append(mine, time.Since(t))

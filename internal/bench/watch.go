@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -105,6 +106,7 @@ type watchResult struct {
 // watcherState is the client side of one watch.
 type watcherState struct {
 	synced   atomic.Bool
+	syncedAt atomic.Int64 // UnixNano of INITIAL_SYNC_COMPLETE
 	received atomic.Int64
 	err      atomic.Pointer[error]
 	mu       sync.Mutex
@@ -186,6 +188,7 @@ func runWatcher(ctx context.Context, conn *grpc.ClientConn, mask string, w *watc
 		now := time.Now()
 		switch varintField(msg, 2) {
 		case 4: // INITIAL_SYNC_COMPLETE
+			w.syncedAt.Store(now.UnixNano())
 			w.synced.Store(true)
 			synced()
 		case 2: // MODIFIED
@@ -397,3 +400,49 @@ func runIdle(ctx context.Context, o childOptions, impl string, pods, watchers in
 }
 
 var errSkipped = errors.New("skipped")
+
+// stormResult is one sync storm: watchers starting at once on a large node.
+type stormResult struct {
+	Impl       string  `json:"impl"`
+	Pods       int     `json:"pods"`
+	Watchers   int     `json:"watchers"`
+	SyncP50Ms  float64 `json:"syncP50Ms"`
+	SyncP99Ms  float64 `json:"syncP99Ms"`
+	SyncMaxMs  float64 `json:"syncMaxMs"`
+	CPUSeconds float64 `json:"serverCpuSeconds"`
+}
+
+// runStorm starts watchers watches at once, one connection each, on a
+// server with pods pods and no churn, and times each to its
+// INITIAL_SYNC_COMPLETE.
+func runStorm(ctx context.Context, o childOptions, impl string, pods, watchers int) (stormResult, error) {
+	r := stormResult{Impl: impl, Pods: pods, Watchers: watchers}
+	c, err := startChild(ctx, o, impl, pods)
+	if err != nil {
+		return r, err
+	}
+	defer c.stop()
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	cpu0, _ := procCPU(c.pid())
+	t0 := time.Now()
+	ws, closeAll, err := openWatchers(wctx, c.socket, watchers, 1, 120*time.Second)
+	if closeAll != nil {
+		defer closeAll()
+	}
+	if err != nil {
+		return r, err
+	}
+	cpu1, _ := procCPU(c.pid())
+	times := make([]time.Duration, len(ws))
+	for i, w := range ws {
+		times[i] = time.Unix(0, w.syncedAt.Load()).Sub(t0)
+	}
+	slices.Sort(times)
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	r.SyncP50Ms = ms(times[len(times)/2])
+	r.SyncP99Ms = ms(times[min(len(times)-1, len(times)*99/100)])
+	r.SyncMaxMs = ms(times[len(times)-1])
+	r.CPUSeconds = (cpu1 - cpu0).Seconds()
+	return r, nil
+}

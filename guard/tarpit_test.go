@@ -1,11 +1,11 @@
-package service_test
+package guard_test
 
 import (
 	"context"
 	"testing"
 	"time"
 
-	"github.com/podsapi/podsapi/service"
+	"github.com/podsapi/podsapi/guard"
 )
 
 func TestNewTarpitOff(t *testing.T) {
@@ -20,7 +20,7 @@ func TestNewTarpitOff(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tp := service.NewTarpit(tt.delay, tt.capacity)
+			tp := guard.NewTarpit(tt.delay, tt.capacity)
 			if tp != nil {
 				t.Fatalf("NewTarpit(%v, %d) = %+v, want nil (no delay)", tt.delay, tt.capacity, tp)
 			}
@@ -36,7 +36,7 @@ func TestNewTarpitOff(t *testing.T) {
 // an hour: the next refusal is answered at once, and the held one is
 // released when its call ends.
 func TestTarpitCapacity(t *testing.T) {
-	tp := service.NewTarpit(time.Hour, 1)
+	tp := guard.NewTarpit(time.Hour, 1)
 	held, release := context.WithCancel(context.Background())
 	defer release()
 	done := make(chan struct{})
@@ -66,7 +66,7 @@ func TestTarpitCapacity(t *testing.T) {
 // TestTarpitDeadline: with a deadline shorter than the delay, Wait returns
 // by half of what is left of it, so that the refusal reaches the client.
 func TestTarpitDeadline(t *testing.T) {
-	tp := service.NewTarpit(time.Hour, 1)
+	tp := guard.NewTarpit(time.Hour, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	waitReturns(t, tp, ctx, "a Tarpit with a 2s deadline and a 1h delay")
@@ -76,7 +76,7 @@ func TestTarpitDeadline(t *testing.T) {
 }
 
 // waitReturns fails unless tp.Wait(ctx) returns within 15 s.
-func waitReturns(t *testing.T, tp *service.Tarpit, ctx context.Context, what string) {
+func waitReturns(t *testing.T, tp *guard.Tarpit, ctx context.Context, what string) {
 	t.Helper()
 	done := make(chan struct{})
 	go func() {

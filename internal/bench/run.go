@@ -39,6 +39,15 @@ type Options struct {
 	IdlePods      int
 	IdleWatchers  int
 	DecodeTime    time.Duration
+	// PacedRate is the call rate of the paced measurements (calls per
+	// second, one client); 0 skips them.
+	PacedRate float64
+	// PacedDuration is the duration of each paced measurement.
+	PacedDuration time.Duration
+	// StormWatchers watchers start at once on StormPods pods in the sync
+	// storm measurement; 0 skips it.
+	StormWatchers int
+	StormPods     int
 	Timeout       time.Duration
 	JSON          string
 	SVG           string
@@ -91,6 +100,10 @@ func parseFlags(args []string, stderr io.Writer) (Options, error) {
 	fs.IntVar(&o.IdlePods, "idle-pods", 1000, "pods of the idle-watcher memory measurement")
 	fs.IntVar(&o.IdleWatchers, "idle-watchers", 1000, "idle watchers of the memory measurement (0 skips it)")
 	fs.DurationVar(&o.DecodeTime, "decode-time", time.Second, "duration of each in-process micro-benchmark")
+	fs.Float64Var(&o.PacedRate, "paced-rate", 90, "calls per second of the paced measurements, as agents call (0 skips them)")
+	fs.DurationVar(&o.PacedDuration, "paced-duration", 3*time.Second, "duration of each paced measurement")
+	fs.IntVar(&o.StormWatchers, "storm-watchers", 100, "watchers starting at once in the sync storm measurement (0 skips it)")
+	fs.IntVar(&o.StormPods, "storm-pods", 1000, "pods of the sync storm measurement")
 	fs.DurationVar(&o.Timeout, "timeout", 15*time.Minute, "bound of the whole run")
 	fs.StringVar(&o.JSON, "json", "", "write the results as JSON to this file")
 	fs.StringVar(&o.SVG, "svg", "", "draw ListPods latency versus pod count to this SVG file")
@@ -116,6 +129,8 @@ func parseFlags(args []string, stderr io.Writer) (Options, error) {
 		def("idle-pods", func() { o.IdlePods = 110 })
 		def("idle-watchers", func() { o.IdleWatchers = 200 })
 		def("decode-time", func() { o.DecodeTime = 200 * time.Millisecond })
+		def("paced-duration", func() { o.PacedDuration = time.Second })
+		def("storm-pods", func() { o.StormPods = 110 })
 		def("timeout", func() { o.Timeout = 3 * time.Minute })
 	}
 	var err error
@@ -169,6 +184,7 @@ type Results struct {
 	Seconds float64       `json:"seconds"`
 	Rows    []Row         `json:"rows"`
 	Watch   []watchResult `json:"watch"`
+	Storms  []stormResult `json:"storms"`
 	Idle    *idleResult   `json:"idle,omitempty"`
 	Micro   []microResult `json:"micro"`
 	Targets []Target      `json:"targets"`
@@ -242,7 +258,7 @@ func runBench(ctx context.Context, o Options, stdout, stderr io.Writer) error {
 			if ctx.Err() != nil {
 				return
 			}
-			r, err := load(ctx, c, f, k, o.Duration, o.MinRequests, 1_000_000)
+			r, err := load(ctx, c, f, k, o.Duration, o.MinRequests, 1_000_000, 0)
 			if err != nil {
 				fail(fmt.Sprintf("%s %s %d pods k=%d", c.impl, op, pods, k), err)
 				continue
@@ -271,9 +287,55 @@ func runBench(ctx context.Context, o Options, stdout, stderr io.Writer) error {
 				measure(c, "list-masked", n, grpcUnary(c.socket, methodList, ListMask, nil))
 				measure(c, "get", n, grpcUnary(c.socket, methodGet, "", getRequest(n)))
 			}
+			if impl == ImplOurs {
+				// The same calls on the kubelet's wire, which must cost
+				// no more than the typed one.
+				measure(c, "kubelet:list", n, grpcUnary(c.socket, methodKubeletList, "", nil))
+				measure(c, "kubelet:list-masked", n, grpcUnary(c.socket, methodKubeletList, ListMask, nil))
+				measure(c, "kubelet:get", n, grpcUnary(c.socket, methodKubeletGet, "", getRequest(n)))
+			}
 			c.stop()
 		}
 	}
+	// Paced: one client calling PacedRate times a second, as agents call,
+	// which shows the per-call cost that back-to-back calls hide.
+	if o.PacedRate > 0 {
+		pace := time.Duration(float64(time.Second) / o.PacedRate)
+		minCount := max(o.MinRequests, int(o.PacedDuration.Seconds()*o.PacedRate/2))
+		for _, n := range o.Pods {
+			for _, impl := range []string{ImplOurs, ImplBaselineA} {
+				if ctx.Err() != nil {
+					break
+				}
+				c, err := startChild(ctx, co, impl, n)
+				if err != nil {
+					fail(fmt.Sprintf("start %s %d pods", impl, n), err)
+					continue
+				}
+				for _, m := range []struct {
+					op     string
+					method string
+					mask   string
+					req    []byte
+				}{
+					{"paced:list", methodList, "", nil},
+					{"paced:list-masked", methodList, ListMask, nil},
+					{"paced:get", methodGet, "", getRequest(n)},
+				} {
+					r, err := load(ctx, c, grpcUnary(c.socket, m.method, m.mask, m.req), 1, o.PacedDuration, minCount, 1_000_000, pace)
+					if err != nil {
+						fail(fmt.Sprintf("%s %s %d pods", impl, m.op, n), err)
+						continue
+					}
+					res.Rows = append(res.Rows, Row{Op: m.op, Impl: impl, Pods: n, K: 1, loadResult: r})
+					logf("%-9s %-17s pods=%-5d %g/s  median %9.1fµs  p99 %9.1fµs  %9.0f B  cpu %8.1fµs/req",
+						impl, m.op, n, o.PacedRate, r.MedianUs, r.P99Us, r.Bytes, r.CPUUs)
+				}
+				c.stop()
+			}
+		}
+	}
+
 	// Floors: an empty RPC on our transport, and the same bytes as each of
 	// our responses over a plain socket.
 	if c, err := startChild(ctx, co, ImplFloorRPC, 0); err != nil {
@@ -286,8 +348,8 @@ func runBench(ctx context.Context, o Options, stdout, stderr io.Writer) error {
 		fail("start floor-raw", err)
 	} else {
 		for _, r := range slices.Clone(res.Rows) {
-			if r.Impl != ImplOurs || r.K != o.Concurrency[0] {
-				continue
+			if r.Impl != ImplOurs || r.K != o.Concurrency[0] || strings.HasPrefix(r.Op, "kubelet:") || strings.HasPrefix(r.Op, "paced:") {
+				continue // the same bytes as the typed, closed-loop rows
 			}
 			size := int(r.Bytes)
 			measure(c, "raw:"+r.Op, r.Pods, rawFloor(c.socket, size))
@@ -310,6 +372,23 @@ func runBench(ctx context.Context, o Options, stdout, stderr io.Writer) error {
 			res.Watch = append(res.Watch, r)
 			logf("watch %s %d watchers: %d updates, %d/%d events, lost %d (%d by reading watchers, %d dropped), delay p50 %.0fµs p99 %.0fµs, cpu %.2f cores, %.1fµs/event, encodes/update %.2f, view computes/update %.2f",
 				impl, w, r.Updates, r.Received, r.Expected, r.Lost, r.LostByReading, r.Dropped, r.DelayMedianUs, r.DelayP99Us, r.CPUCores, r.CPUUsPerEvent, r.EncodesPerUpd, r.ComputesPerUpd)
+		}
+	}
+
+	// A sync storm: watchers starting at once on a large node, each timed to
+	// its INITIAL_SYNC_COMPLETE.
+	if o.StormWatchers > 0 {
+		for _, impl := range []string{ImplOurs, ImplBaselineA} {
+			if ctx.Err() != nil {
+				break
+			}
+			r, err := runStorm(ctx, co, impl, o.StormPods, o.StormWatchers)
+			if err != nil {
+				fail(fmt.Sprintf("storm %s", impl), err)
+				continue
+			}
+			res.Storms = append(res.Storms, r)
+			logf("storm %s: %d watchers on %d pods: sync p50 %.0fms p99 %.0fms, server CPU %.2fs", impl, r.Watchers, r.Pods, r.SyncP50Ms, r.SyncP99Ms, r.CPUSeconds)
 		}
 	}
 

@@ -30,12 +30,14 @@ func (r *Results) row(op, impl string, pods, k int) *Row {
 }
 
 // baselines returns the rows a row is compared with: A, B and the floor.
+// A call on the kubelet's wire is compared with the same baselines as the
+// typed call.
 func (r *Results) baselines(x *Row) (a, b, floor *Row) {
-	switch x.Op {
+	switch op := strings.TrimPrefix(x.Op, "kubelet:"); op {
 	case "list", "list-masked":
-		a = r.row(x.Op, ImplBaselineA, x.Pods, x.K)
+		a = r.row(op, ImplBaselineA, x.Pods, x.K)
 		b = r.row("list", ImplBaselineB, x.Pods, x.K)
-		floor = r.row("raw:"+x.Op, ImplFloorRaw, x.Pods, x.K)
+		floor = r.row("raw:"+op, ImplFloorRaw, x.Pods, x.K)
 	case "get":
 		a = r.row("get", ImplBaselineA, x.Pods, x.K)
 		floor = r.row("empty", ImplFloorRPC, 0, x.K)
@@ -82,8 +84,9 @@ func requestTable(r *Results) string {
 	var sb strings.Builder
 	sb.WriteString("| op | pods | k | impl | median | p99 | bytes/resp | server CPU/req | allocs/req | RSS | median ×A | ×B | ×floor | p99 ×A | CPU ×A | ×B | ×floor | allocs ×A |\n")
 	sb.WriteString("|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
-	rows := slices.Clone(r.Rows)
-	order := map[string]int{"list": 0, "list-masked": 1, "get": 2, "empty": 3, "raw:list": 4, "raw:list-masked": 5, "raw:get": 6}
+	rows := slices.DeleteFunc(slices.Clone(r.Rows), func(x Row) bool { return strings.HasPrefix(x.Op, "paced:") })
+	order := map[string]int{"list": 0, "kubelet:list": 1, "list-masked": 2, "kubelet:list-masked": 3, "get": 4, "kubelet:get": 5,
+		"empty": 6, "raw:list": 7, "raw:list-masked": 8, "raw:get": 9}
 	implOrder := map[string]int{ImplOurs: 0, ImplBaselineA: 1, ImplBaselineB: 2, ImplFloorRaw: 3, ImplFloorRPC: 4}
 	slices.SortStableFunc(rows, func(a, b Row) int {
 		if a.Op != b.Op {
@@ -117,6 +120,47 @@ func requestTable(r *Results) string {
 		fmt.Fprintf(&sb, "| %s | %s | %d | %s | %s | %s | %s | %s | %.0f | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
 			x.Op, pods, x.K, x.Impl, fmtUs(x.MedianUs), fmtUs(x.P99Us), fmtBytes(x.Bytes), fmtUs(x.CPUUs), x.Allocs,
 			fmtBytes(float64(x.RSSBytes)), rA, rB, rF, pA, cA, cB, cF, aA)
+	}
+	return sb.String()
+}
+
+// pacedTable shows the paced measurements: one client calling at a fixed
+// rate, ours against baseline A.
+func pacedTable(r *Results) string {
+	var sb strings.Builder
+	sb.WriteString("| op | pods | impl | median | p99 | bytes/resp | server CPU/req | allocs/req | median ×A | p99 ×A | CPU ×A |\n")
+	sb.WriteString("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, x := range r.Rows {
+		if !strings.HasPrefix(x.Op, "paced:") {
+			continue
+		}
+		rA, pA, cA := "", "", ""
+		if x.Impl == ImplOurs {
+			a := r.row(x.Op, ImplBaselineA, x.Pods, 1)
+			rA, pA, cA = ratio(x.MedianUs, a, med), ratio(x.P99Us, a, p99), ratio(x.CPUUs, a, cpu)
+		}
+		fmt.Fprintf(&sb, "| %s | %d | %s | %s | %s | %s | %s | %.0f | %s | %s | %s |\n",
+			strings.TrimPrefix(x.Op, "paced:"), x.Pods, x.Impl, fmtUs(x.MedianUs), fmtUs(x.P99Us), fmtBytes(x.Bytes), fmtUs(x.CPUUs), x.Allocs, rA, pA, cA)
+	}
+	return sb.String()
+}
+
+// stormTable shows the sync storms.
+func stormTable(r *Results) string {
+	var sb strings.Builder
+	sb.WriteString("| impl | pods | watchers | sync p50 | p99 | max | server CPU | p99 ×A |\n|---|---:|---:|---:|---:|---:|---:|---:|\n")
+	var a *stormResult
+	for i := range r.Storms {
+		if r.Storms[i].Impl == ImplBaselineA {
+			a = &r.Storms[i]
+		}
+	}
+	for _, x := range r.Storms {
+		rA := ""
+		if x.Impl == ImplOurs && a != nil && a.SyncP99Ms > 0 {
+			rA = fmt.Sprintf("%.3g", x.SyncP99Ms/a.SyncP99Ms)
+		}
+		fmt.Fprintf(&sb, "| %s | %d | %d | %.0f ms | %.0f ms | %.0f ms | %.2f s | %s |\n", x.Impl, x.Pods, x.Watchers, x.SyncP50Ms, x.SyncP99Ms, x.SyncMaxMs, x.CPUSeconds, rA)
 	}
 	return sb.String()
 }
@@ -199,7 +243,9 @@ func targetTable(r *Results) string {
 // writeTable prints the results.
 func writeTable(w io.Writer, r *Results) {
 	fmt.Fprintf(w, "\n## ListPods / GetPod (closed loop; ×A, ×B, ×floor = ours ÷ baseline, below 1 is better)\n\n%s", requestTable(r))
+	fmt.Fprintf(w, "\n## Paced (one client, %g calls/s)\n\n%s", r.Options.PacedRate, pacedTable(r))
 	fmt.Fprintf(w, "\n## WatchPods\n\n%s", watchTable(r))
+	fmt.Fprintf(w, "\n## Sync storm\n\n%s", stormTable(r))
 	fmt.Fprintf(w, "\n## Idle watchers\n\n%s", idleText(r))
 	fmt.Fprintf(w, "\n## Micro-benchmarks\n\n%s", microTable(r))
 	fmt.Fprintf(w, "\n## Targets\n\n%s", targetTable(r))
@@ -264,6 +310,34 @@ func evaluate(r *Results) []Target {
 	g := r.row("get", ImplOurs, 110, k)
 	e := r.row("empty", ImplFloorRPC, 0, k)
 	add("GetPod: median ÷ empty RPC", val(g, med)/val(e, med), "<=", 1.5, "")
+	kl := r.row("kubelet:list", ImplOurs, 110, k)
+	add("ListPods 110 full, kubelet wire: median ÷ typed wire", val(kl, med)/val(ours, med), "<=", 1.1, "the same cached bytes; 10% for noise")
+	add("ListPods 110 full, kubelet wire: server CPU ÷ typed wire", val(kl, cpu)/val(ours, cpu), "<=", 1.1, "")
+	kg := r.row("kubelet:get", ImplOurs, 110, k)
+	add("GetPod, kubelet wire: server CPU ÷ typed wire", val(kg, cpu)/val(g, cpu), "<=", 1.1, "a GetPod's median is too short to compare on a busy machine")
+
+	// Issue 15: paced calls against baseline A, which stands in for the
+	// upstream kubelet.
+	pl, pa := r.row("paced:list", ImplOurs, 110, 1), r.row("paced:list", ImplBaselineA, 110, 1)
+	add("paced ListPods 110: median ÷ A", val(pl, med)/val(pa, med), "<=", 0.25, "")
+	add("paced ListPods 110: server CPU ÷ A", val(pl, cpu)/val(pa, cpu), "<=", 0.2, "")
+	pm := r.row("paced:list-masked", ImplOurs, 110, 1)
+	add("paced masked ListPods 110: median ÷ A's full list", val(pm, med)/val(pa, med), "<=", 0.1, "")
+	pg, pga := r.row("paced:get", ImplOurs, 110, 1), r.row("paced:get", ImplBaselineA, 110, 1)
+	add("paced GetPod: median ÷ A", val(pg, med)/val(pga, med), "<=", 0.8, "")
+	add("paced GetPod: server CPU ÷ A", val(pg, cpu)/val(pga, cpu), "<=", 0.8, "")
+	pl1k, pa1k := r.row("paced:list", ImplOurs, 1000, 1), r.row("paced:list", ImplBaselineA, 1000, 1)
+	add("paced ListPods 1000: median ÷ A", val(pl1k, med)/val(pa1k, med), "<=", 0.15, "")
+	stormOurs, stormA := math.NaN(), math.NaN()
+	for _, x := range r.Storms {
+		switch x.Impl {
+		case ImplOurs:
+			stormOurs = x.SyncP99Ms
+		case ImplBaselineA:
+			stormA = x.SyncP99Ms
+		}
+	}
+	add(fmt.Sprintf("sync storm (%d watchers, %d pods): time to sync p99 ÷ A", r.Options.StormWatchers, r.Options.StormPods), stormOurs/stormA, "<=", 0.25, "")
 
 	var w *watchResult
 	for i := range r.Watch {
@@ -424,7 +498,7 @@ are noisy and only the ratios are meant to be compared across runs.
 `+"```sh"+`
 make bench         # go run ./cmd/bench --json bench-results.json --svg docs/bench-list-latency.svg --md docs/benchmarks.md
 make bench-quick   # the same with --quick (under a minute; smaller sizes, shorter measurements)
-go test -run '^$' -bench ListPods -benchmem ./bench/   # in-process ours vs baseline A on a real socket
+go test -run '^$' -bench ListPods -benchmem ./internal/bench/   # in-process ours vs baseline A on a real socket
 `+"```"+`
 
 Profiles of every server child: add `+"`--cpuprofile DIR`"+`, then `+"`go tool pprof DIR/ours-110-1.pprof`"+`.
@@ -471,7 +545,20 @@ after a drain of up to 10 s.
 The floor of a list is floor-raw with the same bytes; the floor of GetPod is the empty RPC.
 
 %s
+### Paced calls (issue 15)
+
+One client calls at %g calls/s, as agents call (sporadically, not back to back), for %v per measurement:
+this shows the per-call cost of waking the server that closed-loop calls hide. Where that cost goes is in
+[profile.md](profile.md).
+
+%s
 ### WatchPods
+
+%s
+### Sync storm
+
+%d watchers start at once, one connection each, on %d pods without churn; each is timed from the start to its
+INITIAL_SYNC_COMPLETE.
 
 %s
 ### Idle watchers
@@ -480,12 +567,13 @@ The floor of a list is floor-raw with the same bytes; the floor of GetPod is the
 ### Micro-benchmarks (client decode and response building, in process)
 
 %s
-## Targets (issue 4)
+## Targets (issues 4, 11 and 15)
 
 %s`, r.Options.Command, r.Started.Format("2006-01-02 15:04 MST"), r.Seconds,
 		r.Machine.CPU, r.Machine.NProc, r.Machine.GoVersion, r.Machine.OS,
 		o.Duration, o.MinRequests, o.WatchPods, o.Churn, o.WatchDuration,
-		requestTable(r), watchTable(r), idleText(r), microTable(r), targetTable(r))
+		requestTable(r), o.PacedRate, o.PacedDuration, pacedTable(r), watchTable(r), o.StormWatchers, o.StormPods, stormTable(r),
+		idleText(r), microTable(r), targetTable(r))
 	if len(r.Errors) > 0 {
 		fmt.Fprintf(&sb, "\nErrors:\n\n- %s\n", strings.Join(r.Errors, "\n- "))
 	}

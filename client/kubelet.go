@@ -1,0 +1,168 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"slices"
+
+	"connectrpc.com/connect"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// The calls of the kubelet's wire, v1alpha1.Pods. They send the field mask
+// header too (podsapi honours it on this wire; a kubelet ignores it), and
+// apply the mask themselves to what they receive.
+
+// listKubelet is List on the kubelet's wire. A kubelet lists its pods in no
+// particular order: they are sorted here, as podsapi sorts them, by their
+// identity, which the mask sent therefore includes (podsapi applies it on
+// this wire too).
+func (c *Client) listKubelet(ctx context.Context, o callOptions) ([]*corev1.Pod, error) {
+	dec, err := newPodDecoder(o, false)
+	if err != nil {
+		return nil, err
+	}
+	if dec.mask != nil {
+		withIdentity, err := dec.mask.Union(identityPaths...)
+		if err != nil {
+			return nil, errFieldMask(err)
+		}
+		o = callOptions{fields: withIdentity.Paths()}
+	}
+	res, err := c.rawList.CallUnary(ctx, newRequest(&emptyRequest{}, o))
+	if err != nil {
+		return nil, wrapError(err, false)
+	}
+	// Sorted by the whole pods' identities, which a mask may leave out.
+	type entry struct {
+		id  podIdentity
+		raw []byte
+	}
+	entries := make([]entry, len(res.Msg.pods))
+	for i, raw := range res.Msg.pods {
+		id, err := identityOf(raw)
+		if err != nil {
+			return nil, err
+		}
+		entries[i] = entry{id, raw}
+	}
+	slices.SortStableFunc(entries, func(a, b entry) int { return a.id.compare(b.id) })
+	pods := make([]*corev1.Pod, 0, len(entries))
+	for _, e := range entries {
+		pod, err := dec.decode(e.raw)
+		if err != nil {
+			return nil, err
+		}
+		pods = append(pods, pod)
+	}
+	return pods, nil
+}
+
+// getKubelet is Get on the kubelet's wire.
+func (c *Client) getKubelet(ctx context.Context, uid types.UID, o callOptions) (*corev1.Pod, error) {
+	dec, err := newPodDecoder(o, false)
+	if err != nil {
+		return nil, err
+	}
+	res, err := c.rawGet.CallUnary(ctx, newRequest(&getRequest{uid: string(uid)}, o))
+	if err != nil {
+		return nil, wrapError(err, false)
+	}
+	return dec.decode(res.Msg.pod)
+}
+
+// watchKubelet opens the stream of Watch on the kubelet's wire.
+func (c *Client) watchKubelet(ctx context.Context, o callOptions) (eventStream, error) {
+	dec, err := newPodDecoder(o, true)
+	if err != nil {
+		return nil, err
+	}
+	stream, err := c.rawWatch.CallServerStream(ctx, newRequest(&emptyRequest{}, o))
+	if err != nil {
+		return nil, wrapError(err, true)
+	}
+	s := &rawEventStream{stream: stream, dec: dec}
+	if dec.mask != nil {
+		s.views = make(map[string][]byte)
+	}
+	return s, nil
+}
+
+// rawEventStream is the stream of a watch on the kubelet's wire.
+type rawEventStream struct {
+	stream *connect.ServerStreamForClient[rawWatchEvent]
+	dec    *podDecoder
+	// views holds the masked encoding of every pod by UID, when there is a
+	// mask: a Modified event that leaves it unchanged is skipped, as podsapi
+	// skips it.
+	views map[string][]byte
+}
+
+func (s *rawEventStream) receive() (Event, error) {
+	for {
+		if !s.stream.Receive() {
+			return Event{}, streamError(s.stream.Err())
+		}
+		msg := s.stream.Msg()
+		typ, err := eventType(msg.typ)
+		if err != nil {
+			return Event{}, err
+		}
+		if typ == Synced {
+			return Event{Type: Synced}, nil
+		}
+		if len(msg.pod) == 0 {
+			return Event{}, fmt.Errorf("client: watch event of type %d without a pod", msg.typ)
+		}
+		view, err := s.dec.project(msg.pod)
+		if err != nil {
+			return Event{}, err
+		}
+		if s.views != nil {
+			if skip, err := s.unchanged(typ, view); skip || err != nil {
+				if err != nil {
+					return Event{}, err
+				}
+				continue
+			}
+		}
+		pod, err := decodePod(view)
+		if err != nil {
+			return Event{}, errDecode(err)
+		}
+		return Event{Type: typ, Pod: pod}, nil
+	}
+}
+
+// unchanged records the masked view of an event's pod, and reports whether
+// the event is a Modified event that leaves the view unchanged.
+func (s *rawEventStream) unchanged(typ EventType, view []byte) (bool, error) {
+	id, err := identityOf(view)
+	if err != nil {
+		return false, err
+	}
+	if typ == Deleted {
+		delete(s.views, string(id.uid))
+		return false, nil
+	}
+	prev := s.views[string(id.uid)]
+	if typ == Modified && bytes.Equal(prev, view) {
+		return true, nil
+	}
+	s.views[string(id.uid)] = append(prev[:0], view...)
+	return false, nil
+}
+
+func (s *rawEventStream) close() { s.stream.Close() }
+
+// streamError returns the error that ended a watch stream: err, io.EOF
+// when the stream ended without one.
+func streamError(err error) error {
+	if err == nil {
+		err = io.EOF
+	}
+	return wrapError(err, true)
+}

@@ -1,0 +1,81 @@
+// Package errinfo names the google.rpc.ErrorInfo details that the podsapi
+// server attaches to its errors, so that clients can tell errors apart by a
+// stable reason rather than by their message. Every RESOURCE_EXHAUSTED,
+// FAILED_PRECONDITION, PERMISSION_DENIED, NOT_FOUND, INVALID_ARGUMENT and
+// UNAVAILABLE the server itself decides carries one ErrorInfo with Domain and
+// one of the reasons below; the message stays for people.
+//
+// The package is a leaf: the server and the clients both import it.
+package errinfo
+
+import (
+	"errors"
+
+	"connectrpc.com/connect"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+)
+
+// Domain is the ErrorInfo domain of every error of the server.
+const Domain = "podsapi.io"
+
+// The reasons, each with the code it comes with.
+const (
+	// NotSynced (FAILED_PRECONDITION): the pod sources have not synced yet.
+	NotSynced = "NOT_SYNCED"
+	// RateLimited (RESOURCE_EXHAUSTED): ListPods or GetPod beyond the rate
+	// limit shared by every client. Metadata "procedure".
+	RateLimited = "RATE_LIMITED"
+	// ClientRateLimited (RESOURCE_EXHAUSTED): beyond the client's own rate
+	// limit (--per-client-qps). Metadata "procedure".
+	ClientRateLimited = "CLIENT_RATE_LIMITED"
+	// FellBehind (RESOURCE_EXHAUSTED): the watcher did not read its events
+	// fast enough and was dropped. Metadata "lost", the events lost.
+	FellBehind = "FELL_BEHIND"
+	// TooManyWatches (RESOURCE_EXHAUSTED): the server's limit of open
+	// watches is reached. Metadata "limit".
+	TooManyWatches = "TOO_MANY_WATCHES"
+	// PeerDenied (PERMISSION_DENIED): the client's UID and groups are not
+	// allowed. Metadata "uid" and "gid" when known.
+	PeerDenied = "PEER_DENIED"
+	// PodNotFound (NOT_FOUND): GetPod of a UID the node does not have.
+	// Metadata "uid".
+	PodNotFound = "POD_NOT_FOUND"
+	// EmptyUID (INVALID_ARGUMENT): GetPod without a podUID.
+	EmptyUID = "EMPTY_UID"
+	// InvalidFieldMask (INVALID_ARGUMENT): the field mask does not parse or
+	// names an unknown field.
+	InvalidFieldMask = "INVALID_FIELD_MASK"
+	// ShuttingDown (UNAVAILABLE): the server is shutting down; reconnect.
+	ShuttingDown = "SHUTTING_DOWN"
+)
+
+// New returns a connect error with code, err and an ErrorInfo of reason and
+// metadata (which may be nil).
+func New(code connect.Code, reason string, err error, metadata map[string]string) *connect.Error {
+	ce := connect.NewError(code, err)
+	if d, derr := connect.NewErrorDetail(&errdetails.ErrorInfo{Reason: reason, Domain: Domain, Metadata: metadata}); derr == nil {
+		ce.AddDetail(d)
+	}
+	return ce
+}
+
+// Of returns the ErrorInfo the server attached to err, or nil: an error the
+// client raised itself (a timeout, a refused connection, a message over its
+// read limit) has none, nor has an error of another server.
+func Of(err error) *errdetails.ErrorInfo {
+	var ce *connect.Error
+	if !errors.As(err, &ce) || !connect.IsWireError(ce) {
+		return nil
+	}
+	for _, d := range ce.Details() {
+		v, derr := d.Value()
+		if info, ok := v.(*errdetails.ErrorInfo); derr == nil && ok && info.GetDomain() == Domain {
+			return info
+		}
+	}
+	return nil
+}
+
+// Reason returns the reason of the ErrorInfo the server attached to err, or
+// "".
+func Reason(err error) string { return Of(err).GetReason() }

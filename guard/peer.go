@@ -1,0 +1,344 @@
+package guard
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"connectrpc.com/connect"
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/time/rate"
+)
+
+// Peer is the client process at the other end of a connection, as the
+// kernel described it when the connection was accepted (SO_PEERCRED).
+type Peer struct {
+	// Known is false when the connection told nothing about its peer (not
+	// a UNIX socket, or the kernel refused): such a peer is denied whenever
+	// access is restricted.
+	Known  bool
+	PID    int32
+	UID    uint32
+	GID    uint32
+	Groups []uint32 // supplementary groups, when the kernel tells them
+}
+
+type peerKey struct{}
+
+// WithPeer returns ctx carrying p, the peer of the request's connection.
+// The server sets it for every connection (http.Server.ConnContext).
+func WithPeer(ctx context.Context, p *Peer) context.Context {
+	return context.WithValue(ctx, peerKey{}, p)
+}
+
+// PeerFrom returns the peer of the request of ctx, or nil.
+func PeerFrom(ctx context.Context) *Peer {
+	p, _ := ctx.Value(peerKey{}).(*Peer)
+	return p
+}
+
+// logAttrs returns the attributes that name p in logs.
+func (p *Peer) logAttrs() []any {
+	if p == nil || !p.Known {
+		return []any{"peer", "unknown"}
+	}
+	return []any{"uid", p.UID, "gid", p.GID, "pid", p.PID}
+}
+
+// AccessPolicy says which peers may call the API: those whose UID is in
+// UIDs, or whose effective or supplementary group is in GIDs. AnyPeer turns
+// the check off (file permissions alone then decide).
+type AccessPolicy struct {
+	AnyPeer bool
+	UIDs    []uint32
+	GIDs    []uint32
+}
+
+// Allows reports whether p may call the API.
+func (a *AccessPolicy) Allows(p *Peer) bool {
+	if a == nil || a.AnyPeer {
+		return true
+	}
+	if p == nil || !p.Known {
+		return false
+	}
+	if slices.Contains(a.UIDs, p.UID) || slices.Contains(a.GIDs, p.GID) {
+		return true
+	}
+	for _, g := range p.Groups {
+		if slices.Contains(a.GIDs, g) {
+			return true
+		}
+	}
+	return false
+}
+
+// AccessGuard denies the calls of the peers an AccessPolicy does not allow.
+// Every denied call is counted (podsapi_peer_denied_total); the denials are
+// logged with the peer's uid, gid and pid, at most one line per
+// UID every DenyLogInterval, with the number of denials left unlogged. It
+// is a connect interceptor, and Check serves HTTP middleware that must
+// refuse before a request's body is read.
+type AccessGuard struct {
+	policy *AccessPolicy
+	denied prometheus.Counter
+	logger *slog.Logger
+	logs   *LogLimiter
+}
+
+// DenyLogInterval is how often the denials of one UID are logged at most.
+const DenyLogInterval = 10 * time.Second
+
+// NewAccessGuard returns the guard of policy, which registers its counter
+// of denied calls with reg (nil registers it nowhere); a nil logger means
+// slog.Default().
+func NewAccessGuard(policy *AccessPolicy, reg prometheus.Registerer, logger *slog.Logger) *AccessGuard {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	denied := prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "podsapi_peer_denied_total",
+		Help: "Number of calls refused with PERMISSION_DENIED because the peer's uid and gids are not allowed (--allowed-uids, --allowed-gids).",
+	})
+	if reg != nil {
+		reg.MustRegister(denied)
+	}
+	return &AccessGuard{policy: policy, denied: denied, logger: logger, logs: NewLogLimiter(logger, DenyLogInterval)}
+}
+
+// Check returns the PERMISSION_DENIED error that refuses the call of
+// procedure by the peer of ctx, or nil when the peer is allowed.
+func (a *AccessGuard) Check(ctx context.Context, procedure string) error {
+	p := PeerFrom(ctx)
+	if a.policy.Allows(p) {
+		return nil
+	}
+	a.denied.Inc()
+	a.logs.Warn(p, "denied a client not allowed by the access policy", "procedure", procedure)
+	return errPermissionDenied(p)
+}
+
+// WrapUnary denies the unary calls of a peer the policy does not allow.
+func (a *AccessGuard) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
+	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
+		if err := a.Check(ctx, req.Spec().Procedure); err != nil {
+			return nil, err
+		}
+		return next(ctx, req)
+	}
+}
+
+// WrapStreamingClient returns next: the guard only guards handlers.
+func (a *AccessGuard) WrapStreamingClient(next connect.StreamingClientFunc) connect.StreamingClientFunc {
+	return next
+}
+
+// WrapStreamingHandler denies the streams of a peer the policy does not
+// allow, before their first message is read.
+func (a *AccessGuard) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
+	return func(ctx context.Context, conn connect.StreamingHandlerConn) error {
+		if err := a.Check(ctx, conn.Spec().Procedure); err != nil {
+			return err
+		}
+		return next(ctx, conn)
+	}
+}
+
+// maxLogKeys bounds the (UID, message) pairs a LogLimiter remembers; beyond
+// it, the pairs whose interval has passed are forgotten, and if none has,
+// new pairs are not logged rather than memory grown.
+const maxLogKeys = 4096
+
+// LogLimiter writes WARN lines about peers at most once per interval for
+// each peer UID and message, so that a hostile peer cannot fill the logs:
+// the lines it suppresses are counted and reported, as suppressed=N, by the
+// next line written for the same UID and message.
+type LogLimiter struct {
+	logger   *slog.Logger
+	interval time.Duration
+
+	mu   sync.Mutex
+	keys map[logKey]*logState
+}
+
+type logKey struct {
+	uid uint32
+	msg string
+}
+
+type logState struct {
+	last       time.Time
+	suppressed int
+}
+
+// NewLogLimiter returns a limiter writing to logger at most one line per
+// peer UID and message every interval.
+func NewLogLimiter(logger *slog.Logger, interval time.Duration) *LogLimiter {
+	return &LogLimiter{logger: logger, interval: interval, keys: make(map[logKey]*logState)}
+}
+
+// Warn logs msg about peer p with args at WARN level, unless a line with
+// the same message was logged for p's UID less than the interval ago.
+func (l *LogLimiter) Warn(p *Peer, msg string, args ...any) {
+	key := logKey{uid: peerUID(p), msg: msg}
+	now := time.Now()
+	l.mu.Lock()
+	st, ok := l.keys[key]
+	if !ok {
+		if len(l.keys) >= maxLogKeys {
+			for k, v := range l.keys {
+				if now.Sub(v.last) >= l.interval {
+					delete(l.keys, k)
+				}
+			}
+		}
+		if len(l.keys) >= maxLogKeys {
+			l.mu.Unlock()
+			return
+		}
+		st = &logState{}
+		l.keys[key] = st
+	} else if now.Sub(st.last) < l.interval {
+		st.suppressed++
+		l.mu.Unlock()
+		return
+	}
+	suppressed := st.suppressed
+	st.last, st.suppressed = now, 0
+	l.mu.Unlock()
+	attrs := append(p.logAttrs(), args...)
+	if suppressed > 0 {
+		attrs = append(attrs, "suppressed", suppressed)
+	}
+	l.logger.Warn(msg, attrs...)
+}
+
+// maxClientLimiters bounds the per-client limiters kept; beyond it, those
+// with a full bucket (indistinguishable from new ones) are forgotten.
+const maxClientLimiters = 1024
+
+// PerClientLimiter keeps one token bucket per peer UID.
+type PerClientLimiter struct {
+	qps   rate.Limit
+	burst int
+
+	mu       sync.Mutex
+	limiters map[uint32]*rate.Limiter
+}
+
+// NewPerClientLimiter returns per-UID buckets of qps and burst.
+func NewPerClientLimiter(qps float64, burst int) *PerClientLimiter {
+	return &PerClientLimiter{qps: rate.Limit(qps), burst: burst, limiters: make(map[uint32]*rate.Limiter)}
+}
+
+// Allow reports whether the peer p may make a request now, taking a token
+// of its bucket if so. Peers without credentials share the bucket of the
+// UID 1<<32-1 (the kernel's overflow UID is 65534, so none collides).
+func (l *PerClientLimiter) Allow(p *Peer) bool {
+	uid := peerUID(p)
+	l.mu.Lock()
+	lim, ok := l.limiters[uid]
+	if !ok {
+		if len(l.limiters) >= maxClientLimiters {
+			for k, v := range l.limiters {
+				if v.Tokens() >= float64(l.burst) {
+					delete(l.limiters, k)
+				}
+			}
+		}
+		lim = rate.NewLimiter(l.qps, l.burst)
+		l.limiters[uid] = lim
+	}
+	l.mu.Unlock()
+	return lim.Allow()
+}
+
+// WatchLimit bounds the number of watches open at once on a server, and
+// the share of them one peer UID may hold.
+type WatchLimit struct {
+	max    int64
+	perUID int
+	open   atomic.Int64
+
+	mu    sync.Mutex
+	byUID map[uint32]int
+}
+
+// NewWatchLimit returns a limit of max open watches; max <= 0 means none.
+func NewWatchLimit(max int) *WatchLimit {
+	return &WatchLimit{max: int64(max)}
+}
+
+// PerUID bounds the watches one peer UID may hold open at once (peers
+// without credentials share one UID); perUID <= 0 means no share, the
+// default. It returns w.
+func (w *WatchLimit) PerUID(perUID int) *WatchLimit {
+	w.perUID = perUID
+	if perUID > 0 {
+		w.byUID = make(map[uint32]int)
+	}
+	return w
+}
+
+// Open returns the number of watches open now.
+func (w *WatchLimit) Open() int64 {
+	if w == nil {
+		return 0
+	}
+	return w.open.Load()
+}
+
+// acquire takes a slot for a watch of peer p, or returns the error that
+// refuses it.
+func (w *WatchLimit) acquire(p *Peer) error {
+	if w == nil {
+		return nil
+	}
+	if n := w.open.Add(1); w.max > 0 && n > w.max {
+		w.open.Add(-1)
+		return errTooManyWatches(w.max)
+	}
+	if w.perUID > 0 {
+		uid := peerUID(p)
+		w.mu.Lock()
+		n := w.byUID[uid]
+		if n >= w.perUID {
+			w.mu.Unlock()
+			w.open.Add(-1)
+			return errTooManyClientWatches(uid, w.perUID)
+		}
+		w.byUID[uid] = n + 1
+		w.mu.Unlock()
+	}
+	return nil
+}
+
+// release frees the slot of a watch of peer p.
+func (w *WatchLimit) release(p *Peer) {
+	if w == nil {
+		return
+	}
+	if w.perUID > 0 {
+		uid := peerUID(p)
+		w.mu.Lock()
+		if n := w.byUID[uid] - 1; n > 0 {
+			w.byUID[uid] = n
+		} else {
+			delete(w.byUID, uid)
+		}
+		w.mu.Unlock()
+	}
+	w.open.Add(-1)
+}
+
+// peerUID returns the UID p is counted under: peers without credentials
+// share the UID 1<<32-1.
+func peerUID(p *Peer) uint32 {
+	if p != nil && p.Known {
+		return p.UID
+	}
+	return ^uint32(0)
+}

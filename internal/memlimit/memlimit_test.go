@@ -1,0 +1,61 @@
+package memlimit_test
+
+import (
+	"math"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"testing"
+
+	"github.com/podsapi/podsapi/internal/memlimit"
+)
+
+func TestRead(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name    string
+		content string
+		want    int64
+		wantErr bool
+	}{
+		{"limit", "268435456\n", 256 << 20, false},
+		{"no limit", "max\n", 0, false},
+		{"no limit, cgroup v1", "9223372036854771712\n", 0, false},
+		{"garbage", "lots\n", 0, true},
+		{"negative", "-1\n", 0, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			file := filepath.Join(dir, tc.name)
+			if err := os.WriteFile(file, []byte(tc.content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			got, err := memlimit.Read(file)
+			if got != tc.want || (err != nil) != tc.wantErr {
+				t.Errorf("Read(%q) = %d, %v; want %d, error %v", tc.content, got, err, tc.want, tc.wantErr)
+			}
+		})
+	}
+	if got, err := memlimit.Read(filepath.Join(dir, "missing")); got != 0 || err != nil {
+		t.Errorf("Read of a missing file = %d, %v; want 0, nil", got, err)
+	}
+}
+
+func TestSet(t *testing.T) {
+	t.Setenv("GOMEMLIMIT", "")
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(-1)) // Restore the limit.
+	file := filepath.Join(t.TempDir(), "memory.max")
+	if err := os.WriteFile(file, []byte("536870912\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	limit := float64(512 << 20)
+	want := int64(limit * 0.9)
+	got, err := memlimit.Set(0.9, filepath.Join(t.TempDir(), "missing"), file)
+	if err != nil || got != want || debug.SetMemoryLimit(-1) != got {
+		t.Fatalf("Set = %d, %v; runtime limit %d; want %d", got, err, debug.SetMemoryLimit(-1), want)
+	}
+	t.Setenv("GOMEMLIMIT", "100MiB")
+	debug.SetMemoryLimit(math.MaxInt64)
+	if got, _ := memlimit.Set(0.9, file); got != 0 || debug.SetMemoryLimit(-1) != math.MaxInt64 {
+		t.Errorf("with GOMEMLIMIT set: Set = %d, runtime limit %d; want the operator's limit untouched", got, debug.SetMemoryLimit(-1))
+	}
+}

@@ -1,0 +1,296 @@
+package server
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"connectrpc.com/connect"
+	"connectrpc.com/grpchealth"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/podsapi/podsapi/guard"
+)
+
+// Defaults of the gate.
+const (
+	// DefaultRequestReadTimeout is how long a call may take to send its
+	// request.
+	DefaultRequestReadTimeout = 10 * time.Second
+	// DefaultMaxPendingPerUID is how many calls of one peer UID may wait
+	// for their request at once.
+	DefaultMaxPendingPerUID = 256
+)
+
+// healthPrefix is the path prefix of the gRPC health service, open to
+// every peer.
+const healthPrefix = "/" + grpchealth.HealthV1ServiceName + "/"
+
+// reflectionSuffix ends the path of the bidirectional reflection streams,
+// whose clients send requests for as long as they like.
+const reflectionSuffix = "/ServerReflectionInfo"
+
+// gate is the HTTP middleware in front of every service of the API socket.
+// It runs before a request's body is read, so that nothing a peer sends or
+// holds back is awaited for long:
+//   - a peer the access policy denies is refused at once, for every service
+//     but health, without reading the body, and its connection is closed
+//     once its open calls end (HTTP/2 GOAWAY, HTTP/1.1 Connection: close);
+//   - the request body must arrive within readTimeout (for reflection, its
+//     first message), or the call ends with DEADLINE_EXCEEDED;
+//   - at most maxPending calls of one peer UID may wait for their request
+//     at once: more are refused RESOURCE_EXHAUSTED at once, so that held
+//     streams cost one short-lived goroutine each, not 12 KB each for the
+//     read timeout (a peer may otherwise open 1,000 streams on each of
+//     1,024 connections);
+//   - the connection is marked as having started a request, so that it is
+//     not shed as a slow preface;
+//   - health and reflection calls that end with an error are counted in
+//     podsapi_calls_refused_total.
+type gate struct {
+	next        http.Handler
+	access      *guard.AccessGuard // nil: every peer is allowed
+	readTimeout time.Duration      // <= 0: none
+	maxPending  int                // <= 0: no limit
+	pending     *uidCounter
+	errors      *connect.ErrorWriter
+	refused     *prometheus.CounterVec
+}
+
+func newGate(next http.Handler, access *guard.AccessGuard, readTimeout time.Duration, maxPending int, reg prometheus.Registerer) *gate {
+	g := &gate{
+		next:        next,
+		access:      access,
+		readTimeout: readTimeout,
+		maxPending:  maxPending,
+		pending:     newUIDCounter(),
+		errors:      connect.NewErrorWriter(),
+		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "podsapi_calls_refused_total",
+			Help: "Number of calls to health and reflection answered with an error (an oversized, compressed-too-large or late request, a denied peer), by service and gRPC code. The Pods API counts its own in kubelet_pod_requests_total.",
+		}, []string{"service", "code"}),
+	}
+	reg.MustRegister(g.refused)
+	return g
+}
+
+func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if pc := connFrom(r.Context()); pc != nil {
+		pc.startRequest()
+	}
+	health := strings.HasPrefix(r.URL.Path, healthPrefix)
+	if !health && g.access != nil {
+		if err := g.access.Check(r.Context(), r.URL.Path); err != nil {
+			g.deny(w, r, err)
+			return
+		}
+	}
+	// A request without a body has nothing to wait for (and on HTTP/1.1, a
+	// deadline left on the connection would end a long call).
+	if r.Body != nil && r.Body != http.NoBody {
+		uid := peerUID(guard.PeerFrom(r.Context()))
+		if !g.pending.acquire(uid, g.maxPending) {
+			g.refuse(w, r, errTooManyPending(uid, g.maxPending))
+			return
+		}
+		body := &deadlineBody{
+			body:        r.Body,
+			timeout:     g.readTimeout,
+			firstOnly:   strings.HasSuffix(r.URL.Path, reflectionSuffix),
+			prefixBytes: make([]byte, 0, 5),
+			release:     func() { g.pending.release(uid) },
+		}
+		defer body.lift()
+		if g.readTimeout > 0 {
+			rc := http.NewResponseController(w)
+			if err := rc.SetReadDeadline(time.Now().Add(g.readTimeout)); err == nil {
+				body.rc = rc
+			}
+		}
+		r.Body = body
+	}
+	g.next.ServeHTTP(w, r)
+	if svc, ok := countedService(r.URL.Path); ok {
+		if code := grpcStatus(w.Header()); code != "" && code != "0" {
+			g.refused.WithLabelValues(svc, codeName(code)).Inc()
+		}
+	}
+}
+
+// deny answers err to a denied peer without reading its request, and has
+// its connection closed once its open calls end: a denied peer has no
+// reason to keep one open (health, its only use, is one call).
+func (g *gate) deny(w http.ResponseWriter, r *http.Request, err error) {
+	// net/http's HTTP/2 server turns this header into a GOAWAY, and drops
+	// it from the response.
+	w.Header().Set("Connection", "close")
+	if !g.errors.IsSupported(r) {
+		http.Error(w, "access denied (see --allowed-uids and --allowed-gids)", http.StatusForbidden)
+		return
+	}
+	g.refuse(w, r, err)
+}
+
+// refuse answers err without reading the request, and counts it.
+func (g *gate) refuse(w http.ResponseWriter, r *http.Request, err error) {
+	_ = g.errors.Write(w, r, err)
+	if svc, ok := countedService(r.URL.Path); ok {
+		g.refused.WithLabelValues(svc, connect.CodeOf(err).String()).Inc()
+	}
+}
+
+// countedService returns the service of a health or reflection path.
+func countedService(path string) (string, bool) {
+	svc, _, ok := strings.Cut(strings.TrimPrefix(path, "/"), "/")
+	if !ok {
+		return "", false
+	}
+	if svc == grpchealth.HealthV1ServiceName || strings.HasPrefix(svc, "grpc.reflection.") {
+		return svc, true
+	}
+	return "", false
+}
+
+// grpcStatus returns the gRPC status code of a finished response, from its
+// headers (trailers-only answers) or trailers.
+func grpcStatus(h http.Header) string {
+	if code := h.Get("Grpc-Status"); code != "" {
+		return code
+	}
+	return h.Get(http.TrailerPrefix + "Grpc-Status")
+}
+
+// codeName returns the name of a numeric gRPC code.
+func codeName(code string) string {
+	n, err := strconv.ParseUint(code, 10, 32)
+	if err != nil {
+		return "invalid"
+	}
+	return connect.Code(n).String()
+}
+
+// deadlineBody is a request body that must arrive within a timeout: the
+// read deadline set by the gate (when rc is set) is lifted, and the call no
+// longer counts as pending (release), once the body has ended or, with
+// firstOnly, once its first gRPC message has arrived. A read that hits the
+// deadline fails with a DEADLINE_EXCEEDED error naming the timeout.
+type deadlineBody struct {
+	body      io.ReadCloser
+	rc        *http.ResponseController // nil: no deadline
+	timeout   time.Duration
+	firstOnly bool
+	release   func()
+	lifted    atomic.Bool
+
+	prefixBytes []byte // the 5-byte gRPC message prefix, as it arrives
+	remaining   int64  // bytes of the first message still to come
+}
+
+func (b *deadlineBody) Read(p []byte) (int, error) {
+	n, err := b.body.Read(p)
+	if b.lifted.Load() {
+		return n, err
+	}
+	if b.firstOnly && b.firstMessageDone(p[:n]) || errors.Is(err, io.EOF) {
+		b.lift()
+	}
+	if err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
+		return n, errRequestTimeout(b.timeout)
+	}
+	return n, err
+}
+
+// firstMessageDone follows the gRPC framing of the bytes read so far and
+// reports whether the first message is complete.
+func (b *deadlineBody) firstMessageDone(p []byte) bool {
+	for len(p) > 0 {
+		if len(b.prefixBytes) < 5 {
+			k := min(5-len(b.prefixBytes), len(p))
+			b.prefixBytes = append(b.prefixBytes, p[:k]...)
+			p = p[k:]
+			if len(b.prefixBytes) == 5 {
+				b.remaining = int64(binary.BigEndian.Uint32(b.prefixBytes[1:]))
+			}
+			continue
+		}
+		k := min(int64(len(p)), b.remaining)
+		b.remaining -= k
+		p = p[k:]
+	}
+	return len(b.prefixBytes) == 5 && b.remaining == 0
+}
+
+// lift removes the read deadline: the rest of the request is the client's
+// business (a reflection client asks when it likes; an HTTP/1.1 connection
+// must not time out under a long watch).
+// It is called again when the handler returns, which only releases the
+// call if the body never ended.
+func (b *deadlineBody) lift() {
+	if !b.lifted.CompareAndSwap(false, true) {
+		return
+	}
+	b.release()
+	if b.rc != nil {
+		_ = b.rc.SetReadDeadline(time.Time{})
+	}
+}
+
+func (b *deadlineBody) Close() error { return b.body.Close() }
+
+// errTooManyPending refuses a call beyond the calls of one UID waiting for
+// their request.
+func errTooManyPending(uid uint32, limit int) error {
+	return connect.NewError(connect.CodeResourceExhausted,
+		fmt.Errorf("uid %d has too many calls waiting for their request (limit %d, --max-pending-per-uid): send each request whole, at once", uid, limit))
+}
+
+// peerUID returns the UID a peer is counted under; peers without
+// credentials share the UID 1<<32-1.
+func peerUID(p *guard.Peer) uint32 {
+	if p != nil && p.Known {
+		return p.UID
+	}
+	return ^uint32(0)
+}
+
+// uidCounter counts something per UID, under a limit.
+type uidCounter struct {
+	mu sync.Mutex
+	n  map[uint32]int
+}
+
+func newUIDCounter() *uidCounter { return &uidCounter{n: make(map[uint32]int)} }
+
+// acquire counts one more for uid unless limit (> 0) are counted already.
+func (c *uidCounter) acquire(uid uint32, limit int) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if limit > 0 && c.n[uid] >= limit {
+		return false
+	}
+	c.n[uid]++
+	return true
+}
+
+// release counts one less for uid.
+func (c *uidCounter) release(uid uint32) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n[uid]--; c.n[uid] <= 0 {
+		delete(c.n, uid)
+	}
+}
+
+// errRequestTimeout ends a call whose request did not arrive in time.
+func errRequestTimeout(timeout time.Duration) error {
+	return connect.NewError(connect.CodeDeadlineExceeded,
+		fmt.Errorf("the request did not arrive within %v (--request-read-timeout): send it whole, at once", timeout))
+}

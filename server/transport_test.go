@@ -1,0 +1,607 @@
+package server_test
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/binary"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"connectrpc.com/connect"
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
+
+	"github.com/podsapi/podsapi/internal/podstest"
+	"github.com/podsapi/podsapi/server"
+)
+
+// These tests are the transport attacks of a hostile node: the metrics
+// endpoint exhausted with idle connections, decompression bombs, streams
+// whose request never comes, slow prefaces filling the connection slots,
+// and denied peers keeping connections.
+
+// TestMetricsIdleConnections opens 3,000 keep-alive connections to the
+// metrics endpoint, each sending one scrape and never reading: the server
+// keeps at most MetricsMaxConnections of them, closes every one (shed for
+// newer ones, refused, or closed when idle), its heap stays bounded, the
+// API socket serves meanwhile, and a new scrape is served afterwards.
+func TestMetricsIdleConnections(t *testing.T) {
+	const attackers, maxConns = 3000, 8
+	reg := prometheus.NewRegistry()
+	f := start(t, server.Config{
+		Registry:              reg,
+		MetricsAddress:        "127.0.0.1:0",
+		MetricsTimeout:        500 * time.Millisecond,
+		MetricsMaxConnections: maxConns,
+	}, false, samplePods()...)
+	addr := f.srv.MetricsAddr().String()
+	heapBefore := heapInUse()
+
+	conns := make([]net.Conn, 0, attackers)
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	for range attackers {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatalf("dial metrics after %d connections: %v", len(conns), err)
+		}
+		conns = append(conns, c)
+		c.SetDeadline(time.Now().Add(testTimeout))
+		// A closed connection fails the write: it is then read to EOF below.
+		_, _ = io.WriteString(c, "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+		if open := gaugeValue(t, reg, "podsapi_metrics_connections_open"); open > maxConns {
+			t.Fatalf("%v metrics connections open, want at most %d", open, maxConns)
+		}
+	}
+	if _, err := clientKinds[0].dial(t, f.socket).List(ctx(t), nil); err != nil {
+		t.Fatalf("ListPods during the attack: %v", err)
+	}
+	// Every attacking connection is closed by the server.
+	for i, c := range conns {
+		if err := drain(c); err != nil {
+			t.Fatalf("attacking connection %d was not closed by the server: %v", i, err)
+		}
+	}
+	if growth := heapInUse() - heapBefore; growth > 32<<20 {
+		t.Errorf("heap in use grew by %d MiB under the attack, want less than 32", growth>>20)
+	}
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatalf("scrape after the attack: %v", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !bytes.Contains(body, []byte("podsapi_metrics_connections_shed_total")) {
+		t.Fatalf("scrape after the attack: %s\n%.300s", resp.Status, body)
+	}
+	shed := metricValue(t, reg, "podsapi_metrics_connections_shed_total", nil)
+	rejected := metricValue(t, reg, "podsapi_metrics_connections_rejected_total", nil)
+	t.Logf("shed %v, rejected %v of %d connections", shed, rejected, attackers)
+	if shed == 0 {
+		t.Errorf("no connection shed: want idle ones to make room for new ones")
+	}
+}
+
+// TestMetricsUnixSocket serves metrics on a UNIX socket, mode 0600.
+func TestMetricsUnixSocket(t *testing.T) {
+	path := podstest.SocketPath(t) + ".metrics"
+	f := start(t, server.Config{MetricsAddress: "unix:" + path}, false)
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o600 || fi.Mode().Type() != os.ModeSocket {
+		t.Errorf("metrics socket mode %v, want a socket with 0600", fi.Mode())
+	}
+	if got := f.srv.MetricsAddr().String(); got != path {
+		t.Errorf("MetricsAddr = %q, want %q", got, path)
+	}
+	c := &http.Client{Transport: &http.Transport{DialContext: func(ctx2 context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx2, "unix", path)
+	}}}
+	resp, err := c.Get("http://metrics/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK || !bytes.Contains(body, []byte("podsapi_connections_open")) {
+		t.Fatalf("scrape over the UNIX socket: %s\n%.300s", resp.Status, body)
+	}
+}
+
+// drain reads c until the server closes it.
+func drain(c net.Conn) error {
+	_, err := io.Copy(io.Discard, c)
+	if err != nil && strings.Contains(err.Error(), "reset by peer") {
+		return nil
+	}
+	return err
+}
+
+// heapInUse returns the heap in use after a collection.
+func heapInUse() int64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return int64(ms.HeapInuse)
+}
+
+// totalAlloc returns the bytes allocated since the process started.
+func totalAlloc() uint64 {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.TotalAlloc
+}
+
+// gzipBomb returns a gRPC message, gzip-compressed, inflating to n zero
+// bytes.
+func gzipBomb(t *testing.T, n int) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+	zeros := make([]byte, 1<<20)
+	for n > 0 {
+		k := min(n, len(zeros))
+		zw.Write(zeros[:k])
+		n -= k
+	}
+	zw.Close()
+	return envelope(1, buf.Bytes())
+}
+
+// envelope frames a gRPC message.
+func envelope(flags byte, msg []byte) []byte {
+	out := make([]byte, 5, 5+len(msg))
+	out[0] = flags
+	binary.BigEndian.PutUint32(out[1:], uint32(len(msg)))
+	return append(out, msg...)
+}
+
+// TestHealthGzipBomb sends health checks whose gzip bodies inflate to
+// 100 MiB (larger than the request limit even compressed) and to 3 MiB
+// (under it compressed): both are refused RESOURCE_EXHAUSTED without being
+// inflated in memory, and counted. The peer is denied the API (as root,
+// only UID 4242 is allowed): health stays open to it.
+func TestHealthGzipBomb(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	cfg := server.Config{Registry: reg}
+	if os.Geteuid() == 0 {
+		cfg.AllowedUIDs = []uint32{4242}
+	}
+	f := start(t, cfg, false)
+	c := podstest.HTTPClient(t, f.socket)
+	for _, tc := range []struct {
+		name     string
+		inflated int
+	}{
+		{"100 MiB", 100 << 20},
+		{"3 MiB from under 4 KiB", 3 << 20},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			body := gzipBomb(t, tc.inflated)
+			t.Logf("%d bytes on the wire", len(body))
+			if tc.inflated < 100<<20 && len(body) > 4096 {
+				t.Fatalf("the small bomb is %d bytes compressed, want it under the 4 KiB limit", len(body))
+			}
+			before := totalAlloc()
+			req, _ := http.NewRequestWithContext(ctx(t), http.MethodPost, "http://podsapi/grpc.health.v1.Health/Check", bytes.NewReader(body))
+			req.Header.Set("Content-Type", "application/grpc")
+			req.Header.Set("Grpc-Encoding", "gzip")
+			req.Header.Set("Te", "trailers")
+			resp, err := c.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			status := resp.Header.Get("Grpc-Status")
+			if status == "" {
+				status = resp.Trailer.Get("Grpc-Status")
+			}
+			if status != strconv.Itoa(int(connect.CodeResourceExhausted)) {
+				t.Errorf("grpc-status %q (%s), want RESOURCE_EXHAUSTED", status, resp.Trailer.Get("Grpc-Message")+resp.Header.Get("Grpc-Message"))
+			}
+			if alloc := totalAlloc() - before; alloc > 16<<20 {
+				t.Errorf("the call allocated %d MiB, want less than 16", alloc>>20)
+			}
+		})
+	}
+	if got := metricValue(t, reg, "podsapi_calls_refused_total", map[string]string{"service": "grpc.health.v1.Health", "code": "resource_exhausted"}); got != 2 {
+		t.Errorf("podsapi_calls_refused_total for health = %v, want 2", got)
+	}
+}
+
+// h2Client is a raw HTTP/2 client over a UNIX socket, for the attacks real
+// clients do not make.
+type h2Client struct {
+	t    *testing.T
+	conn net.Conn
+	fr   *http2.Framer
+	enc  *hpack.Encoder
+	hbuf bytes.Buffer
+	next uint32
+	mu   sync.Mutex // held while a frame is written
+}
+
+// write writes frames with fr, alone.
+func (c *h2Client) write(f func(fr *http2.Framer) error) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return f(c.fr)
+}
+
+// dialH2 connects to socket and sends the preface and SETTINGS.
+func dialH2(t *testing.T, socket string) *h2Client {
+	t.Helper()
+	conn, err := net.Dial("unix", socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	conn.SetDeadline(time.Now().Add(testTimeout))
+	c := &h2Client{t: t, conn: conn, next: 1}
+	bw := bufio.NewWriter(conn)
+	c.fr = http2.NewFramer(writerFunc(func(p []byte) (int, error) {
+		n, err := bw.Write(p)
+		if err == nil {
+			err = bw.Flush()
+		}
+		return n, err
+	}), conn)
+	c.fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
+	c.fr.MaxHeaderListSize = 1 << 20
+	c.enc = hpack.NewEncoder(&c.hbuf)
+	if _, err := io.WriteString(bw, http2.ClientPreface); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.write(func(fr *http2.Framer) error { return fr.WriteSettings() }); err != nil {
+		t.Fatal(err)
+	}
+	// The server's SETTINGS come first: acknowledged here, so that no
+	// acknowledgement falls in the middle of a header block later.
+	for {
+		f, err := c.fr.ReadFrame()
+		if err != nil {
+			t.Fatalf("reading the server's SETTINGS: %v", err)
+		}
+		if sf, ok := f.(*http2.SettingsFrame); ok && !sf.IsAck() {
+			if err := c.write(func(fr *http2.Framer) error { return fr.WriteSettingsAck() }); err != nil {
+				t.Fatal(err)
+			}
+			return c
+		}
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// headers returns the HPACK block of a gRPC call to path.
+func (c *h2Client) headers(path string) []byte {
+	c.hbuf.Reset()
+	for _, kv := range [][2]string{
+		{":method", "POST"}, {":scheme", "http"}, {":authority", "podsapi"}, {":path", path},
+		{"content-type", "application/grpc"}, {"te", "trailers"},
+	} {
+		c.enc.WriteField(hpack.HeaderField{Name: kv[0], Value: kv[1]})
+	}
+	return bytes.Clone(c.hbuf.Bytes())
+}
+
+// open starts a call to path with HEADERS only: its body never comes.
+func (c *h2Client) open(path string) uint32 {
+	c.t.Helper()
+	id := c.next
+	c.next += 2
+	if err := c.openErr(path, id); err != nil {
+		c.t.Fatal(err)
+	}
+	return id
+}
+
+// openErr sends the HEADERS of a call to path on stream id.
+func (c *h2Client) openErr(path string, id uint32) error {
+	return c.write(func(fr *http2.Framer) error {
+		return fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: c.headers(path), EndHeaders: true})
+	})
+}
+
+// streamEnd is how a stream ended: its gRPC status, or a reset.
+type streamEnd struct {
+	status string
+	reset  bool
+}
+
+// readUntil reads frames, answering pings and settings, until done holds
+// or the connection ends; it returns the ends of the streams and whether a
+// GOAWAY came.
+func (c *h2Client) readUntil(done func(ends map[uint32]streamEnd, goaway, closed bool) bool) (map[uint32]streamEnd, bool) {
+	c.t.Helper()
+	ends := map[uint32]streamEnd{}
+	status := map[uint32]string{}
+	goaway := false
+	for !done(ends, goaway, false) {
+		f, err := c.fr.ReadFrame()
+		if err != nil {
+			if errors.Is(err, io.EOF) || strings.Contains(err.Error(), "reset by peer") {
+				if !done(ends, goaway, true) {
+					c.t.Fatalf("connection closed; %d streams ended, goaway %v", len(ends), goaway)
+				}
+				return ends, goaway
+			}
+			c.t.Fatalf("reading frames: %v (%d streams ended so far)", err, len(ends))
+		}
+		switch f := f.(type) {
+		case *http2.MetaHeadersFrame:
+			if s := f.PseudoValue("status"); s == "" || f.StreamEnded() {
+				for _, hf := range f.Fields {
+					if hf.Name == "grpc-status" {
+						status[f.StreamID] = hf.Value
+					}
+				}
+			}
+			if f.StreamEnded() {
+				ends[f.StreamID] = streamEnd{status: status[f.StreamID]}
+			}
+		case *http2.RSTStreamFrame:
+			if _, ok := ends[f.StreamID]; !ok {
+				ends[f.StreamID] = streamEnd{status: status[f.StreamID], reset: true}
+			}
+		case *http2.GoAwayFrame:
+			goaway = true
+		case *http2.PingFrame:
+			if !f.IsAck() {
+				c.write(func(fr *http2.Framer) error { return fr.WritePing(true, f.Data) })
+			}
+		case *http2.SettingsFrame:
+			if !f.IsAck() {
+				c.write(func(fr *http2.Framer) error { return fr.WriteSettingsAck() })
+			}
+		}
+	}
+	return ends, goaway
+}
+
+// TestHeldStreams opens streams that send HEADERS and never their body, on
+// every service: each ends DEADLINE_EXCEEDED after RequestReadTimeout, and
+// the goroutines return to their number before the attack.
+func TestHeldStreams(t *testing.T) {
+	f := start(t, server.Config{RequestReadTimeout: 200 * time.Millisecond, MaxPendingPerUID: 1000}, false, samplePods()...)
+	// A first call lets the server start what it keeps running.
+	if _, err := clientKinds[0].dial(t, f.socket).List(ctx(t), nil); err != nil {
+		t.Fatal(err)
+	}
+	baseline := runtime.NumGoroutine()
+	paths := []string{
+		"/kubelet.pods.v1alpha1.Pods/ListPods",
+		"/kubelet.pods.v1alpha1.Pods/GetPod",
+		"/kubelet.pods.v1alpha1.Pods/WatchPods",
+		"/grpc.health.v1.Health/Check",
+		"/grpc.health.v1.Health/Watch",
+		"/grpc.reflection.v1.ServerReflection/ServerReflectionInfo",
+	}
+	const perPath = 50
+	c := dialH2(t, f.socket)
+	want := map[uint32]string{}
+	for range perPath {
+		for _, p := range paths {
+			want[c.open(p)] = p
+		}
+	}
+	ends, _ := c.readUntil(func(ends map[uint32]streamEnd, _, _ bool) bool { return len(ends) == len(want) })
+	for id, end := range ends {
+		if end.status != strconv.Itoa(int(connect.CodeDeadlineExceeded)) {
+			t.Fatalf("held stream %d (%s) ended %+v, want DEADLINE_EXCEEDED", id, want[id], end)
+		}
+	}
+	c.conn.Close()
+	eventually(t, "the goroutines return to their baseline", func() bool { return runtime.NumGoroutine() <= baseline+2 })
+}
+
+// TestHeldStreamsPerUID: the calls of one UID waiting for their request
+// are bounded: beyond the limit they are refused at once, without waiting
+// for the read timeout (an hour here); once the held streams end, calls
+// are served again.
+func TestHeldStreamsPerUID(t *testing.T) {
+	const limit, held = 10, 30
+	f := start(t, server.Config{RequestReadTimeout: time.Hour, MaxPendingPerUID: limit}, false, samplePods()...)
+	c := dialH2(t, f.socket)
+	for range held {
+		c.open("/grpc.health.v1.Health/Check")
+	}
+	ends, _ := c.readUntil(func(ends map[uint32]streamEnd, _, _ bool) bool { return len(ends) == held-limit })
+	for id, end := range ends {
+		if end.status != strconv.Itoa(int(connect.CodeResourceExhausted)) {
+			t.Fatalf("held stream %d beyond the limit ended %+v, want RESOURCE_EXHAUSTED", id, end)
+		}
+	}
+	c.conn.Close()
+	client := clientKinds[0].dial(t, f.socket)
+	eventually(t, "calls are served once the held streams are gone", func() bool {
+		_, err := client.List(ctx(t), nil)
+		return err == nil
+	})
+}
+
+// TestHeldStreamsDenied: a denied peer's streams are refused at once,
+// before their body (none comes), and its connection gets a GOAWAY and is
+// closed once they end, though the read timeout is an hour.
+func TestHeldStreamsDenied(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the test allows UID 4242 only, which must not be the test's UID: run as root")
+	}
+	reg := prometheus.NewRegistry()
+	f := start(t, server.Config{Registry: reg, AllowedUIDs: []uint32{4242}, RequestReadTimeout: time.Hour}, false)
+	c := dialH2(t, f.socket)
+	const streams = 20
+	for range streams {
+		c.open("/kubelet.pods.v1alpha1.Pods/ListPods")
+	}
+	ends, goaway := c.readUntil(func(_ map[uint32]streamEnd, _, closed bool) bool { return closed })
+	if !goaway {
+		t.Errorf("no GOAWAY before the connection of a denied peer was closed")
+	}
+	denied := 0
+	for _, end := range ends {
+		if end.status == strconv.Itoa(int(connect.CodePermissionDenied)) {
+			denied++
+		}
+	}
+	// Streams opened after the GOAWAY are ignored by the server.
+	if denied == 0 {
+		t.Fatalf("streams ended %v, want PERMISSION_DENIED", ends)
+	}
+	if got := metricValue(t, reg, "podsapi_peer_denied_total", nil); got != float64(denied) {
+		t.Errorf("podsapi_peer_denied_total = %v, want %d", got, denied)
+	}
+}
+
+// TestSlowPrefacesShed fills every connection slot with connections that
+// never send their preface: a real client still connects, by taking the
+// slot of the oldest of them, which is closed.
+func TestSlowPrefacesShed(t *testing.T) {
+	const slots = 4
+	reg := prometheus.NewRegistry()
+	f := start(t, server.Config{MaxConnections: slots, Registry: reg}, false, samplePods()...)
+	var silent []net.Conn
+	for range slots {
+		c, err := net.Dial("unix", f.socket)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(testTimeout))
+		silent = append(silent, c)
+	}
+	eventually(t, "the silent connections are accepted", func() bool { return gaugeValue(t, reg, "podsapi_connections_open") == slots })
+	for i := range 3 {
+		if _, err := clientKinds[0].dial(t, f.socket).List(ctx(t), nil); err != nil {
+			t.Fatalf("client %d with every slot held by silent connections: %v", i, err)
+		}
+	}
+	// The three oldest silent connections were shed, oldest first.
+	for i, c := range silent[:3] {
+		if err := drain(c); err != nil {
+			t.Fatalf("silent connection %d not closed: %v", i, err)
+		}
+	}
+	if got := metricValue(t, reg, "podsapi_connections_shed_total", nil); got != 3 {
+		t.Errorf("podsapi_connections_shed_total = %v, want 3", got)
+	}
+	// One more connection takes the slot of the last silent one, not of a
+	// client that made a call.
+	rawH2(t, f.socket)
+	if err := drain(silent[3]); err != nil {
+		t.Fatalf("last silent connection not closed: %v", err)
+	}
+	if got := metricValue(t, reg, "podsapi_connections_rejected_total", nil); got != 0 {
+		t.Errorf("podsapi_connections_rejected_total = %v, want 0 while silent connections could be shed", got)
+	}
+}
+
+// TestWatchersPerUID: one UID cannot open more than its share of watches.
+func TestWatchersPerUID(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	f := start(t, server.Config{MaxWatchers: 100, MaxWatchersPerUID: 3, Registry: reg}, false, samplePods()...)
+	c := clientKinds[0].dial(t, f.socket)
+	wctx, cancel := context.WithCancel(ctx(t))
+	defer cancel()
+	for range 3 {
+		w, err := c.Watch(wctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		recv(t, w)
+	}
+	w, err := c.Watch(ctx(t), nil)
+	if err == nil {
+		_, err = w.Recv()
+	}
+	if codeOf(err) != connect.CodeResourceExhausted || !strings.Contains(messageOf(err), "per client") {
+		t.Fatalf("watch beyond the share of one UID: %v, want ResourceExhausted naming the per-client limit", err)
+	}
+	cancel()
+	eventually(t, "the watches end", func() bool { return gaugeValue(t, reg, "podsapi_watches_open") == 0 })
+	w, err = c.Watch(ctx(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recv(t, w)
+}
+
+// TestFrameFloods sends the floods net/http lets through on its own: empty
+// CONTINUATION frames without end, and Rapid Reset (calls reset as soon as
+// sent, which its handlers keep up with). The connection is closed and
+// counted by reason; another client is served meanwhile.
+func TestFrameFloods(t *testing.T) {
+	for _, tc := range []struct {
+		name, reason string
+		flood        func(c *h2Client) error
+	}{
+		{"empty CONTINUATION frames", "continuation", func(c *h2Client) error {
+			block := c.headers("/grpc.health.v1.Health/Check")
+			if err := c.write(func(fr *http2.Framer) error {
+				return fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: block})
+			}); err != nil {
+				return err
+			}
+			for range 100000 {
+				if err := c.write(func(fr *http2.Framer) error { return fr.WriteContinuation(1, false, nil) }); err != nil {
+					return err
+				}
+			}
+			return nil
+		}},
+		{"Rapid Reset", "rapid_reset", func(c *h2Client) error {
+			for id := uint32(1); id < 200000; id += 2 {
+				if err := c.openErr("/grpc.health.v1.Health/Check", id); err != nil {
+					return err
+				}
+				if err := c.write(func(fr *http2.Framer) error {
+					if err := fr.WriteData(id, true, envelope(0, nil)); err != nil {
+						return err
+					}
+					return fr.WriteRSTStream(id, http2.ErrCodeCancel)
+				}); err != nil {
+					return err
+				}
+			}
+			return nil
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			reg := prometheus.NewRegistry()
+			f := start(t, server.Config{Registry: reg}, false, samplePods()...)
+			c := dialH2(t, f.socket)
+			flooded := make(chan error, 1)
+			go func() { flooded <- tc.flood(c) }()
+			c.readUntil(func(_ map[uint32]streamEnd, _, closed bool) bool { return closed })
+			if err := <-flooded; err == nil {
+				t.Fatalf("the whole flood was sent: the connection was not closed")
+			}
+			if got := metricValue(t, reg, "podsapi_connections_flood_closed_total", map[string]string{"reason": tc.reason}); got != 1 {
+				t.Errorf("podsapi_connections_flood_closed_total{reason=%q} = %v, want 1", tc.reason, got)
+			}
+			if _, err := clientKinds[0].dial(t, f.socket).List(ctx(t), nil); err != nil {
+				t.Fatalf("ListPods after the flood: %v", err)
+			}
+		})
+	}
+}
