@@ -54,12 +54,16 @@ bench-micro: ## Run the Go micro-benchmarks of every package.
 	go test -run '^$$' -bench . -benchmem ./...
 
 .PHONY: conformance
-conformance: ## Run the conformance suite against our server, started and restarted by the runner.
+conformance: ## Run the conformance suite against our server, started and restarted by the runner, on both wires.
 	@mkdir -p build
 	go build -o bin/podsapi-server ./cmd/server
 	go run ./cmd/conformance \
 		--server-cmd 'bin/podsapi-server --socket {socket} --manifest-dir {manifests} --metrics-address {metrics} --watch-queue 16 --log-level warn' \
 		--features conformance/features/podsapi-server.yaml --junit build/conformance.xml --json build/conformance.json
+	go run ./cmd/conformance --wire kubelet \
+		--server-cmd 'bin/podsapi-server --socket {socket} --manifest-dir {manifests} --metrics-address {metrics} --watch-queue 16 --log-level warn' \
+		--features conformance/features/podsapi-server-kubelet.yaml --known-failing conformance/features/podsapi-server-kubelet.known-failing \
+		--junit build/conformance-kubelet.xml --json build/conformance-kubelet.json
 
 FUZZTIME ?= 30s
 .PHONY: fuzz

@@ -28,6 +28,7 @@ const (
 	NeedReflection     Need = "reflection"
 	NeedHealth         Need = "health"
 	NeedManifestStatus Need = "manifestStatus"
+	NeedFieldMasks     Need = "fieldMasks"
 )
 
 // Case is one conformance case.
@@ -38,14 +39,32 @@ type Case struct {
 	Statement string
 	// Needs lists what the case needs; without it the case is skipped.
 	Needs []Need
+	// Wires lists the wires the case applies to; on the others it is
+	// skipped.
+	Wires []Wire
 	run   func(c *C)
 }
 
+// AppliesTo reports whether the case applies to wire w.
+func (c *Case) AppliesTo(w Wire) bool { return slices.Contains(c.Wires, w) }
+
 var catalogue []*Case
 
+// register adds a case that applies to every wire.
 func register(id, statement string, needs []Need, run func(c *C)) {
-	catalogue = append(catalogue, &Case{ID: id, Statement: statement, Needs: needs, run: run})
+	registerOn(Wires, id, statement, needs, run)
 }
+
+// registerOn adds a case that applies to the wires listed.
+func registerOn(wires []Wire, id, statement string, needs []Need, run func(c *C)) {
+	catalogue = append(catalogue, &Case{ID: id, Statement: statement, Needs: needs, Wires: wires, run: run})
+}
+
+// The wires of the cases that apply to one wire only.
+var (
+	podsapiOnly = []Wire{WirePodsAPI}
+	kubeletOnly = []Wire{WireKubelet}
+)
 
 // Cases returns the catalogue, in the order the cases run.
 func Cases() []*Case { return slices.Clone(catalogue) }
@@ -256,8 +275,8 @@ func init() {
 				c.Failf("ListPods", fmt.Sprintf("the %d pods the driver created", len(specs)), fmt.Sprint(len(byName), " pods of this run"))
 			}
 		})
-	register("ListPods/Sorted",
-		"ListPods MUST return the pods sorted by namespace, then name, then UID.",
+	registerOn(podsapiOnly, "ListPods/Sorted",
+		"ListPods MUST return the pods sorted by namespace, then name, then UID. (The kubelet wire promises no order: a kubelet sorts by UID.)",
 		nil, func(c *C) {
 			pods := c.podsForMasks()
 			if !slices.IsSortedFunc(pods, func(a, b *corev1pb.Pod) int { return cmp.Compare(sortKey(a), sortKey(b)) }) {
@@ -278,11 +297,18 @@ func init() {
 				c.checkManifest("GetPod(podUID="+uid+")", s, pod)
 			}
 		})
-	register("GetPod/EmptyUID",
+	registerOn(podsapiOnly, "GetPod/EmptyUID",
 		"GetPod with an empty podUID MUST fail with INVALID_ARGUMENT.",
 		nil, func(c *C) {
 			if _, err := c.get("", nil); codeOf(err) != connect.CodeInvalidArgument {
 				c.Failf(`GetPod(podUID="")`, "INVALID_ARGUMENT", codeName(err))
+			}
+		})
+	registerOn(kubeletOnly, "GetPod/EmptyUIDNotFound",
+		"On the kubelet wire, GetPod with an empty podUID MUST fail with NOT_FOUND, as a kubelet does: it looks the empty UID up like any other.",
+		nil, func(c *C) {
+			if _, err := c.get("", nil); codeOf(err) != connect.CodeNotFound {
+				c.Failf(`GetPod(podUID="")`, "NOT_FOUND", codeName(err))
 			}
 		})
 	register("GetPod/UnknownUID",
@@ -329,6 +355,7 @@ func init() {
 				w.close()
 				want := c.mustList(nil)
 				sortPods(got)
+				sortPods(want)
 				diff := equalPods(got, want)
 				if diff == "" {
 					return
@@ -341,7 +368,7 @@ func init() {
 	for _, m := range validMasks {
 		register("ListPods/FieldMask/"+m.name,
 			"With a field mask of "+m.what+", ListPods MUST return each pod with exactly the selected fields.",
-			nil, func(c *C) {
+			needs(NeedFieldMasks), func(c *C) {
 				c.podsForMasks()
 				h := m.header()
 				for attempt := 0; ; attempt++ {
@@ -361,7 +388,7 @@ func init() {
 			})
 		register("GetPod/FieldMask/"+m.name,
 			"With a field mask of "+m.what+", GetPod MUST return the pod with exactly the selected fields.",
-			nil, func(c *C) {
+			needs(NeedFieldMasks), func(c *C) {
 				pods := c.podsForMasks()
 				h := m.header()
 				for _, p := range pods[:min(len(pods), 3)] {
@@ -381,7 +408,7 @@ func init() {
 	}
 	register("WatchPods/FieldMask/Projection",
 		"With a field mask, WatchPods events MUST carry exactly the selected fields plus metadata.namespace, metadata.name and metadata.uid.",
-		needs(NeedEventTypes), func(c *C) {
+		needs(NeedFieldMasks, NeedEventTypes), func(c *C) {
 			c.podsForMasks()
 			paths := []string{"spec.containers.image", "status.phase"}
 			h := textMask(strings.Join(paths, ","))
@@ -391,6 +418,7 @@ func init() {
 				w.close()
 				want := c.mustList(nil)
 				sortPods(got)
+				sortPods(want)
 				for i := range want {
 					want[i] = project(want[i], append(paths, identityPaths...)...)
 				}
@@ -405,7 +433,7 @@ func init() {
 		})
 	register("WatchPods/FieldMask/Identity",
 		"WatchPods events MUST carry metadata.namespace, metadata.name and metadata.uid even when the field mask does not select them.",
-		needs(NeedEventTypes), func(c *C) {
+		needs(NeedFieldMasks, NeedEventTypes), func(c *C) {
 			c.podsForMasks()
 			h := textMask("status.phase")
 			w := c.watch(h)
@@ -418,7 +446,7 @@ func init() {
 		})
 	register("ListPods/FieldMask/InvalidPath",
 		"ListPods with an invalid field mask path (unknown field, empty element, below a scalar, into a map) MUST fail with INVALID_ARGUMENT.",
-		nil, func(c *C) {
+		needs(NeedFieldMasks), func(c *C) {
 			for _, m := range invalidMasks {
 				h := m()
 				if _, err := c.list(h); codeOf(err) != connect.CodeInvalidArgument {
@@ -428,7 +456,7 @@ func init() {
 		})
 	register("GetPod/FieldMask/InvalidPath",
 		"GetPod with an invalid field mask path MUST fail with INVALID_ARGUMENT.",
-		nil, func(c *C) {
+		needs(NeedFieldMasks), func(c *C) {
 			uid := c.podsForMasks()[0].GetMetadata().GetUid()
 			for _, m := range invalidMasks {
 				h := m()
@@ -439,7 +467,7 @@ func init() {
 		})
 	register("WatchPods/FieldMask/InvalidPath",
 		"WatchPods with an invalid field mask path MUST end with INVALID_ARGUMENT before any event.",
-		nil, func(c *C) {
+		needs(NeedFieldMasks), func(c *C) {
 			for _, m := range invalidMasks {
 				h := m()
 				w := c.watch(h)
@@ -452,7 +480,7 @@ func init() {
 		})
 	register("WatchPods/FieldMask/UnmaskedChange",
 		"With a field mask, WatchPods MUST NOT send MODIFIED when only unselected fields changed: after a label edit then a phase edit, the next event of a status.phase watcher is the phase change.",
-		needs(NeedDriver, NeedEventTypes, NeedManifestStatus), func(c *C) {
+		needs(NeedFieldMasks, NeedDriver, NeedEventTypes, NeedManifestStatus), func(c *C) {
 			s := podSpec{name: "masked", version: 1, phase: corev1.PodPending}
 			o := c.create(s)
 			h := textMask("status.phase")

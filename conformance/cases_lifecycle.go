@@ -15,7 +15,6 @@ import (
 
 	corev1pb "github.com/podsapi/podsapi/gen/k8s.io/api/core/v1"
 	podsv1alpha1 "github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1"
-	"github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1/podsv1alpha1connect"
 )
 
 // readinessPods is how many pods the readiness cases create before the
@@ -62,7 +61,7 @@ func (c *C) start() {
 // from the moment the socket answers until each gave a complete answer:
 // every answer must be FAILED_PRECONDITION (or RESOURCE_EXHAUSTED for the
 // rate-limited calls) or complete, never partial.
-func (c *C) checkReadiness(client podsv1alpha1connect.PodsClient, specs []podSpec, what string) {
+func (c *C) checkReadiness(client podsClient, specs []podSpec, what string) {
 	d := c.env.driver
 	want := len(specs)
 	uid := string(d.uid(specs[len(specs)-1].name))
@@ -93,12 +92,17 @@ func (c *C) checkReadiness(client podsv1alpha1connect.PodsClient, specs []podSpe
 			c.Failf(what, "complete answers of ListPods, GetPod and WatchPods within "+c.env.cfg.StartTimeout.String(),
 				fmt.Sprintf("ListPods done %t, GetPod done %t, WatchPods done %t", listDone, getDone, watchDone))
 		}
+		if msg, ok := c.env.defect(noAnswer); ok {
+			c.Failf(what, "answers", "not attempted: "+msg)
+		}
 		if !listDone {
-			resp, err := client.ListPods(c.ctx, connect.NewRequest(&podsv1alpha1.PodListRequest{}))
+			cctx, cancel := context.WithTimeout(c.ctx, c.recvTimeout())
+			pods, err := client.list(cctx, nil)
+			cancel()
 			switch {
 			case err == nil:
 				answers[0]++
-				if n := count(resp.Msg.GetPods()); n != want {
+				if n := count(pods); n != want {
 					c.Failf(what+": ListPods", fmt.Sprintf("FAILED_PRECONDITION or all %d pods", want), fmt.Sprintf("OK with %d of the %d pods (partial data)", n, want))
 				}
 				listDone = true
@@ -107,7 +111,9 @@ func (c *C) checkReadiness(client podsv1alpha1connect.PodsClient, specs []podSpe
 			}
 		}
 		if checkGet && !getDone {
-			_, err := client.GetPod(c.ctx, connect.NewRequest(&podsv1alpha1.PodGetRequest{PodUID: uid}))
+			cctx, cancel := context.WithTimeout(c.ctx, c.recvTimeout())
+			_, err := client.get(cctx, uid, nil)
+			cancel()
 			switch {
 			case err == nil:
 				answers[1]++
@@ -119,35 +125,62 @@ func (c *C) checkReadiness(client podsv1alpha1connect.PodsClient, specs []podSpe
 			}
 		}
 		if !watchDone {
-			ctx, cancel := context.WithTimeout(c.ctx, c.recvTimeout())
-			stream, err := client.WatchPods(ctx, connect.NewRequest(&podsv1alpha1.PodWatchRequest{}))
-			if err == nil {
-				var pods []*podsPod
-				for stream.Receive() {
-					if stream.Msg().GetType() == podsv1alpha1.EventType_EVENT_TYPE_INITIAL_SYNC_COMPLETE {
-						watchDone = true
-						break
-					}
-					pods = append(pods, stream.Msg().GetPod())
-				}
-				if watchDone {
-					answers[2]++
-					if n := count(pods); n != want {
-						cancel()
-						c.Failf(what+": WatchPods", fmt.Sprintf("FAILED_PRECONDITION or an initial snapshot of all %d pods", want), fmt.Sprintf("a snapshot of %d of the %d pods (partial data)", n, want))
-					}
-				} else if err := stream.Err(); !waitingOK(err, false) {
-					cancel()
-					c.Failf(what+": WatchPods", "FAILED_PRECONDITION or the initial snapshot", codeName(err))
-				}
-				stream.Close()
-			} else if !waitingOK(err, false) {
-				cancel()
-				c.Failf(what+": WatchPods", "FAILED_PRECONDITION or a stream", codeName(err))
+			watchDone = c.readinessWatch(client, want, what)
+			if watchDone {
+				answers[2]++
 			}
-			cancel()
 		}
 	}
+}
+
+// readinessWatch makes one WatchPods call of checkReadiness and reports
+// whether it gave the complete snapshot and the sync marker.
+func (c *C) readinessWatch(client podsClient, want int, what string) bool {
+	if msg, ok := c.env.defect(noSyncMarker); ok {
+		c.Failf(what+": WatchPods", "FAILED_PRECONDITION or the initial snapshot, then EVENT_TYPE_INITIAL_SYNC_COMPLETE", "not attempted: "+msg)
+	}
+	ctx, cancel := context.WithTimeout(c.ctx, c.recvTimeout())
+	defer cancel()
+	waitingOK := func(err error) bool {
+		return codeOf(err) == connect.CodeFailedPrecondition || !answered(err)
+	}
+	stream, err := client.watch(ctx, nil)
+	if err != nil {
+		if !waitingOK(err) {
+			c.Failf(what+": WatchPods", "FAILED_PRECONDITION or a stream", codeName(err))
+		}
+		return false
+	}
+	defer stream.close()
+	var pods []*podsPod
+	for {
+		typ, pod, ok := stream.receive()
+		if !ok {
+			break
+		}
+		if typ == podsv1alpha1.EventType_EVENT_TYPE_INITIAL_SYNC_COMPLETE {
+			n := 0
+			for _, p := range pods {
+				if p.GetMetadata().GetLabels()[runLabel] == c.env.runID {
+					n++
+				}
+			}
+			if n != want {
+				c.Failf(what+": WatchPods", fmt.Sprintf("FAILED_PRECONDITION or an initial snapshot of all %d pods", want), fmt.Sprintf("a snapshot of %d of the %d pods (partial data)", n, want))
+			}
+			return true
+		}
+		pods = append(pods, pod)
+	}
+	if ctx.Err() == context.DeadlineExceeded && c.ctx.Err() == nil {
+		msg := fmt.Sprintf("no EVENT_TYPE_INITIAL_SYNC_COMPLETE: WatchPods sent %d events and no sync marker within %s (case %s)", len(pods), c.recvTimeout(), c.id)
+		c.env.seen(noSyncMarker, msg)
+		c.Failf(what+": WatchPods", "FAILED_PRECONDITION or the initial snapshot, then EVENT_TYPE_INITIAL_SYNC_COMPLETE", msg)
+	}
+	if err := stream.err(); !waitingOK(err) {
+		c.Failf(what+": WatchPods", "FAILED_PRECONDITION or the initial snapshot", codeName(err))
+	}
+	return false
 }
 
 func registerLifecycleCases() {
@@ -186,7 +219,7 @@ func registerLifecycleCases() {
 			deadline := time.Now().Add(c.env.cfg.StartTimeout)
 			for time.Now().Before(deadline) {
 				cctx, cancel := context.WithTimeout(c.ctx, 2*time.Second)
-				resp, err := hc.Check(cctx, &healthpb.HealthCheckRequest{Service: podsv1alpha1connect.PodsName})
+				resp, err := hc.Check(cctx, &healthpb.HealthCheckRequest{Service: c.env.cfg.Wire.Service()})
 				cancel()
 				if err != nil || resp.GetStatus() != healthpb.HealthCheckResponse_SERVING {
 					continue
@@ -214,11 +247,11 @@ type podsPod = corev1pb.Pod
 
 func registerOptionalCases() {
 	register("Health/Serving",
-		"gRPC health v1 MUST answer SERVING for \"\" and kubelet.pods.v1alpha1.Pods once the pods are served.",
+		"gRPC health v1 MUST answer SERVING for \"\" and the service of the wire (kubelet.pods.v1alpha1.Pods, v1alpha1.Pods) once the pods are served.",
 		needs(NeedHealth), func(c *C) {
 			c.mustList(nil) // synced
 			hc := healthpb.NewHealthClient(c.grpcConn())
-			for _, svc := range []string{"", podsv1alpha1connect.PodsName} {
+			for _, svc := range []string{"", c.env.cfg.Wire.Service()} {
 				resp, err := hc.Check(c.ctx, &healthpb.HealthCheckRequest{Service: svc})
 				if err != nil || resp.GetStatus() != healthpb.HealthCheckResponse_SERVING {
 					c.Failf(fmt.Sprintf("grpc.health.v1.Health/Check(service=%q)", svc), "SERVING", fmt.Sprintf("%v %v", resp.GetStatus(), err))
@@ -226,7 +259,7 @@ func registerOptionalCases() {
 			}
 		})
 	register("Reflection/ListsService",
-		"gRPC reflection v1 MUST list the service kubelet.pods.v1alpha1.Pods.",
+		"gRPC reflection v1 MUST list the service of the wire (kubelet.pods.v1alpha1.Pods, v1alpha1.Pods).",
 		needs(NeedReflection), func(c *C) {
 			rc := reflectionpb.NewServerReflectionClient(c.grpcConn())
 			stream, err := rc.ServerReflectionInfo(c.ctx)
@@ -244,11 +277,11 @@ func registerOptionalCases() {
 			var services []string
 			for _, s := range resp.GetListServicesResponse().GetService() {
 				services = append(services, s.GetName())
-				if s.GetName() == podsv1alpha1connect.PodsName {
+				if s.GetName() == c.env.cfg.Wire.Service() {
 					return
 				}
 			}
-			c.Failf("ServerReflectionInfo list_services", podsv1alpha1connect.PodsName+" listed", fmt.Sprint(services))
+			c.Failf("ServerReflectionInfo list_services", c.env.cfg.Wire.Service()+" listed", fmt.Sprint(services))
 		})
 	register("Socket/Permissions",
 		"The socket MUST NOT be readable or writable by group or others, and MUST be owned by root when the implementation runs as root.",

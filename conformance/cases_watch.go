@@ -35,7 +35,7 @@ func (c *C) collectRun(w *watch, end string) []string {
 	var steps []string
 	for {
 		ev := w.mustNext()
-		if ev.pod.GetMetadata().GetLabels()[runLabel] != c.env.runID {
+		if !c.ofRun(ev.pod) {
 			continue
 		}
 		if ev.pod.GetMetadata().GetName() == end {
@@ -46,8 +46,9 @@ func (c *C) collectRun(w *watch, end string) []string {
 }
 
 // checkSequence checks that steps, per pod, start with ADDED, have
-// strictly increasing versions, nothing after DELETED, and end at final.
-func checkSequence(steps []string, final map[string]string) string {
+// strictly increasing versions, nothing after DELETED (which carries the
+// last version when lastState), and end at final.
+func checkSequence(steps []string, final map[string]string, lastState bool) string {
 	type state struct {
 		version int
 		gone    bool
@@ -69,7 +70,7 @@ func checkSequence(steps []string, final map[string]string) string {
 		case st.gone:
 			return fmt.Sprintf("event %d %q: an event after EVENT_TYPE_DELETED", i, s)
 		case typ == deleted.String():
-			if v != st.version {
+			if lastState && v != st.version {
 				return fmt.Sprintf("event %d %q: EVENT_TYPE_DELETED must carry the last state, version %d", i, s, st.version)
 			}
 			st.gone = true
@@ -78,7 +79,10 @@ func checkSequence(steps []string, final map[string]string) string {
 		case st.seen && v <= st.version:
 			return fmt.Sprintf("event %d %q: version %d after %d: out of order or duplicate", i, s, v, st.version)
 		}
-		st.seen, st.version = true, v
+		st.seen = true
+		if typ != deleted.String() {
+			st.version = v
+		}
 	}
 	for name, want := range final {
 		st := pods[name]
@@ -109,6 +113,7 @@ func registerWatchCases() {
 				w.close()
 				want := c.mustList(nil)
 				sortPods(got)
+				sortPods(want)
 				if slices.Equal(names(got), names(want)) {
 					return
 				}
@@ -118,7 +123,7 @@ func registerWatchCases() {
 			}
 		})
 	register("WatchPods/Events",
-		"WatchPods MUST send EVENT_TYPE_ADDED, EVENT_TYPE_MODIFIED and EVENT_TYPE_DELETED (with the last state) as the driver creates, edits and deletes a manifest.",
+		"WatchPods MUST send EVENT_TYPE_ADDED, EVENT_TYPE_MODIFIED and EVENT_TYPE_DELETED as the driver creates, edits and deletes a manifest; DELETED carries the pod's name, namespace and UID, and its last state when the features declare deletedLastState.",
 		needs(NeedDriver, NeedEventTypes), func(c *C) {
 			o := c.observe()
 			w := c.watch(nil)
@@ -136,10 +141,15 @@ func registerWatchCases() {
 			next := func(what string, typ podsv1alpha1.EventType, version int) event {
 				for {
 					ev := w.mustNext()
-					if ev.pod.GetMetadata().GetLabels()[runLabel] != c.env.runID {
+					if !c.ofRun(ev.pod) {
 						continue
 					}
-					if ev.typ != typ || ev.pod.GetMetadata().GetName() != d.served(s.name) || ev.pod.GetMetadata().GetAnnotations()[versionAnnotation] != strconv.Itoa(version) {
+					wrongVersion := ev.pod.GetMetadata().GetAnnotations()[versionAnnotation] != strconv.Itoa(version)
+					if typ == deleted && !c.env.cfg.Features.DeletedLastState {
+						// Only the identity is promised.
+						wrongVersion = ev.pod.GetMetadata().GetUid() == "" || ev.pod.GetMetadata().GetNamespace() == ""
+					}
+					if ev.typ != typ || ev.pod.GetMetadata().GetName() != d.served(s.name) || wrongVersion {
 						c.Failf("WatchPods while the driver "+what, fmt.Sprintf("%s %s version %d", typ, d.served(s.name), version), ev.String())
 					}
 					return ev
@@ -160,7 +170,7 @@ func registerWatchCases() {
 			w.initial()
 			steps, final := c.churn(o)
 			got := c.collectRun(w, c.env.driver.served("end"))
-			if diff := checkSequence(got, final); diff != "" {
+			if diff := checkSequence(got, final, c.env.cfg.Features.DeletedLastState); diff != "" {
 				c.Failf("WatchPods while the driver creates, edits and deletes pods ("+fmt.Sprint(steps)+" changes)", "every pod's changes in order, once", diff+"\nevents: "+strings.Join(got, ", "))
 			}
 		})
@@ -188,6 +198,11 @@ func registerWatchCases() {
 	register("WatchPods/NotRateLimited",
 		"WatchPods MUST NOT be rate limited: watches opened beyond the ListPods/GetPod burst all start.",
 		needs(NeedRateLimit), func(c *C) {
+			// A stream shows it started with its first event: on a node
+			// without pods, the sync marker.
+			if msg, ok := c.env.defect(noSyncMarker); ok {
+				c.Failf("WatchPods", "a first event (on a node without pods, EVENT_TYPE_INITIAL_SYNC_COMPLETE)", "not attempted: "+msg)
+			}
 			c.exhaust()
 			// All at once, right after the bucket was emptied.
 			n := c.env.cfg.Features.RateLimit.Burst + 5
@@ -196,12 +211,12 @@ func registerWatchCases() {
 			defer cancel()
 			for range n {
 				go func() {
-					stream, err := c.env.client.WatchPods(ctx, connect.NewRequest(&podsv1alpha1.PodWatchRequest{}))
+					stream, err := c.env.client.watch(ctx, nil)
 					if err == nil {
-						if !stream.Receive() {
-							err = stream.Err()
+						if _, _, ok := stream.receive(); !ok {
+							err = stream.err()
 						}
-						stream.Close()
+						stream.close()
 					}
 					codes <- err
 				}()
@@ -265,22 +280,33 @@ func slowConsumer(c *C) {
 	defer conn.Close()
 	sctx, scancel := context.WithCancel(c.ctx)
 	defer scancel()
-	gs, err := conn.NewStream(sctx, &grpc.StreamDesc{ServerStreams: true}, "/kubelet.pods.v1alpha1.Pods/WatchPods")
+	wire := c.env.cfg.Wire
+	req, newResp, decode := wire.rawWatch()
+	gs, err := conn.NewStream(sctx, &grpc.StreamDesc{ServerStreams: true}, wire.watchProcedure())
 	if err != nil {
 		c.Failf("WatchPods", "a stream", err.Error())
 	}
-	if err := gs.SendMsg(&podsv1alpha1.PodWatchRequest{}); err != nil {
+	if err := gs.SendMsg(req); err != nil {
 		c.Failf("WatchPods", "a stream", err.Error())
 	}
 	gs.CloseSend()
+	// The snapshot is bounded like any wait for an event.
+	snapshot := time.AfterFunc(c.recvTimeout(), scancel)
 	for {
-		m := new(podsv1alpha1.PodWatchResponse)
+		m := newResp()
 		if err := gs.RecvMsg(m); err != nil {
+			c.Failf("WatchPods", "the initial snapshot within "+c.recvTimeout().String(), err.Error())
+		}
+		typ, _, err := decode(m)
+		if err != nil {
 			c.Failf("WatchPods", "the initial snapshot", err.Error())
 		}
-		if m.GetType() == podsv1alpha1.EventType_EVENT_TYPE_INITIAL_SYNC_COMPLETE {
+		if typ == podsv1alpha1.EventType_EVENT_TYPE_INITIAL_SYNC_COMPLETE {
 			break
 		}
+	}
+	if !snapshot.Stop() {
+		c.Failf("WatchPods", "the initial snapshot within "+c.recvTimeout().String(), "the stream was cancelled")
 	}
 	// The observer is the healthy watcher: it must receive every change.
 	queue := c.env.cfg.Features.WatchQueue
@@ -307,11 +333,13 @@ func slowConsumer(c *C) {
 	events := make(chan event)
 	go func() {
 		for {
-			m := new(podsv1alpha1.PodWatchResponse)
+			m := newResp()
 			err := gs.RecvMsg(m)
-			ev := event{typ: m.GetType(), pod: m.GetPod()}
+			var ev event
 			if err != nil {
 				ev = event{err: connect.NewError(connect.Code(status.Code(err)), err)}
+			} else if ev.typ, ev.pod, err = decode(m); err != nil {
+				ev = event{err: err}
 			}
 			select {
 			case events <- ev:

@@ -15,7 +15,6 @@ import (
 
 	corev1pb "github.com/podsapi/podsapi/gen/k8s.io/api/core/v1"
 	podsv1alpha1 "github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1"
-	"github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1/podsv1alpha1connect"
 )
 
 // The field mask headers of the API.
@@ -106,13 +105,30 @@ func (c *C) pace() {
 	}
 }
 
+// call makes one call with f, bounded by EventTimeout. A call that gets no
+// answer in time fails the case and is remembered: the calls of the later
+// cases fail at once, naming it, rather than each waiting in vain.
+func (c *C) call(request string, f func(ctx context.Context) error) error {
+	if msg, ok := c.env.defect(noAnswer); ok {
+		c.Failf(request, "an answer", "not attempted: "+msg)
+	}
+	ctx, cancel := context.WithTimeout(c.ctx, c.recvTimeout())
+	defer cancel()
+	err := f(ctx)
+	if err != nil && ctx.Err() == context.DeadlineExceeded && c.ctx.Err() == nil {
+		c.env.seen(noAnswer, fmt.Sprintf("%s got no answer within %s (case %s)", request, c.recvTimeout(), c.id))
+		c.Failf(request, "an answer within "+c.recvTimeout().String(), "none: "+codeName(err))
+	}
+	return err
+}
+
 // retryRateLimited calls f until it is not refused with RESOURCE_EXHAUSTED
 // (a leftover of another case's exhausted bucket), within bounds.
-func retryRateLimited(c *C, f func() error) error {
+func retryRateLimited(c *C, request string, f func(ctx context.Context) error) error {
 	var err error
 	for range 50 {
 		c.pace()
-		if err = f(); codeOf(err) != connect.CodeResourceExhausted || c.env.pacer == nil {
+		if err = c.call(request, f); codeOf(err) != connect.CodeResourceExhausted || c.env.pacer == nil {
 			return err
 		}
 		select {
@@ -129,13 +145,11 @@ func (c *C) list(h http.Header) ([]*corev1pb.Pod, error) {
 	return c.listWith(c.env.client, h)
 }
 
-func (c *C) listWith(client podsv1alpha1connect.PodsClient, h http.Header) ([]*corev1pb.Pod, error) {
+func (c *C) listWith(client podsClient, h http.Header) ([]*corev1pb.Pod, error) {
 	var pods []*corev1pb.Pod
-	err := retryRateLimited(c, func() error {
-		resp, err := client.ListPods(c.ctx, withHeader(&podsv1alpha1.PodListRequest{}, h))
-		if err == nil {
-			pods = resp.Msg.GetPods()
-		}
+	err := retryRateLimited(c, describe("ListPods", h, ""), func(ctx context.Context) error {
+		var err error
+		pods, err = client.list(ctx, h)
 		return err
 	})
 	return pods, err
@@ -153,11 +167,9 @@ func (c *C) mustList(h http.Header) []*corev1pb.Pod {
 // get calls GetPod with h, paced and retried when rate limited.
 func (c *C) get(uid string, h http.Header) (*corev1pb.Pod, error) {
 	var pod *corev1pb.Pod
-	err := retryRateLimited(c, func() error {
-		resp, err := c.env.client.GetPod(c.ctx, withHeader(&podsv1alpha1.PodGetRequest{PodUID: uid}, h))
-		if err == nil {
-			pod = resp.Msg.GetPod()
-		}
+	err := retryRateLimited(c, describe("GetPod", h, "podUID="+uid), func(ctx context.Context) error {
+		var err error
+		pod, err = c.env.client.get(ctx, uid, h)
 		return err
 	})
 	return pod, err
@@ -182,58 +194,64 @@ func (ev event) String() string {
 	if ev.err != nil {
 		return "stream ended: " + codeName(ev.err)
 	}
-	m := ev.pod.GetMetadata()
 	if ev.pod == nil {
 		return ev.typ.String() + " (no pod)"
 	}
+	m := ev.pod.GetMetadata()
 	return fmt.Sprintf("%s %s/%s uid=%s version=%s phase=%s", ev.typ, m.GetNamespace(), m.GetName(), m.GetUid(), m.GetAnnotations()[versionAnnotation], ev.pod.GetStatus().GetPhase())
 }
 
-// watch is an open WatchPods stream. It is read only when the case asks
-// for an event, so that a case can stop reading it.
+// watch is a WatchPods stream. It is opened and read only when the case
+// asks for an event, so that a case can stop reading it; the wait for the
+// response headers is part of the wait for the first event (an
+// implementation sends them with its first event).
 type watch struct {
-	c      *C
-	desc   string
-	stream *connect.ServerStreamForClient[podsv1alpha1.PodWatchResponse]
-	ctx    context.Context
-	cancel context.CancelFunc
-	once   sync.Once
-	events chan event
-	done   chan struct{}
-	ended  bool
+	c        *C
+	desc     string
+	client   podsClient
+	header   http.Header
+	ctx      context.Context
+	cancel   context.CancelFunc
+	once     sync.Once
+	events   chan event
+	done     chan struct{}
+	stream   podStream // set by pump before done is closed
+	ended    bool
+	received int // events received
 }
 
-// watch opens a WatchPods stream with h on the suite's client.
+// watch returns a WatchPods stream with h on the suite's client.
 func (c *C) watch(h http.Header) *watch {
 	return c.watchWith(c.env.client, h)
 }
 
-func (c *C) watchWith(client podsv1alpha1connect.PodsClient, h http.Header) *watch {
-	ctx, cancel := context.WithCancel(c.ctx)
-	w := &watch{c: c, desc: describe("WatchPods", h, ""), ctx: ctx, cancel: cancel, events: make(chan event), done: make(chan struct{})}
-	// The call returns with the response headers: bound it.
-	timer := time.AfterFunc(c.recvTimeout(), cancel)
-	stream, err := client.WatchPods(ctx, withHeader(&podsv1alpha1.PodWatchRequest{}, h))
-	if !timer.Stop() {
-		c.Failf(w.desc, "response headers within "+c.recvTimeout().String(), "nothing")
+func (c *C) watchWith(client podsClient, h http.Header) *watch {
+	w := &watch{c: c, desc: describe("WatchPods", h, ""), client: client, header: h, events: make(chan event), done: make(chan struct{})}
+	if msg, ok := c.env.defect(noAnswer); ok {
+		c.Failf(w.desc, "a stream", "not attempted: "+msg)
 	}
-	if err != nil {
-		cancel()
-		c.Failf(w.desc, "a stream", codeName(err))
-	}
-	w.stream = stream
+	w.ctx, w.cancel = context.WithCancel(c.ctx)
 	c.Cleanup(w.close)
 	return w
 }
 
 func (w *watch) pump() {
 	defer close(w.done)
+	stream, err := w.client.watch(w.ctx, w.header)
+	if err != nil {
+		select {
+		case w.events <- event{err: err}:
+		case <-w.ctx.Done():
+		}
+		return
+	}
+	w.stream = stream
 	for {
 		var ev event
-		if w.stream.Receive() {
-			ev = event{typ: w.stream.Msg().GetType(), pod: w.stream.Msg().GetPod()}
+		if typ, pod, ok := stream.receive(); ok {
+			ev = event{typ: typ, pod: pod}
 		} else {
-			ev.err = w.stream.Err()
+			ev.err = stream.err()
 			if ev.err == nil {
 				ev.err = errors.New("the stream ended without a status")
 			}
@@ -254,7 +272,9 @@ func (w *watch) close() {
 	w.cancel()
 	w.once.Do(func() { close(w.done) })
 	<-w.done
-	w.stream.Close()
+	if w.stream != nil {
+		w.stream.close()
+	}
 }
 
 // next returns the next event (or the end of the stream), failing the case
@@ -262,9 +282,17 @@ func (w *watch) close() {
 func (w *watch) next(timeout time.Duration) event {
 	ev, ok := w.tryNext(timeout)
 	if !ok {
-		w.c.Failf(w.desc, "a watch event within "+timeout.String(), "nothing")
+		w.c.Failf(w.desc, "a watch event within "+timeout.String(), w.nothing())
 	}
 	return ev
+}
+
+// nothing describes a watch that sent nothing more.
+func (w *watch) nothing() string {
+	if w.received == 0 {
+		return "nothing, not even the response headers"
+	}
+	return fmt.Sprintf("nothing after %d events", w.received)
 }
 
 // tryNext returns the next event, or false after timeout.
@@ -279,6 +307,8 @@ func (w *watch) tryNext(timeout time.Duration) (event, bool) {
 	case ev := <-w.events:
 		if ev.err != nil {
 			w.ended = true
+		} else {
+			w.received++
 		}
 		return ev, true
 	case <-t.C:
@@ -298,13 +328,32 @@ func (w *watch) mustNext() event {
 	return ev
 }
 
+// snapshotEvent reads the next event of the initial snapshot. A stream
+// that sends nothing within EventTimeout lacks the sync marker: the case
+// fails naming it, and so do, at once, the later cases that need it.
+func (w *watch) snapshotEvent() event {
+	if msg, ok := w.c.env.defect(noSyncMarker); ok {
+		w.c.Failf(w.desc, "ADDED events, then EVENT_TYPE_INITIAL_SYNC_COMPLETE", "not attempted: "+msg)
+	}
+	ev, ok := w.tryNext(w.c.recvTimeout())
+	if !ok {
+		seen := fmt.Sprintf("%s within %s", w.nothing(), w.c.recvTimeout())
+		w.c.env.seen(noSyncMarker, fmt.Sprintf("no EVENT_TYPE_INITIAL_SYNC_COMPLETE: %s sent %s (case %s)", w.desc, seen, w.c.id))
+		w.c.Failf(w.desc, "ADDED events, then EVENT_TYPE_INITIAL_SYNC_COMPLETE", "no EVENT_TYPE_INITIAL_SYNC_COMPLETE: "+seen)
+	}
+	return ev
+}
+
 // initial reads the initial snapshot up to INITIAL_SYNC_COMPLETE and
 // returns its pods, checking its form.
 func (w *watch) initial() []*corev1pb.Pod {
 	var pods []*corev1pb.Pod
 	seen := map[string]bool{}
 	for {
-		ev := w.mustNext()
+		ev := w.snapshotEvent()
+		if ev.err != nil {
+			w.c.Failf(w.desc, "ADDED events, then EVENT_TYPE_INITIAL_SYNC_COMPLETE", ev.String())
+		}
 		switch ev.typ {
 		case podsv1alpha1.EventType_EVENT_TYPE_INITIAL_SYNC_COMPLETE:
 			if ev.pod != nil {
@@ -355,7 +404,7 @@ func (c *C) observe() *observer {
 func (w *watch) tryInitial() ([]*corev1pb.Pod, error) {
 	var pods []*corev1pb.Pod
 	for {
-		ev := w.next(w.c.recvTimeout())
+		ev := w.snapshotEvent()
 		if ev.err != nil {
 			return nil, ev.err
 		}
@@ -369,18 +418,29 @@ func (w *watch) tryInitial() ([]*corev1pb.Pod, error) {
 // waitFor reads events until one about the pod named name satisfies ok,
 // and returns it. Events about other pods are skipped. When the observer
 // is dropped for falling behind (a burst of changes beyond a small watch
-// queue), it watches again and checks the new snapshot with ok.
+// queue), it watches again and checks the new snapshot with ok. A stream
+// that sends nothing at all within EventTimeout has stalled: the case
+// fails, and so do, at once, the later cases that wait for changes.
 func (o *observer) waitFor(name string, what string, ok func(ev event) bool) event {
+	if msg, stalled := o.c.env.defect(stalledWatch); stalled {
+		o.c.Failf("driver change of "+name, what, "not attempted: "+msg)
+	}
 	deadline := time.Now().Add(o.c.recvTimeout())
+	silent := true
 	for {
 		left := time.Until(deadline)
 		if left <= 0 {
+			if silent {
+				o.c.env.seen(stalledWatch, fmt.Sprintf("a synced WatchPods stream stalled: it sent nothing within %s while the driver changed %s (case %s)", o.c.recvTimeout(), name, o.c.id))
+				o.c.Failf("driver change of "+name, what+" within "+o.c.recvTimeout().String(), "nothing: the stream stalled")
+			}
 			o.c.Failf("driver change of "+name, what+" within "+o.c.recvTimeout().String(), "no such event")
 		}
 		ev, got := o.tryNext(left)
 		if !got {
 			continue
 		}
+		silent = false
 		if ev.err != nil && codeOf(ev.err) == connect.CodeResourceExhausted {
 			o.c.Logf("observer dropped (%v): watching again", ev.err)
 			o.watch.close()

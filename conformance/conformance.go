@@ -1,6 +1,8 @@
 // Package conformance checks, over its socket alone, whether an
-// implementation of the Kubelet Pods API (kubelet.pods.v1alpha1) behaves as
-// the API promises.
+// implementation of the Kubelet Pods API behaves as the API promises, on
+// either wire (Config.Wire): the typed kubelet.pods.v1alpha1.Pods, or the
+// kubelet's own v1alpha1.Pods (pods as bytes), which a Kubernetes 1.37
+// kubelet serves itself (features/kubelet-v1.37.yaml declares one).
 //
 // The suite is a catalogue of cases with stable hierarchical IDs such as
 // "ListPods/FieldMask/InvalidPath", each checking one MUST statement of the
@@ -15,6 +17,12 @@
 // need to start and stop the implementation use a Lifecycle. A case whose
 // driver, lifecycle, metrics or declared feature is missing is SKIPPED with
 // the reason, never passed.
+//
+// Every call and every expected event is bounded (Config.EventTimeout), and
+// what an implementation was seen to lack (any answer, the sync marker,
+// events on a synced stream) fails the later cases that need it at once,
+// naming it: a run against a broken implementation ends in about one
+// timeout, not one per case.
 //
 // RunCases runs the suite and returns a Report; Run does the same inside a
 // Go test, one subtest per case. The podsapi-conformance command
@@ -44,6 +52,11 @@ type Config struct {
 	// Endpoint is the UNIX socket of the implementation: a path or a
 	// unix:// URL. Required.
 	Endpoint string
+	// Wire is the service the suite speaks and judges: WirePodsAPI (the
+	// typed kubelet.pods.v1alpha1.Pods, the default when empty) or
+	// WireKubelet (the kubelet's own v1alpha1.Pods). Cases that do not
+	// apply to the wire are skipped.
+	Wire Wire
 	// ManifestDir is the static pod manifest directory the implementation
 	// reads, used as the driver. Empty: cases that need the driver are
 	// skipped.
@@ -67,11 +80,17 @@ type Config struct {
 	KnownFailing []string
 	// CaseTimeout bounds each case. Default 60s.
 	CaseTimeout time.Duration
-	// EventTimeout bounds the wait for one expected watch event. Default
-	// 20s.
+	// EventTimeout bounds each call of the suite (its answer, or the
+	// response headers of a stream) and the wait for one expected watch
+	// event. What an implementation failed to do within it (answer at all,
+	// send INITIAL_SYNC_COMPLETE, send a change on a synced stream) fails
+	// the case, and the later cases that need it fail at once instead of
+	// waiting again. Default 20s.
 	EventTimeout time.Duration
-	// StartTimeout bounds how long the implementation may take to become
-	// reachable on its socket (harness error beyond). Default 30s.
+	// StartTimeout bounds how long the implementation may take to answer
+	// on its socket: beyond it, a harness error if nothing accepts
+	// connections on the socket, and the defect "no answer" (every case
+	// that calls it fails) if something does. Default 30s.
 	StartTimeout time.Duration
 	// RerunCommand is the command line printed, followed by --run, to tell
 	// how to rerun a failed case alone. Default "podsapi-conformance ...".
@@ -125,12 +144,14 @@ type Result struct {
 
 // Report is the outcome of a run.
 type Report struct {
-	SuiteVersion string        `json:"suiteVersion"`
-	APIVersion   string        `json:"apiVersion"`
-	Endpoint     string        `json:"endpoint"`
-	Started      time.Time     `json:"started"`
-	Duration     time.Duration `json:"durationNanos"`
-	Results      []Result      `json:"results"`
+	SuiteVersion string `json:"suiteVersion"`
+	// APIVersion is the service judged: the service of Wire.
+	APIVersion string        `json:"apiVersion"`
+	Wire       Wire          `json:"wire"`
+	Endpoint   string        `json:"endpoint"`
+	Started    time.Time     `json:"started"`
+	Duration   time.Duration `json:"durationNanos"`
+	Results    []Result      `json:"results"`
 }
 
 // Count returns how many results have status s.
@@ -168,9 +189,13 @@ func harnessErr(format string, args ...any) error {
 	return &HarnessError{fmt.Errorf(format, args...)}
 }
 
-// Banner is the line printed at the start of every run.
+// Banner is the line printed at the start of every run of the typed wire.
 func Banner() string {
-	return fmt.Sprintf("podsapi-conformance %s checking %s", Version, APIVersion)
+	return WirePodsAPI.banner()
+}
+
+func (w Wire) banner() string {
+	return fmt.Sprintf("podsapi-conformance %s checking %s", Version, w.Service())
 }
 
 // RunCases runs the selected cases, one at a time, against the
@@ -180,13 +205,19 @@ func Banner() string {
 // results so far.
 func RunCases(ctx context.Context, cfg Config) (*Report, error) {
 	cfg = withDefaults(cfg)
-	rep := &Report{SuiteVersion: Version, APIVersion: APIVersion, Endpoint: cfg.Endpoint, Started: time.Now()}
+	rep := &Report{SuiteVersion: Version, APIVersion: cfg.Wire.Service(), Wire: cfg.Wire, Endpoint: cfg.Endpoint, Started: time.Now()}
 	defer func() { rep.Duration = time.Since(rep.Started) }()
 	if cfg.Endpoint == "" {
 		return rep, harnessErr("no endpoint: set the socket of the implementation")
 	}
+	if _, err := ParseWire(string(cfg.Wire)); err != nil {
+		return rep, &HarnessError{err}
+	}
 	if err := cfg.Features.validate(); err != nil {
 		return rep, &HarnessError{err}
+	}
+	if cfg.ManifestDir != "" && strings.Contains(cfg.Features.PodNameSuffix, "{nodeName}") {
+		return rep, harnessErr("the features' podNameSuffix %q needs the node name: set it (podsapi-conformance --node-name)", cfg.Features.PodNameSuffix)
 	}
 	known := make(map[string]bool)
 	for _, id := range cfg.KnownFailing {
@@ -196,7 +227,7 @@ func RunCases(ctx context.Context, cfg Config) (*Report, error) {
 		known[id] = true
 	}
 	if cfg.Log != nil {
-		fmt.Fprintln(cfg.Log, Banner())
+		fmt.Fprintln(cfg.Log, cfg.Wire.banner())
 	}
 	env, err := newEnv(ctx, cfg)
 	if err != nil {
@@ -254,6 +285,9 @@ func indent(s string) string {
 }
 
 func withDefaults(cfg Config) Config {
+	if cfg.Wire == "" {
+		cfg.Wire = WirePodsAPI
+	}
 	if cfg.CaseTimeout <= 0 {
 		cfg.CaseTimeout = 60 * time.Second
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/yaml"
 
+	corev1pb "github.com/podsapi/podsapi/gen/k8s.io/api/core/v1"
 	podsv1alpha1 "github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1"
 )
 
@@ -187,9 +189,18 @@ func (c *C) track(short string) {
 	c.created[short] = true
 }
 
+// ofRun reports whether p is a pod of this run: by its label, or by its
+// name for the events (DELETED on the kubelet wire) that carry only the
+// pod's identity.
+func (c *C) ofRun(p *corev1pb.Pod) bool {
+	m := p.GetMetadata()
+	return m.GetLabels()[runLabel] == c.env.runID || strings.HasPrefix(m.GetName(), "cf-"+c.env.runID+"-")
+}
+
 // cleanupPods removes the manifests of the case's pods and waits (bounded)
 // until the implementation no longer serves them, so that the next case
-// starts from a known state.
+// starts from a known state. It does not wait on an implementation seen
+// to lack what the wait needs (answers, the sync marker).
 func (c *C) cleanupPods() {
 	d := c.env.driver
 	left := map[string]bool{}
@@ -199,8 +210,19 @@ func (c *C) cleanupPods() {
 		}
 		left[d.served(short)] = true
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	if msg, ok := c.env.defect(noAnswer); ok {
+		c.Logf("cleanup: not waiting for the pods to go: %s", msg)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), c.recvTimeout())
 	defer cancel()
+	for _, def := range []defect{noSyncMarker, stalledWatch} {
+		if msg, ok := c.env.defect(def); ok {
+			c.Logf("cleanup: waiting for the pods to go with ListPods, not WatchPods: %s", msg)
+			c.env.pollGone(ctx, left)
+			return
+		}
+	}
 	var err error
 	for ctx.Err() == nil {
 		var present map[string]bool
@@ -214,19 +236,38 @@ func (c *C) cleanupPods() {
 	c.Logf("cleanup: pods still served after their manifests were removed: %v", err)
 }
 
+// pollGone calls ListPods until none of the pods named in names is served,
+// or ctx is done.
+func (e *env) pollGone(ctx context.Context, names map[string]bool) {
+	for ctx.Err() == nil {
+		if e.pacer != nil && e.pacer.Wait(ctx) != nil {
+			return
+		}
+		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		pods, err := e.client.list(cctx, nil)
+		cancel()
+		if err == nil && !slices.ContainsFunc(pods, func(p *corev1pb.Pod) bool { return names[p.GetMetadata().GetName()] }) {
+			return
+		}
+	}
+}
+
 // waitGone watches until none of the pods named in names is served.
 func (e *env) waitGone(ctx context.Context, names map[string]bool) (map[string]bool, error) {
-	stream, err := e.client.WatchPods(ctx, connect.NewRequest(&podsv1alpha1.PodWatchRequest{}))
+	stream, err := e.client.watch(ctx, nil)
 	if err != nil {
 		return nil, err
 	}
-	defer stream.Close()
+	defer stream.close()
 	present := map[string]bool{}
 	synced := false
-	for stream.Receive() {
-		ev := stream.Msg()
-		name := ev.GetPod().GetMetadata().GetName()
-		switch ev.GetType() {
+	for {
+		typ, pod, ok := stream.receive()
+		if !ok {
+			break
+		}
+		name := pod.GetMetadata().GetName()
+		switch typ {
 		case podsv1alpha1.EventType_EVENT_TYPE_INITIAL_SYNC_COMPLETE:
 			synced = true
 		case podsv1alpha1.EventType_EVENT_TYPE_DELETED:
@@ -240,5 +281,5 @@ func (e *env) waitGone(ctx context.Context, names map[string]bool) (map[string]b
 			return nil, nil
 		}
 	}
-	return present, stream.Err()
+	return present, stream.err()
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"runtime"
@@ -16,8 +17,6 @@ import (
 	"connectrpc.com/connect"
 	"golang.org/x/time/rate"
 
-	podsv1alpha1 "github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1"
-	"github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1/podsv1alpha1connect"
 	"github.com/podsapi/podsapi/internal/h2c"
 )
 
@@ -30,17 +29,54 @@ type env struct {
 	socket  string
 	runID   string
 	http    *http.Client
-	client  podsv1alpha1connect.PodsClient
+	client  podsClient
 	pacer   *rate.Limiter
 	driver  *manifestDriver
 	mu      sync.Mutex
 	clients []*http.Client
 
 	harnessFailure error
+	// defects are what the implementation was seen to lack, by defect,
+	// so that the cases that depend on it fail at once, naming it, instead
+	// of each waiting for it in vain.
+	defects map[defect]string
+}
+
+// defect is a failure of the implementation that the cases after the one
+// that saw it do not wait for again.
+type defect string
+
+const (
+	// noAnswer: the implementation accepts connections but answered no
+	// call within its deadline.
+	noAnswer defect = "no answer"
+	// noSyncMarker: a WatchPods stream did not send
+	// EVENT_TYPE_INITIAL_SYNC_COMPLETE within EventTimeout.
+	noSyncMarker defect = "no sync marker"
+	// stalledWatch: a synced WatchPods stream sent nothing within
+	// EventTimeout while the driver changed a pod.
+	stalledWatch defect = "stalled watch"
+)
+
+// seen records d, described by msg, unless already recorded.
+func (e *env) seen(d defect, msg string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if _, ok := e.defects[d]; !ok {
+		e.defects[d] = msg
+	}
+}
+
+// defect returns the description of d if it was seen.
+func (e *env) defect(d defect) (string, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	msg, ok := e.defects[d]
+	return msg, ok
 }
 
 func newEnv(_ context.Context, cfg Config) (*env, error) {
-	e := &env{cfg: cfg, socket: h2c.SocketPath(cfg.Endpoint)}
+	e := &env{cfg: cfg, socket: h2c.SocketPath(cfg.Endpoint), defects: map[defect]string{}}
 	var b [4]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return nil, &HarnessError{err}
@@ -76,9 +112,8 @@ func (e *env) newHTTPClient(h2 *http.HTTP2Config) *http.Client {
 	return hc
 }
 
-func (e *env) newClient(hc *http.Client) podsv1alpha1connect.PodsClient {
-	return podsv1alpha1connect.NewPodsClient(hc, h2c.BaseURL, connect.WithGRPC(), connect.WithReadMaxBytes(maxMessageBytes))
-}
+// newClient returns a client of the wire under test over hc.
+func (e *env) newClient(hc *http.Client) podsClient { return newPodsClient(e.cfg.Wire, hc) }
 
 func (e *env) close() {
 	e.mu.Lock()
@@ -88,19 +123,37 @@ func (e *env) close() {
 	}
 }
 
-// waitReachable waits until the implementation answers on its socket,
-// whatever it answers.
+// waitReachable waits until the implementation answers ListPods on its
+// socket with anything but FAILED_PRECONDITION (still initialising) or
+// RESOURCE_EXHAUSTED (whichever it checks first). An implementation that accepts connections but
+// answers no call within timeout is reachable but broken: the wait
+// returns, and the calls of the cases fail at once, naming the defect. One
+// that does not accept connections is a harness error.
 func (e *env) waitReachable(ctx context.Context, timeout time.Duration) error {
+	if _, ok := e.defect(noAnswer); ok {
+		return nil
+	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	var last error
+	accepted := false
 	for {
+		if !accepted {
+			var d net.Dialer
+			if conn, err := d.DialContext(ctx, "unix", e.socket); err == nil {
+				accepted = true
+				conn.Close()
+			}
+		}
+		if e.pacer != nil {
+			_ = e.pacer.Wait(ctx) // on error ctx is done: the select below tells
+		}
 		cctx, ccancel := context.WithTimeout(ctx, 2*time.Second)
-		_, err := e.client.ListPods(cctx, connect.NewRequest(&podsv1alpha1.PodListRequest{}))
+		_, err := e.client.list(cctx, nil)
 		ccancel()
-		if answered(err) {
+		if answered(err) && codeOf(err) != connect.CodeFailedPrecondition && codeOf(err) != connect.CodeResourceExhausted {
 			return nil
 		}
 		last = err
@@ -112,6 +165,13 @@ func (e *env) waitReachable(ctx context.Context, timeout time.Duration) error {
 		case <-exited:
 			return harnessErr("the implementation exited before it answered on %s", e.socket)
 		case <-ctx.Done():
+			if answered(last) {
+				return harnessErr("the implementation did not finish initialising within %s: %v", timeout, last)
+			}
+			if accepted && ctx.Err() == context.DeadlineExceeded {
+				e.seen(noAnswer, fmt.Sprintf("the implementation accepts connections on %s but answered no ListPods within %s: %v", e.socket, timeout, last))
+				return nil
+			}
 			return harnessErr("the implementation did not become reachable on %s within %s: %v", e.socket, timeout, last)
 		case <-tick.C:
 		}
@@ -232,6 +292,9 @@ func (e *env) runCase(ctx context.Context, tc *Case) (res Result) {
 
 // missing returns why tc cannot run, or "".
 func (e *env) missing(tc *Case) string {
+	if !tc.AppliesTo(e.cfg.Wire) {
+		return fmt.Sprintf("does not apply to the %s wire", e.cfg.Wire)
+	}
 	for _, n := range tc.Needs {
 		switch n {
 		case NeedDriver:
@@ -261,6 +324,10 @@ func (e *env) missing(tc *Case) string {
 		case NeedHealth:
 			if !e.cfg.Features.Health {
 				return "optional feature not declared: health"
+			}
+		case NeedFieldMasks:
+			if !e.cfg.Features.FieldMasks {
+				return "needs field masks: the features declare fieldMasks: false"
 			}
 		case NeedManifestStatus:
 			if !e.cfg.Features.ManifestStatus {

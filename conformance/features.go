@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"sigs.k8s.io/yaml"
 )
@@ -30,8 +31,18 @@ type Features struct {
 	// false, and the cases that compare or edit the status are skipped.
 	ManifestStatus bool `json:"manifestStatus"`
 	// PodNameSuffix is appended by the implementation to the names of
-	// static pods (a kubelet appends "-" and the node name).
+	// static pods (a kubelet appends "-" and the node name). "{nodeName}"
+	// in it stands for the node name, which the runner fills in
+	// (podsapi-conformance --node-name).
 	PodNameSuffix string `json:"podNameSuffix"`
+	// FieldMasks: the implementation honours the field mask headers
+	// (x-kubernetes-fieldmask, -bin). A kubelet ignores them: set false,
+	// and the field mask cases are skipped. Default true.
+	FieldMasks bool `json:"fieldMasks"`
+	// DeletedLastState: EVENT_TYPE_DELETED carries the last known state of
+	// the pod (podsapi-server). A kubelet sends only its name, namespace
+	// and UID: set false, and only those are checked. Default true.
+	DeletedLastState bool `json:"deletedLastState"`
 	// SocketOwnerRoot: the socket is owned by root and not accessible to
 	// group and others when the implementation runs as root. Default true.
 	SocketPermissions bool `json:"socketPermissions"`
@@ -45,8 +56,8 @@ type RateLimit struct {
 
 // DefaultFeatures returns the features of the API's documented defaults:
 // a rate limit of 100 qps with a burst of 10, a watch queue of 1000, event
-// types, manifest statuses served as written, a private socket; no
-// reflection or health.
+// types, manifest statuses served as written, field masks, DELETED with the
+// last state, a private socket; no reflection or health.
 func DefaultFeatures() Features {
 	return Features{
 		RateLimit:         RateLimit{QPS: 100, Burst: 10},
@@ -54,7 +65,16 @@ func DefaultFeatures() Features {
 		EventTypes:        true,
 		ManifestStatus:    true,
 		SocketPermissions: true,
+		FieldMasks:        true,
+		DeletedLastState:  true,
 	}
+}
+
+// WithNodeName returns f with "{nodeName}" in its PodNameSuffix replaced
+// by node.
+func (f Features) WithNodeName(node string) Features {
+	f.PodNameSuffix = strings.ReplaceAll(f.PodNameSuffix, "{nodeName}", node)
+	return f
 }
 
 // LoadFeatures reads a YAML (or JSON) features file; what it does not set

@@ -59,6 +59,8 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	var (
 		endpoint     = fs.String("endpoint", "", "socket of the implementation: a path or unix:///path (with --server-cmd: default a fresh socket, {socket})")
+		wire         = fs.String("wire", string(conformance.WirePodsAPI), "service to judge: podsapi (kubelet.pods.v1alpha1.Pods, pods typed) or kubelet (the kubelet's own v1alpha1.Pods, pods as bytes)")
+		nodeName     = fs.String("node-name", "", "node name of the implementation, for a features file whose podNameSuffix holds {nodeName} (a kubelet: conformance/features/kubelet-v1.37.yaml)")
 		manifestDir  = fs.String("manifest-dir", "", "static pod manifest directory of the implementation, used as the driver (with --server-cmd: default a fresh directory, {manifests})")
 		serverCmd    = fs.String("server-cmd", "", "command (sh -c) that starts the implementation; {socket}, {manifests} and {metrics} are replaced")
 		metricsURL   = fs.String("metrics-url", "", "Prometheus metrics URL of the implementation (derived from {metrics} in --server-cmd)")
@@ -73,10 +75,11 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		output       = fs.String("output", "", "with --list: write to this file instead of stdout")
 		verbose      = fs.Bool("v", false, "verbose: print the cases' logs and the implementation's output")
 		caseTimeout  = fs.Duration("case-timeout", 60*time.Second, "bound of each case")
+		eventTimeout = fs.Duration("event-timeout", 20*time.Second, "bound of each call and of the wait for each expected watch event; what the implementation failed to do within it fails the later cases that need it at once")
 		startTimeout = fs.Duration("start-timeout", 30*time.Second, "how long the implementation may take to answer on its socket")
 	)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: podsapi-conformance (--endpoint SOCKET [--manifest-dir DIR] | --server-cmd CMD) [flags]\n\n%s\n\nFlags:\n", conformance.Banner())
+		fmt.Fprintf(fs.Output(), "Usage: podsapi-conformance (--endpoint SOCKET [--manifest-dir DIR] | --server-cmd CMD) [--wire podsapi|kubelet] [flags]\n\n%s\n\nFlags:\n", conformance.Banner())
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -103,16 +106,22 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		return nil
 	}
+	w, err := conformance.ParseWire(*wire)
+	if err != nil {
+		return fmt.Errorf("--wire: %w", err)
+	}
 	cfg := conformance.Config{
-		Endpoint: *endpoint, ManifestDir: *manifestDir, MetricsURL: *metricsURL,
-		CaseTimeout: *caseTimeout, StartTimeout: *startTimeout, Log: stdout, Verbose: *verbose,
+		Endpoint: *endpoint, Wire: w, ManifestDir: *manifestDir, MetricsURL: *metricsURL,
+		CaseTimeout: *caseTimeout, EventTimeout: *eventTimeout, StartTimeout: *startTimeout, Log: stdout, Verbose: *verbose,
 		Features: conformance.DefaultFeatures(),
 	}
-	var err error
 	if *featuresFile != "" {
 		if cfg.Features, err = conformance.LoadFeatures(*featuresFile); err != nil {
 			return err
 		}
+	}
+	if *nodeName != "" {
+		cfg.Features = cfg.Features.WithNodeName(*nodeName)
 	}
 	if *runRe != "" {
 		if cfg.Run, err = regexp.Compile(*runRe); err != nil {

@@ -166,10 +166,65 @@ func TestServerCmd(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	code, _ := run(t,
-		"--server-cmd", bin+" --socket {socket} --manifest-dir {manifests} --metrics-address {metrics} --watch-queue 16 --log-level warn",
-		"--features", "../../conformance/features/podsapi-server.yaml")
-	if code != 0 {
-		t.Fatalf("exit %d, want 0", code)
+	server := bin + " --socket {socket} --manifest-dir {manifests} --metrics-address {metrics} --watch-queue 16 --log-level warn"
+	t.Run("podsapi", func(t *testing.T) {
+		if code, _ := run(t, "--server-cmd", server, "--features", "../../conformance/features/podsapi-server.yaml"); code != 0 {
+			t.Fatalf("exit %d, want 0", code)
+		}
+	})
+	t.Run("kubelet", func(t *testing.T) {
+		code, _ := run(t, "--wire", "kubelet", "--server-cmd", server,
+			"--features", "../../conformance/features/podsapi-server-kubelet.yaml",
+			"--known-failing", "../../conformance/features/podsapi-server-kubelet.known-failing")
+		if code != 0 {
+			t.Fatalf("exit %d, want 0", code)
+		}
+	})
+}
+
+// TestWire judges the kubelet wire of the in-process implementation, and
+// a fault of that wire.
+func TestWire(t *testing.T) {
+	features := writeTemp(t, "features.yaml", testFeatures)
+	for _, tc := range []struct {
+		brk  testimpl.Break
+		code int
+		want string
+	}{
+		{testimpl.None, 0, "PASSED        GetPod/UnknownUID"},
+		{testimpl.UnknownForMissing, 1, "seen:     UNKNOWN"},
+	} {
+		im := impl(t, tc.brk)
+		code, out := run(t, "--wire", "kubelet", "--endpoint", "unix://"+im.Socket, "--manifest-dir", im.ManifestDir,
+			"--features", features, "--run", "^GetPod/(Pod|UnknownUID)$")
+		if code != tc.code || !strings.Contains(out, tc.want) || !strings.Contains(out, "checking v1alpha1.Pods") {
+			t.Errorf("%s: exit %d, want %d with %q", tc.brk, code, tc.code, tc.want)
+		}
+	}
+	if code, _ := run(t, "--wire", "grpc", "--endpoint", "/x.sock"); code != 2 {
+		t.Errorf("--wire grpc: exit %d, want 2", code)
+	}
+}
+
+// TestEndsWithoutSyncMarker runs the whole suite, with the default
+// timeouts, against an implementation that never sends
+// INITIAL_SYNC_COMPLETE: it exits 1 well within a minute (it ran for more
+// than 300 s, each case waiting for the marker in turn), and the output
+// names the marker.
+func TestEndsWithoutSyncMarker(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for the default event timeout once")
+	}
+	features := writeTemp(t, "features.yaml", testFeatures)
+	im := impl(t, testimpl.NoSyncMarker)
+	begin := time.Now()
+	code, out := run(t, "--endpoint", "unix://"+im.Socket, "--manifest-dir", im.ManifestDir, "--metrics-url", im.MetricsURL, "--features", features)
+	took := time.Since(begin)
+	t.Logf("the run took %s", took.Round(time.Millisecond))
+	if code != 1 || !strings.Contains(out, "no EVENT_TYPE_INITIAL_SYNC_COMPLETE") {
+		t.Errorf("exit %d, want 1 naming the sync marker", code)
+	}
+	if took > 55*time.Second {
+		t.Errorf("the run took %s, want well under a minute", took.Round(time.Millisecond))
 	}
 }

@@ -2,8 +2,10 @@
 // tests of the conformance suite: the server podsapi-server serves, built by
 // the same assembly (server.New), or that server with one fault planted
 // (package internal/faults, through server.Hooks), so that the tests can
-// check that the suite catches it. It is test support only: the suite itself
-// never uses it.
+// check that the suite catches it. Both wires are served, the typed
+// kubelet.pods.v1alpha1.Pods and the kubelet's v1alpha1.Pods, and a fault
+// is planted in whichever the suite judges. It is test support only: the
+// suite itself never uses it.
 package testimpl
 
 import (
@@ -55,6 +57,16 @@ const (
 	// SeparateBuckets gives ListPods and GetPod a rate limit each instead
 	// of one shared.
 	SeparateBuckets Break = "separate-buckets"
+	// StalledWatch sends the initial snapshot and INITIAL_SYNC_COMPLETE,
+	// then nothing more: the stream stays open, changes never come.
+	StalledWatch Break = "stalled-watch"
+	// NoAnswer accepts connections on the socket and never answers: no
+	// HTTP/2, no gRPC, the connections held until Stop.
+	NoAnswer Break = "no-answer"
+	// EmptyUIDInvalid answers GetPod of an empty UID with INVALID_ARGUMENT
+	// on the kubelet wire, where a kubelet answers NOT_FOUND (it looks the
+	// empty UID up like any other).
+	EmptyUIDInvalid Break = "empty-uid-invalid"
 )
 
 // Default rate limit and watch queue of every Impl.
@@ -189,7 +201,9 @@ func (im *Impl) Start(context.Context) error {
 	var sink source.Sink = st
 	release := make(chan struct{})
 	var releaseOnce sync.Once
-	pods := &faults.Pods{Served: func() { releaseOnce.Do(func() { close(release) }) }, WatchQueue: WatchQueue}
+	served := func() { releaseOnce.Do(func() { close(release) }) }
+	pods := &faults.Pods{Served: served, WatchQueue: WatchQueue}
+	kubelet := &faults.Kubelet{Served: served, WatchQueue: WatchQueue}
 	cfg := server.Config{
 		Socket:         im.Socket,
 		QPS:            im.QPS,
@@ -198,7 +212,7 @@ func (im *Impl) Start(context.Context) error {
 		RateLimitDelay: -1,
 		Logger:         im.logger,
 		Registry:       prometheus.NewRegistry(),
-		Hooks:          server.Hooks{Pods: pods.Hook()},
+		Hooks:          server.Hooks{Pods: pods.Hook(), Kubelet: kubelet.Hook()},
 	}
 	switch im.brk {
 	case UnsyncedAnswers:
@@ -209,25 +223,44 @@ func (im *Impl) Start(context.Context) error {
 	case NeverDrop:
 		cfg.WatchQueue = 100000
 	case UnknownForMissing:
-		pods.UnknownForMissing = true
+		pods.UnknownForMissing, kubelet.UnknownForMissing = true, true
 	case NoSyncMarker:
-		pods.NoSyncMarker = st
+		pods.NoSyncMarker, kubelet.NoSyncMarker = st, st
 	case RateLimitedWatches:
+		// One bucket for the watches of both wires, as for their unary
+		// calls.
 		pods.WatchLimiter = rate.NewLimiter(rate.Limit(im.QPS), Burst)
+		kubelet.WatchLimiter = pods.WatchLimiter
 	case SeparateBuckets:
 		cfg.QPS = -1
 		pods.ListLimiter, pods.GetLimiter = rate.NewLimiter(rate.Limit(im.QPS), Burst), rate.NewLimiter(rate.Limit(im.QPS), Burst)
+		kubelet.ListLimiter, kubelet.GetLimiter = pods.ListLimiter, pods.GetLimiter
+	case StalledWatch:
+		cfg.Hooks.Pods, cfg.Hooks.Kubelet = faults.Stalled(st, WatchQueue)
+	case EmptyUIDInvalid:
+		kubelet.EmptyUIDInvalid = true
 	}
-	srv, err := server.New(st, cfg)
-	if err != nil {
-		cancel()
-		return err
+	var serve func(context.Context)
+	if im.brk == NoAnswer {
+		h, err := holdSocket(im.Socket)
+		if err != nil {
+			cancel()
+			return err
+		}
+		serve = h.serve
+	} else {
+		srv, err := server.New(st, cfg)
+		if err != nil {
+			cancel()
+			return err
+		}
+		serve = func(ctx context.Context) { srv.Serve(ctx) }
 	}
 	src := manifest.New(im.ManifestDir, "node", manifest.WithLogger(im.logger), manifest.WithResyncInterval(-1))
 	inst := &instance{reg: cfg.Registry, cancel: cancel, done: make(chan struct{})}
 	var wg sync.WaitGroup
 	wg.Go(func() { src.Run(ctx, sink) })
-	wg.Go(func() { srv.Serve(ctx) })
+	wg.Go(func() { serve(ctx) })
 	go func() {
 		wg.Wait()
 		close(inst.done)
@@ -251,5 +284,46 @@ func (im *Impl) Stop(ctx context.Context) error {
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
+	}
+}
+
+// holder accepts connections on a socket and holds them without a word:
+// an implementation that is there and never answers.
+type holder struct {
+	l     net.Listener
+	mu    sync.Mutex
+	conns []net.Conn
+}
+
+func holdSocket(path string) (*holder, error) {
+	os.Remove(path)
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, err
+	}
+	l.(*net.UnixListener).SetUnlinkOnClose(true)
+	return &holder{l: l}, nil
+}
+
+// serve holds the connections until ctx is done, then closes them and the
+// socket.
+func (h *holder) serve(ctx context.Context) {
+	go func() {
+		<-ctx.Done()
+		h.l.Close()
+	}()
+	for {
+		c, err := h.l.Accept()
+		if err != nil {
+			break
+		}
+		h.mu.Lock()
+		h.conns = append(h.conns, c)
+		h.mu.Unlock()
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, c := range h.conns {
+		c.Close()
 	}
 }
