@@ -96,7 +96,7 @@ func TestKubeletWire(t *testing.T) {
 		code connect.Code
 	}{
 		{"unknown UID", "no-such-uid", connect.CodeNotFound},
-		{"empty UID", "", connect.CodeInvalidArgument},
+		{"empty UID, as a kubelet answers it", "", connect.CodeNotFound},
 	} {
 		if _, err := kc.GetPod(ctx(t), connect.NewRequest(&v1alpha1.GetPodRequest{PodUID: tc.uid})); connect.CodeOf(err) != tc.code {
 			t.Errorf("GetPod, %s: %v, want %v", tc.name, err, tc.code)

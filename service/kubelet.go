@@ -25,9 +25,14 @@ func (h kubeletHandler) ListPods(ctx context.Context, _ *connect.Request[v1alpha
 	return connect.NewResponse(withRaw(&v1alpha1.ListPodsResponse{}, raw)), nil
 }
 
-// GetPod returns the pod with the requested UID.
+// GetPod returns the pod with the requested UID. An empty UID is NOT_FOUND,
+// as the kubelet answers it (the typed service says INVALID_ARGUMENT).
 func (h kubeletHandler) GetPod(ctx context.Context, req *connect.Request[v1alpha1.GetPodRequest]) (*connect.Response[v1alpha1.GetPodResponse], error) {
-	raw, err := h.get(ctx, types.UID(req.Msg.GetPodUID()))
+	uid := types.UID(req.Msg.GetPodUID())
+	if uid == "" {
+		return nil, errNotFound(uid)
+	}
+	raw, err := h.get(ctx, uid)
 	if err != nil {
 		return nil, err
 	}
