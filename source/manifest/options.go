@@ -11,6 +11,11 @@ import (
 // WithResyncInterval is not given.
 const DefaultResyncInterval = time.Minute
 
+// DefaultMaxFileBytes is the size cap of a manifest file when
+// WithMaxFileBytes is not given: 1 MiB, a third of the API server's
+// default request size limit of 3 MiB.
+const DefaultMaxFileBytes = 1 << 20
+
 // Option configures a Source made by New.
 type Option func(*options)
 
@@ -18,12 +23,14 @@ type options struct {
 	logger     *slog.Logger
 	registerer prometheus.Registerer
 	resync     time.Duration
+	maxBytes   int64
 }
 
 func defaultOptions() options {
 	return options{
-		logger: slog.Default(),
-		resync: DefaultResyncInterval,
+		logger:   slog.Default(),
+		resync:   DefaultResyncInterval,
+		maxBytes: DefaultMaxFileBytes,
 	}
 }
 
@@ -56,4 +63,16 @@ func WithRegisterer(reg prometheus.Registerer) Option {
 // documentation).
 func WithResyncInterval(d time.Duration) Option {
 	return func(o *options) { o.resync = max(d, 0) }
+}
+
+// WithMaxFileBytes caps the size of a manifest file, and the size of each
+// of its YAML documents with every alias expanded, at n bytes. A larger
+// file, or a document whose aliases would expand it beyond n, is rejected
+// with reason "too_large" (see the package documentation) after reading at
+// most n+1 bytes of it. The default is DefaultMaxFileBytes (1 MiB). A zero
+// or negative n removes both caps, as a zero WithResyncInterval disables
+// the rescan: do that only for a directory that only trusted writers can
+// change.
+func WithMaxFileBytes(n int64) Option {
+	return func(o *options) { o.maxBytes = max(n, 0) }
 }

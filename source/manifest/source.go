@@ -18,6 +18,7 @@ type Source struct {
 	dir      string
 	nodeName string
 	resync   time.Duration
+	maxBytes int64
 	log      *slog.Logger
 	metrics  *metrics
 }
@@ -35,6 +36,7 @@ func New(dir, nodeName string, opts ...Option) *Source {
 		dir:      filepath.Clean(dir),
 		nodeName: nodeName,
 		resync:   o.resync,
+		maxBytes: o.maxBytes,
 		metrics:  newMetrics(o.registerer),
 	}
 	s.log = o.logger.With("source", s.Name())

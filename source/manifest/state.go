@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"log/slog"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"syscall"
@@ -16,10 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 )
-
-// errNotRegular is returned by readManifest for a path that exists but is
-// not a regular file (after following symbolic links).
-var errNotRegular = errors.New("not a regular file")
 
 // fileState is what a Run knows about one manifest file.
 type fileState struct {
@@ -59,6 +54,7 @@ type duplicateKey struct {
 type state struct {
 	dir      string
 	nodeName string
+	maxBytes int64 // The size cap of a file; zero for none.
 	log      *slog.Logger
 	metrics  *metrics
 	sink     Sink
@@ -77,6 +73,7 @@ func newState(s *Source, sink Sink) *state {
 	return &state{
 		dir:        s.dir,
 		nodeName:   s.nodeName,
+		maxBytes:   s.maxBytes,
 		log:        s.log,
 		metrics:    s.metrics,
 		sink:       sink,
@@ -162,8 +159,8 @@ func (st *state) refresh(name string) bool {
 	if !isManifestName(name) {
 		return st.forget(name)
 	}
-	data, err := readManifest(path)
-	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, errNotRegular) {
+	data, err := readManifest(path, st.maxBytes)
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, errDirectory) {
 		return st.forget(name)
 	}
 	f := st.files[name]
@@ -173,9 +170,13 @@ func (st *state) refresh(name string) bool {
 	}
 	if err != nil {
 		if msg := err.Error(); msg != f.readErr {
+			reason := reasonRead
+			if r, ok := errors.AsType[*rejection](err); ok {
+				reason = r.reason
+			}
 			st.log.Warn("cannot read manifest file: keeping its last good pods",
-				"path", path, "reason", reasonRead, "error", err, "kept_pods", len(f.pods))
-			st.metrics.countError(reasonRead)
+				"path", path, "reason", reason, "error", err, "kept_pods", len(f.pods))
+			st.metrics.countError(reason)
 			f.readErr = msg
 		}
 		return false
@@ -196,7 +197,7 @@ func (st *state) refresh(name string) bool {
 		return false
 	}
 	f.sum, f.decoded = sum, true
-	pods, err := decodeFile(name, data, st.nodeName)
+	pods, err := decodeFile(name, data, st.nodeName, st.maxBytes)
 	if err != nil {
 		reason := reasonOf(err)
 		msg := "skipping manifest file"
@@ -209,18 +210,6 @@ func (st *state) refresh(name string) bool {
 	}
 	f.pods = pods
 	return true
-}
-
-// readManifest reads the regular file at path, following symbolic links.
-func readManifest(path string) ([]byte, error) {
-	info, err := os.Stat(path)
-	if err != nil {
-		return nil, err
-	}
-	if !info.Mode().IsRegular() {
-		return nil, errNotRegular
-	}
-	return os.ReadFile(path)
 }
 
 // publish sends the sink the difference between the pods the files provide
