@@ -24,7 +24,7 @@ import (
 const testNode = "node-1"
 
 // waitTimeout bounds every wait for the Source.
-const waitTimeout = 10 * time.Second
+const waitTimeout = 30 * time.Second
 
 // callKind is the kind of one Sink call.
 type callKind string
