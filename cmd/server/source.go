@@ -31,6 +31,7 @@ var sourceKinds = []string{sourceManifest, sourceKubeletHTTP, sourceKubeletGRPC}
 // flagSources names, for each flag that belongs to one source, that source.
 var flagSources = map[string]string{
 	"manifest-dir":                 sourceManifest,
+	"max-manifest-bytes":           sourceManifest,
 	"kubelet-url":                  sourceKubeletHTTP,
 	"kubelet-poll-interval":        sourceKubeletHTTP,
 	"kubelet-token-file":           sourceKubeletHTTP,
@@ -46,6 +47,7 @@ var flagSources = map[string]string{
 type sourceFlags struct {
 	kind         *string
 	manifestDir  string // Set by Run from --manifest-dir.
+	maxManifest  *int64
 	kubeletURL   *string
 	pollInterval *time.Duration
 	tokenFile    *string
@@ -61,6 +63,8 @@ func addSourceFlags(fs *flag.FlagSet) *sourceFlags {
 	return &sourceFlags{
 		kind: fs.String("source", sourceManifest,
 			"pod source: manifest (the static pod manifests of --manifest-dir), kubelet-http (the kubelet's /pods endpoint) or kubelet-grpc (the kubelet's own Pods API socket)"),
+		maxManifest: fs.Int64("max-manifest-bytes", manifest.DefaultMaxFileBytes,
+			"manifest: size cap of a manifest file, and of each YAML document with its aliases expanded; 0 for no cap"),
 		kubeletURL: fs.String("kubelet-url", kubelethttp.DefaultURL,
 			"kubelet-http: URL of the kubelet's /pods endpoint (the read-only port is http://127.0.0.1:10255/pods)"),
 		pollInterval: fs.Duration("kubelet-poll-interval", kubelethttp.DefaultInterval, "kubelet-http: time between two polls"),
@@ -134,7 +138,8 @@ func (f *sourceFlags) newSource(nodeName string, logger *slog.Logger, reg promet
 		s := kubeletgrpc.New(kubeletgrpc.WithSocket(*f.sourceSocket), kubeletgrpc.WithLogger(logger), kubeletgrpc.WithRegisterer(reg))
 		return podSource{name: s.Name(), run: func(ctx context.Context, st *store.Store) error { return s.Run(ctx, st) }}
 	default:
-		s := manifest.New(f.manifestDir, nodeName, manifest.WithLogger(logger), manifest.WithRegisterer(reg))
+		s := manifest.New(f.manifestDir, nodeName, manifest.WithLogger(logger), manifest.WithRegisterer(reg),
+			manifest.WithMaxFileBytes(*f.maxManifest))
 		return podSource{name: s.Name(), run: func(ctx context.Context, st *store.Store) error { return s.Run(ctx, st) }}
 	}
 }

@@ -8,6 +8,10 @@ import (
 	"syscall"
 )
 
+// beforeOpen is called by readManifest between its checks of the path and
+// the open. Tests set it to swap the file in that window.
+var beforeOpen = func(path string) {}
+
 // errDirectory is returned by readManifest for a directory, or a symbolic
 // link to one: not a manifest file, and ignored without a warning.
 var errDirectory = errors.New("is a directory")
@@ -48,6 +52,7 @@ func readManifest(path string, limit int64) ([]byte, error) {
 			return nil, err
 		}
 	}
+	beforeOpen(path)
 	f, err := os.OpenFile(path, flags, 0)
 	if errors.Is(err, syscall.ELOOP) {
 		// A symbolic link replaced the regular file since Lstat; its
