@@ -11,8 +11,8 @@ import (
 	"time"
 )
 
-// attackEnv names the attack TestAttackMemory runs: sparse, pagemap or
-// alias. The test is skipped when it is not set, because its figures are
+// attackEnv names the attack TestAttackMemory runs: sparse, pagemap,
+// alias, or none for the baseline. The test is skipped when it is not set, because its figures are
 // those of the whole process: run it alone, one attack per process.
 const attackEnv = "PODSAPI_MANIFEST_ATTACK"
 
@@ -23,15 +23,16 @@ const attackEnv = "PODSAPI_MANIFEST_ATTACK"
 //
 //	PODSAPI_MANIFEST_ATTACK=sparse go test -count=1 -run TestAttackMemory -v ./source/manifest
 //
-// and likewise with pagemap and alias.
+// and likewise with pagemap, alias and none.
 func TestAttackMemory(t *testing.T) {
 	attack := os.Getenv(attackEnv)
 	if attack == "" {
-		t.Skipf("set %s to sparse, pagemap or alias to measure an attack", attackEnv)
+		t.Skipf("set %s to sparse, pagemap, alias or none to measure an attack", attackEnv)
 	}
 	dir := t.TempDir()
 	writeFile(t, dir, "good.yaml", podYAML("", "good", "", "i"))
 	switch attack {
+	case "none":
 	case "sparse":
 		path := filepath.Join(dir, "sparse.yaml")
 		writeFile(t, dir, "sparse.yaml", "")
@@ -45,7 +46,7 @@ func TestAttackMemory(t *testing.T) {
 	case "alias":
 		writeFile(t, dir, "alias.yaml", aliasBomb(1_000_000, 200))
 	default:
-		t.Fatalf("%s=%q: want sparse, pagemap or alias", attackEnv, attack)
+		t.Fatalf("%s=%q: want sparse, pagemap, alias or none", attackEnv, attack)
 	}
 	begin := time.Now()
 	h := start(t, dir)
