@@ -17,8 +17,9 @@ const (
 	// apiVersion or kind other than v1 and Pod.
 	reasonDecode = "decode"
 	// reasonInvalid is a Pod that decodes but is not acceptable: no
-	// metadata.name, or a name or namespace that is not a valid Kubernetes
-	// name.
+	// metadata.name, a name or namespace that is not a valid Kubernetes
+	// name, labels or annotations that the API server would refuse
+	// (annotations over 256 KiB in all), or more than 1024 labels.
 	reasonInvalid = "invalid"
 	// reasonDuplicate is a Pod whose UID, or namespace and name, an earlier
 	// manifest already provides.
