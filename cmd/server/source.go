@@ -30,6 +30,7 @@ var sourceKinds = []string{sourceManifest, sourceKubeletHTTP, sourceKubeletGRPC}
 // flagSources names, for each flag that belongs to one source, that source.
 var flagSources = map[string]string{
 	"manifest-dir":                 sourceManifest,
+	"max-manifest-bytes":           sourceManifest,
 	"kubelet-url":                  sourceKubeletHTTP,
 	"kubelet-poll-interval":        sourceKubeletHTTP,
 	"kubelet-token-file":           sourceKubeletHTTP,
@@ -45,6 +46,7 @@ var flagSources = map[string]string{
 type sourceFlags struct {
 	kind         *string
 	manifestDir  string // Set by Run from --manifest-dir.
+	maxManifest  *int64
 	kubeletURL   *string
 	pollInterval *time.Duration
 	tokenFile    *string
@@ -60,6 +62,8 @@ func addSourceFlags(fs *flag.FlagSet) *sourceFlags {
 	return &sourceFlags{
 		kind: fs.String("source", sourceManifest,
 			"pod source: manifest (the static pod manifests of --manifest-dir), kubelet-http (the kubelet's /pods endpoint) or kubelet-grpc (the kubelet's own Pods API socket)"),
+		maxManifest: fs.Int64("max-manifest-bytes", manifest.DefaultMaxFileBytes,
+			"manifest: size cap of a manifest file, and of each YAML document with its aliases expanded; negative for no cap"),
 		kubeletURL: fs.String("kubelet-url", kubelethttp.DefaultURL,
 			"kubelet-http: URL of the kubelet's /pods endpoint (the read-only port is http://127.0.0.1:10255/pods)"),
 		pollInterval: fs.Duration("kubelet-poll-interval", kubelethttp.DefaultInterval, "kubelet-http: time between two polls"),
@@ -125,6 +129,7 @@ func (f *sourceFlags) newSource(nodeName string, logger *slog.Logger, reg promet
 	case sourceKubeletGRPC:
 		return kubeletgrpc.New(kubeletgrpc.WithSocket(*f.sourceSocket), kubeletgrpc.WithLogger(logger), kubeletgrpc.WithRegisterer(reg))
 	default:
-		return manifest.New(f.manifestDir, nodeName, manifest.WithLogger(logger), manifest.WithRegisterer(reg))
+		return manifest.New(f.manifestDir, nodeName, manifest.WithLogger(logger), manifest.WithRegisterer(reg),
+			manifest.WithMaxFileBytes(*f.maxManifest))
 	}
 }

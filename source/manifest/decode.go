@@ -11,10 +11,13 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime"
 	kjson "k8s.io/apimachinery/pkg/runtime/serializer/json"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 )
@@ -44,7 +47,17 @@ type rejection struct {
 	err    error
 }
 
-func (r *rejection) Error() string { return r.err.Error() }
+// maxErrorText is the most of an error's text that a rejection keeps: an
+// error about a huge value can quote all of it.
+const maxErrorText = 1024
+
+func (r *rejection) Error() string {
+	msg := r.err.Error()
+	if len(msg) > maxErrorText {
+		msg = msg[:maxErrorText] + "... (truncated)"
+	}
+	return msg
+}
 
 func (r *rejection) Unwrap() error { return r.err }
 
@@ -69,8 +82,10 @@ func isJSONName(name string) bool {
 // pods, in document order. A JSON file holds exactly one Pod; a YAML file
 // holds any number of documents separated by "---" lines, of which the
 // empty ones (nothing but blanks and comments) are skipped. The first
-// document that fails makes the whole file fail, with a *rejection.
-func decodeFile(name string, data []byte, nodeName string) ([]*corev1.Pod, error) {
+// document that fails makes the whole file fail, with a *rejection. A YAML
+// document whose aliases expand it beyond maxBytes is rejected before it is
+// decoded (no check if maxBytes is zero).
+func decodeFile(name string, data []byte, nodeName string, maxBytes int64) ([]*corev1.Pod, error) {
 	if isJSONName(name) {
 		pod, err := decodeDocument(jsonDecoder, data, nodeName)
 		if err != nil {
@@ -87,6 +102,11 @@ func decodeFile(name string, data []byte, nodeName string) ([]*corev1.Pod, error
 		}
 		if err != nil {
 			return nil, reject(reasonDecode, "document %d: %w", doc, err)
+		}
+		if maxBytes > 0 {
+			if err := checkExpandedSize(raw, maxBytes); err != nil {
+				return nil, &rejection{reason: reasonOf(err), err: fmt.Errorf("document %d: %w", doc, err)}
+			}
 		}
 		if isEmptyDocument(raw) {
 			continue
@@ -127,8 +147,15 @@ func decodeDocument(dec runtime.Decoder, raw []byte, nodeName string) (*corev1.P
 	return pod, nil
 }
 
+// maxLabels is the most labels a manifest's pod may have. The API server
+// sets no such limit, but every label is copied into each pod the server
+// sends, and real pods have a few dozen at most.
+const maxLabels = 1024
+
 // validate checks what the source needs of a decoded pod: a valid name and,
-// when set, a valid namespace.
+// when set, a valid namespace; labels and annotations as the API server
+// validates them (so annotations of at most 256 KiB in all), and at most
+// maxLabels labels.
 func validate(pod *corev1.Pod) error {
 	if pod.Name == "" {
 		return reject(reasonInvalid, "metadata.name is required")
@@ -140,6 +167,15 @@ func validate(pod *corev1.Pod) error {
 		if msgs := validation.IsDNS1123Label(pod.Namespace); len(msgs) > 0 {
 			return reject(reasonInvalid, "metadata.namespace %q: %s", pod.Namespace, strings.Join(msgs, "; "))
 		}
+	}
+	if len(pod.Labels) > maxLabels {
+		return reject(reasonInvalid, "metadata.labels: %d labels, more than the limit of %d", len(pod.Labels), maxLabels)
+	}
+	if errs := metav1validation.ValidateLabels(pod.Labels, field.NewPath("metadata", "labels")); len(errs) > 0 {
+		return reject(reasonInvalid, "%w", errs.ToAggregate())
+	}
+	if errs := apivalidation.ValidateAnnotations(pod.Annotations, field.NewPath("metadata", "annotations")); len(errs) > 0 {
+		return reject(reasonInvalid, "%w", errs.ToAggregate())
 	}
 	return nil
 }

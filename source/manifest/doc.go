@@ -6,10 +6,26 @@
 // Every file directly in the directory whose name ends in .yaml, .yml or
 // .json (in any case) and does not start with a dot is a manifest file;
 // subdirectories, dotfiles and other names (such as the editor temporary
-// files "x.yaml~" and ".x.yaml.swp") are ignored. Symbolic links are
-// followed. A YAML file holds any number of Pod documents separated by
-// "---" lines; empty documents are skipped. A JSON file holds one Pod, in
-// JSON.
+// files "x.yaml~" and ".x.yaml.swp") are ignored. A manifest is a regular
+// file, or a symbolic link to one; anything else under a manifest name (a
+// FIFO, a socket, a device, a link to one, or a file of a kernel pseudo
+// file system such as /proc or /sys) is rejected with reason "not_regular"
+// without being read, and a device is not even opened. Files are opened
+// without blocking and checked again once open, so a FIFO swapped in never
+// blocks the Source. A YAML file holds any number of Pod documents
+// separated by "---" lines; empty documents are skipped. A JSON file holds
+// one Pod, in JSON.
+//
+// # Limits
+//
+// What one file may cost is bounded. A file over the size cap
+// (WithMaxFileBytes, 1 MiB by default) is rejected with reason "too_large"
+// after reading at most the cap and one byte of it; so is a YAML document
+// whose aliases would expand it beyond the cap, which is checked on the
+// parsed document before it is decoded, without expanding it. A pod must
+// pass the API server's validation of labels and annotations (valid keys
+// and values; all annotations together at most 256 KiB) and have at most
+// 1024 labels, or it is rejected with reason "invalid".
 //
 // Decoding is strict: unknown and duplicate fields are errors, and every
 // document must have apiVersion v1 and kind Pod. A Pod needs a
@@ -67,10 +83,16 @@
 // Renaming a manifest to another manifest name may be seen as a Delete and
 // then an Upsert of its pods, when the two events arrive apart.
 //
+// A burst of events costs in proportion to the files it changes (times a
+// logarithm), not to the files in the directory: only the pods that a
+// change can affect are decided again.
+//
 // If the directory disappears after Run started, its pods are deleted, as
-// for an empty directory, and the Source tries to watch it again at every
-// resync interval, rescanning when it is back. With the periodic rescan
-// disabled it does not retry. A directory that exists but cannot be
+// for an empty directory. The Source also watches the parent directory, so
+// a directory created again is watched and read at once. If the parent
+// cannot be watched, the Source tries to watch the directory again at every
+// resync interval, rescanning when it is back; with the periodic rescan
+// disabled it then does not retry. A directory that exists but cannot be
 // listed changes nothing.
 //
 // All calls to the Sink are made from the goroutine running Run.

@@ -37,7 +37,7 @@ func FuzzDecodeFile(f *testing.F) {
 		if json {
 			name = "fuzz.json"
 		}
-		pods, err := decodeFile(name, data, "node-1")
+		pods, err := decodeFile(name, data, "node-1", DefaultMaxFileBytes)
 		if err != nil {
 			if reasonOf(err) == "" {
 				t.Fatalf("rejection without a reason: %v", err)

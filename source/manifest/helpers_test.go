@@ -24,7 +24,7 @@ import (
 const testNode = "node-1"
 
 // waitTimeout bounds every wait for the Source.
-const waitTimeout = 10 * time.Second
+const waitTimeout = 30 * time.Second
 
 // callKind is the kind of one Sink call.
 type callKind string
@@ -246,7 +246,7 @@ func (h *harness) errors(reason string) float64 {
 // means zero.
 func (h *harness) checkErrors(want map[string]float64) {
 	h.t.Helper()
-	for _, reason := range []string{"read", "decode", "invalid", "duplicate"} {
+	for _, reason := range []string{"read", "decode", "invalid", "duplicate", "too_large", "not_regular"} {
 		if got := h.errors(reason); got != want[reason] {
 			h.t.Errorf("podsapi_manifest_errors_total{reason=%q} = %v, want %v", reason, got, want[reason])
 		}

@@ -306,12 +306,14 @@ func TestErrorsMetricExposition(t *testing.T) {
 	})
 	h := start(t, dir)
 	want := `
-# HELP podsapi_manifest_errors_total Static pod manifest documents or files that were rejected, by reason (read, decode, invalid, duplicate).
+# HELP podsapi_manifest_errors_total Static pod manifest documents or files that were rejected, by reason (read, decode, invalid, duplicate, too_large, not_regular).
 # TYPE podsapi_manifest_errors_total counter
 podsapi_manifest_errors_total{reason="decode"} 1
 podsapi_manifest_errors_total{reason="duplicate"} 1
 podsapi_manifest_errors_total{reason="invalid"} 0
+podsapi_manifest_errors_total{reason="not_regular"} 0
 podsapi_manifest_errors_total{reason="read"} 0
+podsapi_manifest_errors_total{reason="too_large"} 0
 `
 	if err := testutil.GatherAndCompare(h.reg, strings.NewReader(want), "podsapi_manifest_errors_total"); err != nil {
 		t.Error(err)

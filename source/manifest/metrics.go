@@ -17,15 +17,23 @@ const (
 	// apiVersion or kind other than v1 and Pod.
 	reasonDecode = "decode"
 	// reasonInvalid is a Pod that decodes but is not acceptable: no
-	// metadata.name, or a name or namespace that is not a valid Kubernetes
-	// name.
+	// metadata.name, a name or namespace that is not a valid Kubernetes
+	// name, labels or annotations that the API server would refuse
+	// (annotations over 256 KiB in all), or more than 1024 labels.
 	reasonInvalid = "invalid"
 	// reasonDuplicate is a Pod whose UID, or namespace and name, an earlier
 	// manifest already provides.
 	reasonDuplicate = "duplicate"
+	// reasonTooLarge is a manifest file over the size cap, or a YAML
+	// document whose aliases expand it beyond the cap (WithMaxFileBytes).
+	reasonTooLarge = "too_large"
+	// reasonNotRegular is a manifest name that is neither a regular file
+	// nor a symbolic link to one, nor a directory: a FIFO, a socket, a
+	// device, or a file of a kernel pseudo file system such as /proc.
+	reasonNotRegular = "not_regular"
 )
 
-var reasons = []string{reasonRead, reasonDecode, reasonInvalid, reasonDuplicate}
+var reasons = []string{reasonRead, reasonDecode, reasonInvalid, reasonDuplicate, reasonTooLarge, reasonNotRegular}
 
 type metrics struct {
 	errors *prometheus.CounterVec
@@ -41,7 +49,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		Namespace: "podsapi",
 		Subsystem: "manifest",
 		Name:      "errors_total",
-		Help:      "Static pod manifest documents or files that were rejected, by reason (read, decode, invalid, duplicate).",
+		Help:      "Static pod manifest documents or files that were rejected, by reason (read, decode, invalid, duplicate, too_large, not_regular).",
 	}, []string{"reason"})
 	if reg != nil {
 		if err := reg.Register(errs); err != nil {

@@ -13,18 +13,25 @@ import (
 // WithResyncInterval is not given.
 const DefaultResyncInterval = time.Minute
 
+// DefaultMaxFileBytes is the size cap of a manifest file when
+// WithMaxFileBytes is not given: 1 MiB, a third of the API server's
+// default request size limit of 3 MiB.
+const DefaultMaxFileBytes = 1 << 20
+
 // Option configures a Source made by New.
 type Option func(*options)
 
 type options struct {
 	source.Options
-	resync time.Duration
+	resync   time.Duration
+	maxBytes int64
 }
 
 func defaultOptions() options {
 	return options{
-		Options: source.Options{Logger: slog.Default()},
-		resync:  DefaultResyncInterval,
+		Options:  source.Options{Logger: slog.Default()},
+		resync:   DefaultResyncInterval,
+		maxBytes: DefaultMaxFileBytes,
 	}
 }
 
@@ -58,6 +65,24 @@ func WithResyncInterval(d time.Duration) Option {
 			o.resync = 0
 		case d > 0:
 			o.resync = d
+		}
+	}
+}
+
+// WithMaxFileBytes caps the size of a manifest file, and the size of each
+// of its YAML documents with every alias expanded, at n bytes. A larger
+// file, or a document whose aliases would expand it beyond n, is rejected
+// with reason "too_large" (see the package documentation) after reading at
+// most n+1 bytes of it. The default is DefaultMaxFileBytes (1 MiB), which
+// zero keeps (the zero rule of package source). A negative n removes both
+// caps: do that only for a directory that only trusted writers can change.
+func WithMaxFileBytes(n int64) Option {
+	return func(o *options) {
+		switch {
+		case n < 0:
+			o.maxBytes = 0
+		case n > 0:
+			o.maxBytes = n
 		}
 	}
 }

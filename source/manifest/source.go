@@ -18,6 +18,7 @@ type Source struct {
 	dir      string
 	nodeName string
 	resync   time.Duration
+	maxBytes int64
 	log      *slog.Logger
 	metrics  *metrics
 }
@@ -35,6 +36,7 @@ func New(dir, nodeName string, opts ...Option) *Source {
 		dir:      filepath.Clean(dir),
 		nodeName: nodeName,
 		resync:   o.resync,
+		maxBytes: o.maxBytes,
 		metrics:  newMetrics(o.Registerer),
 	}
 	s.log = o.Logger.With("source", s.Name())
@@ -81,6 +83,10 @@ func (s *Source) Run(ctx context.Context, sink Sink) error {
 	if err := w.Add(s.dir); err != nil {
 		return fmt.Errorf("manifest: watch %q: %w", s.dir, err)
 	}
+	// Watch the parent too, to see the directory itself removed, renamed or
+	// created again: the kernel drops the watch of a removed directory, and
+	// the parent's events are the only news of its return.
+	s.watchParent(w, false)
 	names, err := listManifests(s.dir)
 	if err != nil {
 		return fmt.Errorf("manifest: read manifest directory: %w", err)
@@ -114,9 +120,10 @@ func (s *Source) Run(ctx context.Context, sink Sink) error {
 				st.update(b.names)
 				break
 			}
-			if b.dirGone {
-				// The kernel dropped the watch with the directory.
-				watching = s.watch(w, false)
+			if b.dirReplaced {
+				// The kernel dropped the watch with the old directory;
+				// watch the new one, if it is there yet.
+				watching = s.rewatch(w, watching)
 			}
 			st.rescan()
 		case err, ok := <-w.Errors:
@@ -127,36 +134,52 @@ func (s *Source) Run(ctx context.Context, sink Sink) error {
 			st.rescan()
 		case <-tick:
 			if !watching {
-				watching = s.watch(w, true)
+				s.watchParent(w, true)
+				watching = s.rewatch(w, false)
 			}
 			st.rescan()
 		}
 	}
 }
 
-// watch watches the directory again after its watch was dropped, and
-// reports whether that worked. retry says whether this is a periodic retry,
-// whose failures are not logged again.
-func (s *Source) watch(w *fsnotify.Watcher, retry bool) bool {
+// rewatch watches the directory again after it was removed, renamed or
+// created, or could not be watched, and reports whether that worked.
+// watching says whether it was watched until now: a failure is logged
+// only when it was, a success only when it was not.
+func (s *Source) rewatch(w *fsnotify.Watcher, watching bool) bool {
 	_ = w.Remove(s.dir) // Drop any stale watch; it usually is gone already.
 	if err := w.Add(s.dir); err != nil {
-		if !retry {
-			s.log.Warn("cannot watch manifest directory: retrying at each resync", "path", s.dir, "error", err,
+		if watching {
+			s.log.Warn("cannot watch manifest directory: watching for its return", "path", s.dir, "error", err,
 				"resync_interval", s.resync)
 		}
 		return false
 	}
-	if retry {
+	if !watching {
 		s.log.Info("watching manifest directory again", "path", s.dir)
 	}
 	return true
 }
 
+// watchParent watches the parent of the directory, for the events of the
+// directory itself. Without it a recreated directory is noticed at the next
+// resync only; that is logged, unless retry says this is a periodic retry.
+func (s *Source) watchParent(w *fsnotify.Watcher, retry bool) {
+	parent := filepath.Dir(s.dir)
+	if parent == s.dir {
+		return // The root has no parent.
+	}
+	if err := w.Add(parent); err != nil && !retry {
+		s.log.Warn("cannot watch the parent of the manifest directory: a recreated directory is noticed at the next resync only",
+			"path", parent, "error", err, "resync_interval", s.resync)
+	}
+}
+
 // batch is the file system events that arrived together, coalesced.
 type batch struct {
-	names   []string // Manifest files that changed, each once.
-	dir     bool     // The directory itself changed: rescan all of it.
-	dirGone bool     // The directory was removed or renamed: watch it again.
+	names       []string // Manifest files that changed, each once.
+	dir         bool     // The directory itself changed: rescan all of it.
+	dirReplaced bool     // The directory was removed, renamed or created: watch it again.
 }
 
 // collect coalesces ev and the events already waiting behind it.
@@ -167,7 +190,7 @@ func (s *Source) collect(w *fsnotify.Watcher, ev fsnotify.Event) batch {
 		switch {
 		case filepath.Clean(ev.Name) == s.dir:
 			b.dir = true
-			b.dirGone = b.dirGone || ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename)
+			b.dirReplaced = b.dirReplaced || ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename) || ev.Has(fsnotify.Create)
 		case filepath.Dir(ev.Name) == s.dir:
 			name := filepath.Base(ev.Name)
 			if isManifestName(name) && !seen[name] {

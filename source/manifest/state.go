@@ -1,25 +1,22 @@
 package manifest
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"errors"
 	"io/fs"
 	"log/slog"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 )
-
-// errNotRegular is returned by readManifest for a path that exists but is
-// not a regular file (after following symbolic links).
-var errNotRegular = errors.New("not a regular file")
 
 // fileState is what a Run knows about one manifest file.
 type fileState struct {
@@ -59,15 +56,17 @@ type duplicateKey struct {
 type state struct {
 	dir      string
 	nodeName string
+	maxBytes int64 // The size cap of a file; zero for none.
 	log      *slog.Logger
 	metrics  *metrics
 	sink     Sink
 
 	files      map[string]*fileState
+	res        *resolver // Which of the files' pods win.
 	published  map[types.UID]placement
-	duplicates map[duplicateKey]struct{}
-	dirGone    bool   // The directory was found missing by the last rescan.
-	dirErr     string // The last error listing the directory, if any.
+	duplicates map[duplicateKey]struct{} // The duplicates reported.
+	dirGone    bool                      // The directory was found missing by the last rescan.
+	dirErr     string                    // The last error listing the directory, if any.
 	// changeLevel is the level of the log line of each pod change: debug
 	// for the initial read, whose summary is logged once, info after it.
 	changeLevel slog.Level
@@ -77,10 +76,12 @@ func newState(s *Source, sink Sink) *state {
 	return &state{
 		dir:        s.dir,
 		nodeName:   s.nodeName,
+		maxBytes:   s.maxBytes,
 		log:        s.log,
 		metrics:    s.metrics,
 		sink:       sink,
 		files:      make(map[string]*fileState),
+		res:        newResolver(),
 		published:  make(map[types.UID]placement),
 		duplicates: make(map[duplicateKey]struct{}),
 	}
@@ -152,6 +153,7 @@ func (st *state) forget(name string) bool {
 		return false
 	}
 	delete(st.files, name)
+	st.res.setFile(name, nil)
 	return true
 }
 
@@ -162,8 +164,8 @@ func (st *state) refresh(name string) bool {
 	if !isManifestName(name) {
 		return st.forget(name)
 	}
-	data, err := readManifest(path)
-	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, errNotRegular) {
+	data, err := readManifest(path, st.maxBytes)
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, errDirectory) {
 		return st.forget(name)
 	}
 	f := st.files[name]
@@ -173,9 +175,13 @@ func (st *state) refresh(name string) bool {
 	}
 	if err != nil {
 		if msg := err.Error(); msg != f.readErr {
+			reason := reasonRead
+			if r, ok := errors.AsType[*rejection](err); ok {
+				reason = r.reason
+			}
 			st.log.Warn("cannot read manifest file: keeping its last good pods",
-				"path", path, "reason", reasonRead, "error", err, "kept_pods", len(f.pods))
-			st.metrics.countError(reasonRead)
+				"path", path, "reason", reason, "error", err, "kept_pods", len(f.pods))
+			st.metrics.countError(reason)
 			f.readErr = msg
 		}
 		return false
@@ -196,7 +202,7 @@ func (st *state) refresh(name string) bool {
 		return false
 	}
 	f.sum, f.decoded = sum, true
-	pods, err := decodeFile(name, data, st.nodeName)
+	pods, err := decodeFile(name, data, st.nodeName, st.maxBytes)
 	if err != nil {
 		reason := reasonOf(err)
 		msg := "skipping manifest file"
@@ -208,38 +214,33 @@ func (st *state) refresh(name string) bool {
 		return false
 	}
 	f.pods = pods
+	st.res.setFile(name, pods)
 	return true
 }
 
-// readManifest reads the regular file at path, following symbolic links.
-func readManifest(path string) ([]byte, error) {
-	info, err := os.Stat(path)
-	if err != nil {
-		return nil, err
-	}
-	if !info.Mode().IsRegular() {
-		return nil, errNotRegular
-	}
-	return os.ReadFile(path)
-}
-
-// publish sends the sink the difference between the pods the files provide
-// and the pods the sink has: first the Deletes, in UID order, then the
-// Upserts of new and changed pods, in file and document order.
+// publish settles the resolver and sends the sink what changed: first the
+// Deletes, in UID order, then the Upserts of new and changed pods, in file
+// and document order. Duplicates that appeared are reported.
 func (st *state) publish() {
-	want, order := st.resolve()
-	for _, uid := range slices.Sorted(maps.Keys(st.published)) {
-		if _, ok := want[uid]; ok {
-			continue
+	touched, dupSeen := st.res.settle()
+	var deletes, upserts []types.UID
+	for uid := range touched {
+		if _, ok := st.res.uidWin[uid]; ok {
+			upserts = append(upserts, uid)
+		} else if _, ok := st.published[uid]; ok {
+			deletes = append(deletes, uid)
 		}
+	}
+	for _, uid := range slices.Sorted(slices.Values(deletes)) {
 		old := st.published[uid]
 		delete(st.published, uid)
 		st.sink.Delete(uid)
 		st.log.Log(context.Background(), st.changeLevel, "pod removed", "namespace", old.pod.Namespace, "name", old.pod.Name, "uid", uid,
 			"path", filepath.Join(st.dir, old.file))
 	}
-	for _, uid := range order {
-		p := want[uid]
+	for _, uid := range st.res.order(upserts) {
+		w := st.res.uidWin[uid]
+		p := placement{file: w.file, pod: w.pod}
 		old, had := st.published[uid]
 		st.published[uid] = p
 		if had && (old.pod == p.pod || equality.Semantic.DeepEqual(old.pod, p.pod)) {
@@ -253,42 +254,31 @@ func (st *state) publish() {
 		st.log.Log(context.Background(), st.changeLevel, msg, "namespace", p.pod.Namespace, "name", p.pod.Name, "uid", uid,
 			"path", filepath.Join(st.dir, p.file))
 	}
+	st.reportDuplicates(dupSeen)
 }
 
-// resolve returns the pods the files provide, keyed by UID, and their UIDs
-// in file name and document order. Of several pods with the same UID, or
-// the same namespace and name, the first in that order wins; the others are
-// duplicates, reported once for as long as they last.
-func (st *state) resolve() (map[types.UID]placement, []types.UID) {
-	want := make(map[types.UID]placement)
-	var order []types.UID
-	byName := make(map[string]placement)
-	duplicates := make(map[duplicateKey]struct{})
-	for _, name := range slices.Sorted(maps.Keys(st.files)) {
-		for _, pod := range st.files[name].pods {
-			nsName := pod.Namespace + "/" + pod.Name
-			winner, dup := want[pod.UID]
-			if !dup {
-				winner, dup = byName[nsName]
-			}
-			if !dup {
-				p := placement{file: name, pod: pod}
-				want[pod.UID] = p
-				byName[nsName] = p
-				order = append(order, pod.UID)
-				continue
-			}
-			key := duplicateKey{file: name, uid: pod.UID, name: nsName}
-			duplicates[key] = struct{}{}
-			if _, reported := st.duplicates[key]; !reported {
-				st.log.Warn("skipping duplicate pod: an earlier manifest provides the same UID or namespace and name",
-					"path", filepath.Join(st.dir, name), "reason", reasonDuplicate,
-					"namespace", pod.Namespace, "name", pod.Name, "uid", pod.UID,
-					"winner_path", filepath.Join(st.dir, winner.file), "winner_uid", winner.pod.UID)
-				st.metrics.countError(reasonDuplicate)
-			}
+// reportDuplicates logs and counts each duplicate that appeared, once for
+// as long as it lasts.
+func (st *state) reportDuplicates(keys map[duplicateKey]struct{}) {
+	for _, key := range slices.SortedFunc(maps.Keys(keys), compareDuplicateKeys) {
+		dup, winner, ok := st.res.duplicate(key)
+		if !ok {
+			delete(st.duplicates, key)
+			continue
 		}
+		if _, reported := st.duplicates[key]; reported {
+			continue
+		}
+		st.duplicates[key] = struct{}{}
+		pod := dup.pod
+		st.log.Warn("skipping duplicate pod: an earlier manifest provides the same UID or namespace and name",
+			"path", filepath.Join(st.dir, key.file), "reason", reasonDuplicate,
+			"namespace", pod.Namespace, "name", pod.Name, "uid", pod.UID,
+			"winner_path", filepath.Join(st.dir, winner.file), "winner_uid", winner.pod.UID)
+		st.metrics.countError(reasonDuplicate)
 	}
-	st.duplicates = duplicates
-	return want, order
+}
+
+func compareDuplicateKeys(a, b duplicateKey) int {
+	return cmp.Or(strings.Compare(a.file, b.file), strings.Compare(string(a.uid), string(b.uid)), strings.Compare(a.name, b.name))
 }
