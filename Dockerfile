@@ -11,7 +11,8 @@
 
 # The build stage runs on the build machine and cross-compiles.
 FROM --platform=$BUILDPLATFORM golang:1.26 AS build
-ARG TARGETOS TARGETARCH
+ARG TARGETOS
+ARG TARGETARCH
 WORKDIR /src
 COPY go.mod go.sum ./
 RUN --mount=type=cache,target=/go/pkg/mod go mod download
