@@ -117,6 +117,45 @@ breaking: protodeps ## Check proto/ for breaking changes against the main branch
 	cp -r build/proto build/against/build/proto
 	$(BUF) breaking --against build/against
 
+# VERSION is the version make image stamps on the image; deploy/ names the
+# same tag (go test ./deploy checks it).
+VERSION ?= 0.1.0
+# IMAGE is the reference make image names the image by in its archive.
+IMAGE ?= ghcr.io/podsapi/podsapi:$(VERSION)
+IMAGE_ARCHIVE := build/podsapi-image.tar
+IMAGE_PLATFORMS := linux/amd64 linux/arm64
+# REVISION and SOURCE_DATE_EPOCH (every timestamp of the image) come from git.
+REVISION ?= $(or $(shell git rev-parse HEAD 2>/dev/null),unknown)
+SOURCE_DATE_EPOCH ?= $(or $(shell git log -1 --format=%ct 2>/dev/null),0)
+# IMAGE_LICENSES is the SPDX expression of the licenses label; the
+# repository has no LICENSE file yet.
+IMAGE_LICENSES ?= NOASSERTION
+
+.PHONY: image
+image: ## Build the OCI image archive build/podsapi-image.tar (linux/amd64, linux/arm64) offline, without Docker.
+	@rm -rf build/image && set -e; for p in $(IMAGE_PLATFORMS); do \
+		d=build/image/$${p/\//_}; echo "go build $$p -> $$d"; \
+		CGO_ENABLED=0 GOOS=$${p%%/*} GOARCH=$${p#*/} go build -trimpath -ldflags='-s -w' -o $$d/ ./cmd/server ./cmd/podsctl; \
+		mv $$d/server $$d/podsapi-server; \
+	done
+	go -C tools run ./imagebuild -ref '$(IMAGE)' -created '$(SOURCE_DATE_EPOCH)' \
+		-layout '$(CURDIR)/build/image/oci' -archive '$(CURDIR)/$(IMAGE_ARCHIVE)' \
+		-entrypoint /podsapi-server \
+		-label org.opencontainers.image.title=podsapi \
+		-label 'org.opencontainers.image.description=podsapi-server and podsctl: the Kubelet Pods API on a node-local UNIX socket' \
+		-label org.opencontainers.image.source=https://github.com/podsapi/podsapi \
+		-label 'org.opencontainers.image.version=$(VERSION)' \
+		-label 'org.opencontainers.image.revision=$(REVISION)' \
+		-label 'org.opencontainers.image.licenses=$(IMAGE_LICENSES)' \
+		$(foreach p,$(IMAGE_PLATFORMS),-platform $(p)='$(CURDIR)/build/image/$(subst /,_,$(p))')
+	@ls -l $(IMAGE_ARCHIVE)
+
+.PHONY: image-check
+image-check: ## Check the archive of make image: platforms, entry point, labels, static binaries, --help from the layer.
+	go -C tools test -count=1 ./imagebuild
+	PODSAPI_IMAGE_ARCHIVE='$(CURDIR)/$(IMAGE_ARCHIVE)' PODSAPI_IMAGE='$(IMAGE)' PODSAPI_IMAGE_REVISION='$(REVISION)' \
+		go test -count=1 -run '^TestImage' -v ./deploy
+
 .PHONY: clean
 clean: ## Remove build outputs.
 	rm -rf bin build
