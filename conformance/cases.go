@@ -99,6 +99,9 @@ var validMasks = []maskCase{
 	{"MergedHeaders", "several x-kubernetes-fieldmask values, merged, spaces ignored",
 		func() http.Header { return textMask("metadata.uid", " status.phase , spec.nodeName") },
 		[]string{"metadata.uid", "status.phase", "spec.nodeName"}},
+	{"JSONShape", "paths in the JSON shape of a pod, where Go's inlined structs disappear (spec.volumes.emptyDir for the proto's spec.volumes.volumeSource.emptyDir)",
+		func() http.Header { return textMask("spec.volumes.name,spec.volumes.emptyDir") },
+		[]string{"spec.volumes.name", "spec.volumes.volumeSource.emptyDir"}},
 	{"Binary", "the x-kubernetes-fieldmask-bin form, merged with the text form",
 		func() http.Header {
 			h := binMask("metadata.name", "spec.containers.name")
@@ -114,6 +117,7 @@ var invalidMasks = []func() http.Header{
 	func() http.Header { return textMask("metadata..name") },
 	func() http.Header { return textMask("metadata.name.first") },
 	func() http.Header { return textMask("metadata.labels.app") },
+	func() http.Header { return textMask("spec.volumes.emptyDir.nosuchfield") },
 	func() http.Header { return textMask("status.phase", "spec.nosuchfield") },
 	func() http.Header { return binMask("status.nosuchfield") },
 }

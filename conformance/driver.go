@@ -88,6 +88,9 @@ func (d *manifestDriver) pod(s podSpec) *corev1.Pod {
 				{Name: "app", Image: "registry.k8s.io/pause:3.10", Args: []string{"--version", fmt.Sprint(s.version)}},
 				{Name: "sidecar", Image: "registry.k8s.io/busybox:1.36", Command: []string{"sleep", "infinity"}},
 			},
+			// A volume of an inlined Go struct (VolumeSource), for the
+			// JSON-shape field mask cases; harmless on a real kubelet.
+			Volumes:       []corev1.Volume{{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
 			RestartPolicy: corev1.RestartPolicyAlways,
 		},
 	}

@@ -43,7 +43,7 @@ type Features struct {
 	// the pod (podsapi-server). A kubelet sends only its name, namespace
 	// and UID: set false, and only those are checked. Default true.
 	DeletedLastState bool `json:"deletedLastState"`
-	// SocketOwnerRoot: the socket is owned by root and not accessible to
+	// SocketPermissions: the socket is owned by root and not accessible to
 	// group and others when the implementation runs as root. Default true.
 	SocketPermissions bool `json:"socketPermissions"`
 }
