@@ -78,6 +78,10 @@ type Config struct {
 	// WatchQueue is how many live events a watcher may have queued before it
 	// is dropped. Default service.DefaultWatchQueue.
 	WatchQueue int
+	// WatchProgressInterval is the interval between the progress marks of
+	// the typed watches that ask for them (progress_notify). Default
+	// service.DefaultProgressInterval.
+	WatchProgressInterval time.Duration
 	// MaxStreams is the number of concurrent HTTP/2 streams (calls, watches
 	// included) per connection. Default DefaultMaxStreams.
 	MaxStreams int
@@ -208,6 +212,7 @@ func New(st Store, cfg Config) (*Server, error) {
 	}
 	handlers := service.NewHandlers(st,
 		service.WithWatchQueue(cfg.WatchQueue),
+		service.WithProgressInterval(cfg.WatchProgressInterval),
 		service.WithMetrics(metrics),
 		service.WithShutdown(s.shutdown),
 		service.WithLogger(cfg.Logger),

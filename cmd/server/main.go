@@ -67,6 +67,9 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		qps        = fs.Float64("qps", server.DefaultQPS, "requests per second allowed to ListPods and GetPod together; negative disables the limit")
 		burst      = fs.Int("burst", server.DefaultBurst, "burst of the ListPods and GetPod rate limit")
 		watchQueue = fs.Int("watch-queue", service.DefaultWatchQueue, "live events a watcher may have queued before it is dropped for falling behind")
+		history    = fs.Int("watch-history", store.DefaultHistory, "changes kept for watchers that resume (resume_from); 0 keeps none")
+		historyMem = fs.Int64("watch-history-bytes", store.DefaultHistoryBytes, "bytes (pod encodings and overhead) the kept changes may hold; 0 keeps none")
+		progress   = fs.Duration("watch-progress-interval", service.DefaultProgressInterval, "interval between the progress marks of watches that ask for them (progress_notify)")
 		maxStreams = fs.Int("max-streams", server.DefaultMaxStreams, "concurrent calls and watches per connection")
 		shutdown   = fs.Duration("shutdown-timeout", server.DefaultShutdownTimeout, "how long a graceful shutdown may take")
 		logLevel   = fs.String("log-level", "info", "log level: debug, info, warn or error")
@@ -110,6 +113,10 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return usageError{errors.New("--burst must be at least 1")}
 	case *watchQueue < 1:
 		return usageError{errors.New("--watch-queue must be at least 1")}
+	case *history < 0 || *historyMem < 0:
+		return usageError{errors.New("--watch-history and --watch-history-bytes must not be negative")}
+	case *progress <= 0:
+		return usageError{errors.New("--watch-progress-interval must be positive")}
 	case *maxStreams < 1:
 		return usageError{errors.New("--max-streams must be at least 1")}
 	case *shutdown <= 0:
@@ -161,7 +168,8 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	st := store.New(store.WithErrorHandler(func(err error) { logger.Error("cannot store pod", "error", err) }))
+	st := store.New(store.WithErrorHandler(func(err error) { logger.Error("cannot store pod", "error", err) }),
+		store.WithHistory(*history, *historyMem))
 	src := srcFlags.newSource(*nodeName, logger, reg)
 	srv, err := server.New(st, server.Config{
 		Socket:          *sock,
@@ -173,6 +181,8 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		ShutdownTimeout: *shutdown,
 		Logger:          logger,
 		Registry:        reg,
+
+		WatchProgressInterval: *progress,
 
 		AllowedUIDs:       uids,
 		AllowedGIDs:       gids,

@@ -72,7 +72,10 @@ type PodsClient interface {
 	// followed by one EVENT_TYPE_INITIAL_SYNC_COMPLETE event, then live
 	// EVENT_TYPE_ADDED, EVENT_TYPE_MODIFIED and EVENT_TYPE_DELETED events in the
 	// order they happened. A watcher that does not read its stream fast enough is
-	// dropped: its stream ends with RESOURCE_EXHAUSTED.
+	// dropped: its stream ends with RESOURCE_EXHAUSTED, reason FELL_BEHIND, whose
+	// ErrorInfo metadata "revision" is the revision to resume from.
+	// PodWatchRequest.resume_from replaces the snapshot with the changes made
+	// since a revision.
 	WatchPods(context.Context, *connect.Request[v1alpha1.PodWatchRequest]) (*connect.ServerStreamForClient[v1alpha1.PodWatchResponse], error)
 	// GetPod returns one pod by its UID, optionally trimmed by a field mask.
 	//
@@ -151,7 +154,10 @@ type PodsHandler interface {
 	// followed by one EVENT_TYPE_INITIAL_SYNC_COMPLETE event, then live
 	// EVENT_TYPE_ADDED, EVENT_TYPE_MODIFIED and EVENT_TYPE_DELETED events in the
 	// order they happened. A watcher that does not read its stream fast enough is
-	// dropped: its stream ends with RESOURCE_EXHAUSTED.
+	// dropped: its stream ends with RESOURCE_EXHAUSTED, reason FELL_BEHIND, whose
+	// ErrorInfo metadata "revision" is the revision to resume from.
+	// PodWatchRequest.resume_from replaces the snapshot with the changes made
+	// since a revision.
 	WatchPods(context.Context, *connect.Request[v1alpha1.PodWatchRequest], *connect.ServerStream[v1alpha1.PodWatchResponse]) error
 	// GetPod returns one pod by its UID, optionally trimmed by a field mask.
 	//
