@@ -11,8 +11,9 @@ import (
 	"github.com/podsapi/podsapi/store"
 )
 
-// maxSelectorLen bounds each selector of a request, in bytes.
-const maxSelectorLen = 4096
+// maxSelectorLen bounds each selector of a request, in bytes (the whole
+// request is bounded too, by the server's read limit).
+const maxSelectorLen = 1024
 
 // selector is the namespace, label selector and field selector of a
 // ListPods or WatchPods request, parsed once per request. A nil *selector

@@ -114,12 +114,9 @@ func (h *handler) watch(ctx context.Context, f framing, opts watchOptions, send 
 		case <-w.Dropped():
 			return fellBehind()
 		case <-tick:
+			// The watcher has been sent every change it selects up to
+			// the last event it handled, which every change reaches.
 			tick = h.progress.next()
-			// An idle watcher knows every change up to the store's
-			// version; a busy one, up to the last event it handled.
-			if v, idle := w.Idle(); idle {
-				last = v
-			}
 			if err := sendErr(ctx, send(f.progress, last)); err != nil {
 				return err
 			}

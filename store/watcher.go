@@ -85,16 +85,6 @@ func (s *Store) WatchFrom(rev string, queue int, onDrop func(lost int)) ([]Event
 // after it, and none before, reaches its queue.
 func (w *Watcher) Since() uint64 { return w.since }
 
-// Idle returns the store's version and true when the watcher's queue is
-// empty: a watcher that has handled every event it took then knows every
-// change up to that version. It returns false while events are queued.
-func (w *Watcher) Idle() (uint64, bool) {
-	w.store.mu.Lock()
-	defer w.store.mu.Unlock()
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.store.version, len(w.queue) == 0
-}
 
 // Ready returns a channel that receives a value after events are queued.
 // A receive may find the queue empty: Take what it holds and wait again.
