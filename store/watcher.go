@@ -85,7 +85,6 @@ func (s *Store) WatchFrom(rev string, queue int, onDrop func(lost int)) ([]Event
 // after it, and none before, reaches its queue.
 func (w *Watcher) Since() uint64 { return w.since }
 
-
 // Ready returns a channel that receives a value after events are queued.
 // A receive may find the queue empty: Take what it holds and wait again.
 func (w *Watcher) Ready() <-chan struct{} { return w.ready }
