@@ -181,4 +181,3 @@ func BenchmarkHistoryMemory(b *testing.B) {
 		runtime.KeepAlive(without)
 	}
 }
-
