@@ -61,11 +61,15 @@ func (h *handler) watch(ctx context.Context, f framing, opts watchOptions, send 
 	}
 	defer w.Stop()
 	// last is the store version up to which the watcher has been sent every
-	// change it selects.
-	last := w.Since()
+	// change it selects; resumable says the client can resume from it,
+	// which it cannot while it has only part of a snapshot.
+	last, resumable := w.Since(), opts.resumeFrom != ""
+	if len(replay) > 0 {
+		last = replay[0].Version - 1
+	}
 	fellBehind := func() error {
 		rev := ""
-		if opts.revisions {
+		if opts.revisions && resumable {
 			rev = h.store.Revision(last)
 		}
 		return errFellBehind(w.Lost(), rev)
@@ -99,10 +103,12 @@ func (h *handler) watch(ctx context.Context, f framing, opts watchOptions, send 
 		if err := h.deliver(ctx, f, send, ev, pr, opts.sel); err != nil {
 			return err
 		}
+		last = ev.Version
 	}
 	if err := sendErr(ctx, send(f.synced, last)); err != nil {
 		return err
 	}
+	resumable = true
 	batch.release()
 	var events []store.Event
 	for {
