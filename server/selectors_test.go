@@ -410,7 +410,8 @@ func TestWatchResumeTooOld(t *testing.T) {
 	for i, kind := range clientKinds {
 		t.Run(kind.name, func(t *testing.T) {
 			pods := selectorPods()
-			f := startWith(t, server.Config{}, []store.Option{store.WithHistory(2, 1<<20)}, pods...)
+			reg := prometheus.NewRegistry()
+			f := startWith(t, server.Config{Registry: reg}, []store.Option{store.WithHistory(2, 1<<20)}, pods...)
 			c := dialReq(t, i, f.socket)
 			var revs []string
 			for k := range 4 {
@@ -443,6 +444,9 @@ func TestWatchResumeTooOld(t *testing.T) {
 				if codeOf(err) != connect.CodeOutOfRange || reasonOf(err) != errinfo.RevisionTooOld || errorMetadata(err)["revision"] != tc.rev {
 					t.Fatalf("%s: %v (metadata %v), want OUT_OF_RANGE %s", tc.name, err, errorMetadata(err), errinfo.RevisionTooOld)
 				}
+			}
+			if got := gaugeValue(t, reg, "podsapi_watch_history_events"); got != 2 {
+				t.Fatalf("podsapi_watch_history_events = %v, want 2", got)
 			}
 			// The last two changes are still held.
 			w, err := c.WatchReq(ctx(t), &podsv1alpha1.PodWatchRequest{ResumeFrom: revs[1]}, nil)

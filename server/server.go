@@ -183,6 +183,18 @@ func New(st Store, cfg Config) (*Server, error) {
 			Help: "Number of pod versions encoded by the store: each is encoded once, whatever the number of requests and watchers.",
 		}, func() float64 { return float64(enc.Encodes()) }))
 	}
+	if h, ok := st.(interface{ HistoryLen() (int, int64) }); ok {
+		cfg.Registry.MustRegister(
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+				Name: "podsapi_watch_history_events",
+				Help: "Number of changes the store keeps for watches that resume (bounded by --watch-history).",
+			}, func() float64 { n, _ := h.HistoryLen(); return float64(n) }),
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+				Name: "podsapi_watch_history_bytes",
+				Help: "Bytes counted against --watch-history-bytes by the changes the store keeps: their pods' encodings plus 512 bytes each.",
+			}, func() float64 { _, b := h.HistoryLen(); return float64(b) }),
+		)
+	}
 	var limiter service.Limiter
 	if cfg.QPS >= 0 {
 		limiter = rate.NewLimiter(rate.Limit(cfg.QPS), cfg.Burst)
