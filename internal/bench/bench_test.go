@@ -29,7 +29,7 @@ func TestRunTiny(t *testing.T) {
 	args := []string{
 		"--pods", "3,5", "--concurrency", "1,2", "--duration", "50ms", "--min-requests", "2",
 		"--watchers", "2", "--watch-pods", "3", "--churn", "50", "--watch-duration", "300ms",
-		"--idle-pods", "3", "--idle-watchers", "2", "--decode-time", "1ms", "--timeout", "60s",
+		"--idle-pods", "3", "--idle-watchers", "2", "--decode-time", "1ms", "--selector-pods", "20", "--timeout", "60s",
 		"--json", filepath.Join(dir, "r.json"), "--svg", filepath.Join(dir, "p.svg"), "--md", filepath.Join(dir, "b.md"),
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
@@ -76,6 +76,9 @@ func TestRunTiny(t *testing.T) {
 	}
 	if len(res.Targets) == 0 || len(res.Micro) == 0 {
 		t.Errorf("no targets or micro-benchmarks")
+	}
+	if len(res.Selectors) != 9 || res.Selectors[0].Bytes <= res.Selectors[1].Bytes || res.Selectors[8].HeapBytes <= 0 {
+		t.Errorf("selector measurements: %+v", res.Selectors)
 	}
 	for _, f := range []string{"p.svg", "b.md"} {
 		b, err := os.ReadFile(filepath.Join(dir, f))
