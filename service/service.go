@@ -214,9 +214,14 @@ func (h podsHandler) WatchPods(ctx context.Context, req *connect.Request[podsv1a
 	opts := watchOptions{sel: sel, resumeFrom: req.Msg.GetResumeFrom(), progress: req.Msg.GetProgressNotify(), revisions: true}
 	// One response message serves every send: connect encodes it before
 	// Send returns. The revision is a typed field beside the shared event.
+	// The revision string is formatted once per version: the snapshot's
+	// events share one.
 	resp := &podsv1alpha1.PodWatchResponse{}
+	var revVersion uint64
 	return h.watch(ctx, typedEvents, opts, func(ev []byte, version uint64) error {
-		resp.Revision = h.store.Revision(version)
+		if resp.Revision == "" || version != revVersion {
+			resp.Revision, revVersion = h.store.Revision(version), version
+		}
 		return stream.Send(withRaw(resp, ev))
 	})
 }

@@ -277,7 +277,9 @@ type PodWatchRequest struct {
 	// event). The watch then sends no snapshot: it sends the changes made after
 	// that revision as events, with the selectors applied to them, then
 	// EVENT_TYPE_INITIAL_SYNC_COMPLETE, then live events, with no gap and no
-	// duplicate. When the server no longer holds those changes (its history is
+	// duplicate. Send the selectors of the list or watch the revision came
+	// from: the replay applies them relative to the pods they selected at that
+	// revision. When the server no longer holds those changes (its history is
 	// bounded, and a restarted server holds none), the watch fails with
 	// OUT_OF_RANGE, reason REVISION_TOO_OLD: list or watch again without
 	// resume_from. A malformed revision fails with INVALID_ARGUMENT, reason

@@ -60,7 +60,9 @@ const (
 
 // PodsClient is a client for the kubelet.pods.v1alpha1.Pods service.
 type PodsClient interface {
-	// ListPods returns all pods the node currently knows, optionally trimmed by a field mask.
+	// ListPods returns all pods the node currently knows, or those the request's
+	// selectors select, optionally trimmed by a field mask, with the revision
+	// they reflect.
 	//
 	// Pods are sorted by namespace, then name, then UID. ListPods is rate
 	// limited together with GetPod; a request beyond the limit fails with
@@ -142,7 +144,9 @@ func (c *podsClient) GetPod(ctx context.Context, req *connect.Request[v1alpha1.P
 
 // PodsHandler is an implementation of the kubelet.pods.v1alpha1.Pods service.
 type PodsHandler interface {
-	// ListPods returns all pods the node currently knows, optionally trimmed by a field mask.
+	// ListPods returns all pods the node currently knows, or those the request's
+	// selectors select, optionally trimmed by a field mask, with the revision
+	// they reflect.
 	//
 	// Pods are sorted by namespace, then name, then UID. ListPods is rate
 	// limited together with GetPod; a request beyond the limit fails with
