@@ -1,8 +1,8 @@
 // Package errinfo names the google.rpc.ErrorInfo details that the podsapi
 // server attaches to its errors, so that clients can tell errors apart by a
 // stable reason rather than by their message. Every RESOURCE_EXHAUSTED,
-// FAILED_PRECONDITION, PERMISSION_DENIED, NOT_FOUND, INVALID_ARGUMENT and
-// UNAVAILABLE the server itself decides carries one ErrorInfo with Domain and
+// FAILED_PRECONDITION, PERMISSION_DENIED, NOT_FOUND, INVALID_ARGUMENT,
+// OUT_OF_RANGE and UNAVAILABLE the server itself decides carries one ErrorInfo with Domain and
 // one of the reasons below; the message stays for people.
 //
 // The package is a leaf: the server and the clients both import it.
@@ -29,7 +29,9 @@ const (
 	// limit (--per-client-qps). Metadata "procedure".
 	ClientRateLimited = "CLIENT_RATE_LIMITED"
 	// FellBehind (RESOURCE_EXHAUSTED): the watcher did not read its events
-	// fast enough and was dropped. Metadata "lost", the events lost.
+	// fast enough and was dropped. Metadata "lost", the events lost, and,
+	// on the typed service, "revision": the revision up to which the
+	// watcher received every change it selects, to resume from.
 	FellBehind = "FELL_BEHIND"
 	// TooManyWatches (RESOURCE_EXHAUSTED): the server's limit of open
 	// watches is reached. Metadata "limit".
@@ -45,6 +47,18 @@ const (
 	// InvalidFieldMask (INVALID_ARGUMENT): the field mask does not parse or
 	// names an unknown field.
 	InvalidFieldMask = "INVALID_FIELD_MASK"
+	// InvalidSelector (INVALID_ARGUMENT): a namespace, label selector or
+	// field selector is too long, does not parse, or names a field that
+	// cannot be selected. Metadata "field", the request field at fault
+	// (namespace, label_selector or field_selector).
+	InvalidSelector = "INVALID_SELECTOR"
+	// InvalidRevision (INVALID_ARGUMENT): resume_from is not a revision
+	// this server wrote. Metadata "revision".
+	InvalidRevision = "INVALID_REVISION"
+	// RevisionTooOld (OUT_OF_RANGE): the server no longer holds the changes
+	// after resume_from (its history is bounded, or it restarted since):
+	// list or watch again without resume_from. Metadata "revision".
+	RevisionTooOld = "REVISION_TOO_OLD"
 	// ShuttingDown (UNAVAILABLE): the server is shutting down; reconnect.
 	ShuttingDown = "SHUTTING_DOWN"
 	// TooManyPending (RESOURCE_EXHAUSTED): too many calls of the client's

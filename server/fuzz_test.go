@@ -104,6 +104,13 @@ func FuzzRequest(f *testing.F) {
 	f.Add(uint8(1), uint8(5), true, "", "", []byte(`{"podUID":`))
 	f.Add(uint8(1), uint8(5), true, "connect-protocol-version", "2", []byte(`{}`))
 	f.Add(uint8(0), uint8(8), true, "", "", []byte("GET / HTTP/1.1\r\n\r\n"))
+	// Selectors, resume and progress marks (issue 16).
+	f.Add(uint8(0), uint8(0), false, "", "", grpcFrame(0, []byte("\x0a\x07default\x12\x08tier=web\x1a\x13status.phase!=Ready")))
+	f.Add(uint8(0), uint8(0), false, "", "", grpcFrame(0, []byte("\x12\x09tier in (")))
+	f.Add(uint8(0), uint8(0), false, "", "", grpcFrame(0, []byte("\x1a\x0cspec.x=y,a=b")))
+	f.Add(uint8(2), uint8(0), false, "", "", grpcFrame(0, []byte("\x12\x05!tier\x22\x03x.1\x28\x01")))
+	f.Add(uint8(2), uint8(0), false, "", "", grpcFrame(0, []byte("\x22\x130123456789abcdef.99\x28\x01")))
+	f.Add(uint8(2), uint8(5), true, "", "", []byte(`{"labelSelector":"tier=web","progressNotify":true}`))
 
 	var mu sync.Mutex
 	var bad []string

@@ -106,6 +106,10 @@ type Config struct {
 	// WatchQueue is how many live events a watcher may have queued before it
 	// is dropped. Default service.DefaultWatchQueue.
 	WatchQueue int
+	// WatchProgressInterval is the interval between the progress marks of
+	// the typed watches that ask for them (progress_notify). Default
+	// service.DefaultProgressInterval.
+	WatchProgressInterval time.Duration
 	// MaxStreams is the number of concurrent HTTP/2 streams (calls, watches
 	// included) per connection. Default DefaultMaxStreams.
 	MaxStreams int
@@ -317,6 +321,18 @@ func (s *Server) handler() http.Handler {
 			Help: "Number of pod versions encoded by the store: each is encoded once, whatever the number of requests and watchers.",
 		}, func() float64 { return float64(enc.Encodes()) }))
 	}
+	if h, ok := s.store.(interface{ HistoryLen() (int, int64) }); ok {
+		cfg.Registry.MustRegister(
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+				Name: "podsapi_watch_history_events",
+				Help: "Number of changes the store keeps for watches that resume (bounded by --watch-history).",
+			}, func() float64 { n, _ := h.HistoryLen(); return float64(n) }),
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+				Name: "podsapi_watch_history_bytes",
+				Help: "Bytes counted against --watch-history-bytes by the changes the store keeps: their pods' encodings plus 512 bytes each.",
+			}, func() float64 { _, b := h.HistoryLen(); return float64(b) }),
+		)
+	}
 	var access *guard.AccessGuard
 	if !cfg.AllowAnyPeer {
 		s.policy = &guard.AccessPolicy{UIDs: cfg.AllowedUIDs, GIDs: cfg.AllowedGIDs}
@@ -325,6 +341,7 @@ func (s *Server) handler() http.Handler {
 	opts := service.HandlerOptions(s.interceptors(metrics, s.guards(access))...)
 	handlers := service.NewHandlers(s.store,
 		service.WithWatchQueue(cfg.WatchQueue),
+		service.WithProgressInterval(cfg.WatchProgressInterval),
 		service.WithMetrics(metrics),
 		service.WithShutdown(s.shutdown),
 		service.WithLogger(cfg.Logger),

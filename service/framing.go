@@ -28,6 +28,9 @@ type framing struct {
 	typeField protowire.Number
 	// synced is the encoded INITIAL_SYNC_COMPLETE event, without a pod.
 	synced []byte
+	// progress is the encoded PROGRESS event, without a pod (typed wire
+	// only: the kubelet's wire has no such event).
+	progress []byte
 }
 
 // typedEvents frames PodWatchResponse{pod = 1, type = 2}.
@@ -46,9 +49,13 @@ var eventTypes = map[store.EventType]protowire.Number{
 // syncedType is the number of INITIAL_SYNC_COMPLETE in both wires.
 const syncedType = protowire.Number(podsv1alpha1.EventType_EVENT_TYPE_INITIAL_SYNC_COMPLETE)
 
+// progressType is the number of PROGRESS in the typed wire.
+const progressType = protowire.Number(podsv1alpha1.EventType_EVENT_TYPE_PROGRESS)
+
 func newFraming(id framingID, name string, podField, typeField protowire.Number) framing {
 	f := framing{id: id, name: name, podField: podField, typeField: typeField}
 	f.synced = f.appendType(nil, syncedType)
+	f.progress = f.appendType(nil, progressType)
 	return f
 }
 

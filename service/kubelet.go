@@ -18,7 +18,7 @@ type kubeletHandler struct{ *handler }
 
 // ListPods returns every pod of the store.
 func (h kubeletHandler) ListPods(ctx context.Context, _ *connect.Request[v1alpha1.ListPodsRequest]) (*connect.Response[v1alpha1.ListPodsResponse], error) {
-	raw, err := h.list(ctx)
+	raw, _, err := h.list(ctx, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -43,5 +43,5 @@ func (h kubeletHandler) GetPod(ctx context.Context, req *connect.Request[v1alpha
 // change.
 func (h kubeletHandler) WatchPods(ctx context.Context, _ *connect.Request[v1alpha1.WatchPodsRequest], stream *connect.ServerStream[v1alpha1.WatchPodsEvent]) error {
 	resp := &v1alpha1.WatchPodsEvent{}
-	return h.watch(ctx, kubeletEvents, func(ev []byte) error { return stream.Send(withRaw(resp, ev)) })
+	return h.watch(ctx, kubeletEvents, watchOptions{}, func(ev []byte, _ uint64) error { return stream.Send(withRaw(resp, ev)) })
 }

@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"log/slog"
+	"time"
 
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/encoding/protowire"
@@ -47,6 +48,17 @@ func WithShutdown(ch <-chan struct{}) Option {
 	return func(h *handler) { h.shutdown = ch }
 }
 
+// WithProgressInterval sets the interval between the progress marks
+// (EVENT_TYPE_PROGRESS) of the typed watches that set progress_notify. The
+// default is DefaultProgressInterval.
+func WithProgressInterval(d time.Duration) Option {
+	return func(h *handler) {
+		if d > 0 {
+			h.progress.interval = d
+		}
+	}
+}
+
 // WithLogger sets the logger of errors the client cannot be told about in
 // detail. The default is slog.Default().
 func WithLogger(l *slog.Logger) Option {
@@ -64,11 +76,12 @@ type handler struct {
 	shutdown <-chan struct{}
 	logger   *slog.Logger
 	lists    listCache
+	progress *progressClock
 }
 
 // newHandler returns a handler of s configured by opts.
 func newHandler(s Store, opts []Option) *handler {
-	h := &handler{store: s, queue: DefaultWatchQueue, logger: slog.Default()}
+	h := &handler{store: s, queue: DefaultWatchQueue, logger: slog.Default(), progress: &progressClock{interval: DefaultProgressInterval}}
 	for _, opt := range opts {
 		opt(h)
 	}
@@ -105,12 +118,23 @@ func NewHandlers(s Store, opts ...Option) Handlers {
 }
 
 // list returns the encoded fields of a ListPods response: every pod of the
-// store as field 1, which both wires share. The response of a store version
-// and mask is assembled once and shared by every request that asks for it.
-func (h *handler) list(ctx context.Context) ([]byte, error) {
+// store that sel selects as field 1, which both wires share, and the store
+// version they reflect. The response of a store version, selection and mask
+// is assembled once and shared by every request that asks for it; the pods
+// sel leaves out are never encoded.
+func (h *handler) list(ctx context.Context, sel *selector) ([]byte, uint64, error) {
 	mask := maskFrom(ctx)
 	version, pods := h.store.List()
-	raw, built, err := h.lists.get(version, mask.Key(), func() ([]byte, error) {
+	raw, built, err := h.lists.get(version, mask.Key()+"|"+sel.cacheKey(), func() ([]byte, error) {
+		if sel != nil {
+			selected := make([]*store.Pod, 0, len(pods))
+			for _, p := range pods {
+				if sel.matches(p) {
+					selected = append(selected, p)
+				}
+			}
+			pods = selected
+		}
 		pr := newProjection(mask)
 		views := make([][]byte, len(pods))
 		size := 0
@@ -129,10 +153,10 @@ func (h *handler) list(ctx context.Context) ([]byte, error) {
 		return raw, nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	h.metrics.viewUsed(viewList, built)
-	return raw, nil
+	return raw, version, nil
 }
 
 // get returns the encoded fields of a GetPod response: the pod with uid as
@@ -155,13 +179,20 @@ func (h *handler) get(ctx context.Context, uid types.UID) ([]byte, error) {
 // podsHandler is the typed kubelet.pods.v1alpha1.Pods.
 type podsHandler struct{ *handler }
 
-// ListPods returns every pod of the store.
-func (h podsHandler) ListPods(ctx context.Context, _ *connect.Request[podsv1alpha1.PodListRequest]) (*connect.Response[podsv1alpha1.PodListResponse], error) {
-	raw, err := h.list(ctx)
+// ListPods returns the pods of the store that the request selects, and the
+// store's revision.
+func (h podsHandler) ListPods(ctx context.Context, req *connect.Request[podsv1alpha1.PodListRequest]) (*connect.Response[podsv1alpha1.PodListResponse], error) {
+	sel, err := newSelector(req.Msg.GetNamespace(), req.Msg.GetLabelSelector(), req.Msg.GetFieldSelector())
 	if err != nil {
 		return nil, err
 	}
-	return connect.NewResponse(withRaw(&podsv1alpha1.PodListResponse{}, raw)), nil
+	raw, version, err := h.list(ctx, sel)
+	if err != nil {
+		return nil, err
+	}
+	// The revision is a typed field, the pods raw fields: the message is
+	// written as revision then pods, and the cached pods are not copied.
+	return connect.NewResponse(withRaw(&podsv1alpha1.PodListResponse{Revision: h.store.Revision(version)}, raw)), nil
 }
 
 // GetPod returns the pod with the requested UID.
@@ -173,12 +204,26 @@ func (h podsHandler) GetPod(ctx context.Context, req *connect.Request[podsv1alph
 	return connect.NewResponse(withRaw(&podsv1alpha1.PodGetResponse{}, raw)), nil
 }
 
-// WatchPods streams the current pods, the sync marker, then every change.
-func (h podsHandler) WatchPods(ctx context.Context, _ *connect.Request[podsv1alpha1.PodWatchRequest], stream *connect.ServerStream[podsv1alpha1.PodWatchResponse]) error {
+// WatchPods streams the selected pods (or the changes since resume_from),
+// the sync marker, then every change, each with the store's revision.
+func (h podsHandler) WatchPods(ctx context.Context, req *connect.Request[podsv1alpha1.PodWatchRequest], stream *connect.ServerStream[podsv1alpha1.PodWatchResponse]) error {
+	sel, err := newSelector(req.Msg.GetNamespace(), req.Msg.GetLabelSelector(), req.Msg.GetFieldSelector())
+	if err != nil {
+		return err
+	}
+	opts := watchOptions{sel: sel, resumeFrom: req.Msg.GetResumeFrom(), progress: req.Msg.GetProgressNotify(), revisions: true}
 	// One response message serves every send: connect encodes it before
-	// Send returns.
+	// Send returns. The revision is a typed field beside the shared event.
+	// The revision string is formatted once per version: the snapshot's
+	// events share one.
 	resp := &podsv1alpha1.PodWatchResponse{}
-	return h.watch(ctx, typedEvents, func(ev []byte) error { return stream.Send(withRaw(resp, ev)) })
+	var revVersion uint64
+	return h.watch(ctx, typedEvents, opts, func(ev []byte, version uint64) error {
+		if resp.Revision == "" || version != revVersion {
+			resp.Revision, revVersion = h.store.Revision(version), version
+		}
+		return stream.Send(withRaw(resp, ev))
+	})
 }
 
 // view returns the encoding of p trimmed by pr's mask, computed once per pod

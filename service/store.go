@@ -21,4 +21,10 @@ type Store interface {
 	// with a queue of at most queue events; onDrop is told how many events
 	// a dropped watcher lost.
 	Watch(queue int, onDrop func(lost int)) ([]*store.Pod, *store.Watcher)
+	// WatchFrom is Watch for a watcher resuming after a revision: it
+	// returns the changes made after it instead of a snapshot, or
+	// store.ErrRevisionTooOld or store.ErrRevisionInvalid.
+	WatchFrom(revision string, queue int, onDrop func(lost int)) ([]store.Event, *store.Watcher, error)
+	// Revision returns the opaque revision of a store version.
+	Revision(version uint64) string
 }

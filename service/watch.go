@@ -13,10 +13,28 @@ import (
 // says which pod it is about.
 var identityPaths = []string{"metadata.namespace", "metadata.name", "metadata.uid"}
 
-// watch streams the current pods, the sync marker, then every change, each
-// framed by f and written with send. send must be done with its argument
-// when it returns.
-func (h *handler) watch(ctx context.Context, f framing, send func(ev []byte) error) error {
+// maxRevisionLen bounds resume_from, in bytes: longer is not a revision.
+const maxRevisionLen = 64
+
+// watchOptions are what a watch request asks beside its field mask.
+type watchOptions struct {
+	// sel selects the pods; nil selects every pod.
+	sel *selector
+	// resumeFrom, when not empty, replaces the snapshot with the changes
+	// after that revision.
+	resumeFrom string
+	// progress asks for progress marks.
+	progress bool
+	// revisions says the wire carries revisions: FELL_BEHIND then tells
+	// the revision to resume from.
+	revisions bool
+}
+
+// watch streams the selected pods (or the changes after opts.resumeFrom),
+// the sync marker, then every change, each framed by f and written with send
+// together with the store version it reflects. send must be done with its
+// argument when it returns.
+func (h *handler) watch(ctx context.Context, f framing, opts watchOptions, send func(ev []byte, version uint64) error) error {
 	mask := maskFrom(ctx)
 	if mask != nil {
 		var err error
@@ -25,24 +43,72 @@ func (h *handler) watch(ctx context.Context, f framing, send func(ev []byte) err
 		}
 	}
 	pr := newProjection(mask)
-	snapshot, w := h.store.Watch(h.queue, h.metrics.droppedEvents)
+	var (
+		snapshot []*store.Pod
+		replay   []store.Event
+		w        *store.Watcher
+	)
+	if opts.resumeFrom != "" {
+		if len(opts.resumeFrom) > maxRevisionLen {
+			return errResume(opts.resumeFrom, nil)
+		}
+		var err error
+		if replay, w, err = h.store.WatchFrom(opts.resumeFrom, h.queue, h.metrics.droppedEvents); err != nil {
+			return errResume(opts.resumeFrom, err)
+		}
+	} else {
+		snapshot, w = h.store.Watch(h.queue, h.metrics.droppedEvents)
+	}
 	defer w.Stop()
+	// last is the store version up to which the watcher has been sent every
+	// change it selects; resumable says the client can resume from it,
+	// which it cannot while it has only part of a snapshot.
+	last, resumable := w.Since(), opts.resumeFrom != ""
+	if len(replay) > 0 {
+		last = replay[0].Version - 1
+	}
+	fellBehind := func() error {
+		rev := ""
+		if opts.revisions && resumable {
+			rev = h.store.Revision(last)
+		}
+		return errFellBehind(w.Lost(), rev)
+	}
+	var tick <-chan struct{}
+	if opts.progress {
+		tick = h.progress.subscribe()
+		defer h.progress.unsubscribe()
+	}
 
-	// Events that are ready together go out with one flush: the snapshot,
-	// then whatever the queue holds each time the watch wakes up.
+	// Events that are ready together go out with one flush: the snapshot
+	// or the replayed changes, then whatever the queue holds each time the
+	// watch wakes up.
 	batch := batcherFrom(ctx)
 	batch.Hold()
 	for _, p := range snapshot {
-		if err := h.check(ctx, w); err != nil {
+		if !opts.sel.matches(p) {
+			continue
+		}
+		if err := h.check(ctx, w, fellBehind); err != nil {
 			return err
 		}
-		if err := h.send(ctx, f, send, store.Added, p, pr); err != nil {
+		if err := h.send(ctx, f, send, store.Added, p, pr, last); err != nil {
 			return err
 		}
 	}
-	if err := sendErr(ctx, send(f.synced)); err != nil {
+	for _, ev := range replay {
+		if err := h.check(ctx, w, fellBehind); err != nil {
+			return err
+		}
+		if err := h.deliver(ctx, f, send, ev, pr, opts.sel); err != nil {
+			return err
+		}
+		last = ev.Version
+	}
+	if err := sendErr(ctx, send(f.synced, last)); err != nil {
 		return err
 	}
+	resumable = true
 	batch.Release()
 	var events []store.Event
 	for {
@@ -52,7 +118,14 @@ func (h *handler) watch(ctx context.Context, f framing, send func(ev []byte) err
 		case <-h.shutdown:
 			return errShuttingDown
 		case <-w.Dropped():
-			return errFellBehind(w.Lost())
+			return fellBehind()
+		case <-tick:
+			// The watcher has been sent every change it selects up to
+			// the last event it handled, which every change reaches.
+			tick = h.progress.next()
+			if err := sendErr(ctx, send(f.progress, last)); err != nil {
+				return err
+			}
 		case <-w.Ready():
 			// Every event taken here was queued before any drop, so it is
 			// delivered: the events a drop loses are those still queued.
@@ -62,31 +135,55 @@ func (h *handler) watch(ctx context.Context, f framing, send func(ev []byte) err
 				if err := h.checkLive(ctx); err != nil {
 					return err
 				}
-				if err := h.deliver(ctx, f, send, ev, pr); err != nil {
+				if err := h.deliver(ctx, f, send, ev, pr, opts.sel); err != nil {
 					return err
 				}
+				last = ev.Version
 			}
 			batch.Release()
 		}
 	}
 }
 
-// deliver sends ev, unless a field mask hides the whole change.
-func (h *handler) deliver(ctx context.Context, f framing, send func([]byte) error, ev store.Event, pr *projection) error {
-	if ev.Type == store.Modified && pr.mask != nil {
+// deliver sends ev as a watcher with sel sees it, unless a field mask hides
+// the whole change. With a selector, as the API server does: a pod that
+// starts to match is ADDED, one that stops matching is DELETED with its new
+// state, and a MODIFIED is sent only while the pod matches.
+func (h *handler) deliver(ctx context.Context, f framing, send func([]byte, uint64) error, ev store.Event, pr *projection, sel *selector) error {
+	t := ev.Type
+	if sel != nil {
+		switch ev.Type {
+		case store.Modified:
+			before, after := sel.matches(ev.Prev), sel.matches(ev.Pod)
+			switch {
+			case !before && !after:
+				return nil
+			case !before:
+				t = store.Added
+			case !after:
+				t = store.Deleted
+			}
+		default:
+			if !sel.matches(ev.Pod) {
+				return nil
+			}
+		}
+	}
+	if t == store.Modified && pr.mask != nil {
 		same, err := h.sameView(ev.Prev, ev.Pod, pr)
 		if err != nil || same {
 			return err
 		}
 	}
-	return h.send(ctx, f, send, ev.Type, ev.Pod, pr)
+	return h.send(ctx, f, send, t, ev.Pod, pr, ev.Version)
 }
 
-// check returns the error that ends the watch now, if any.
-func (h *handler) check(ctx context.Context, w *store.Watcher) error {
+// check returns the error that ends the watch now, if any; fellBehind
+// builds the error of a dropped watcher.
+func (h *handler) check(ctx context.Context, w *store.Watcher, fellBehind func() error) error {
 	select {
 	case <-w.Dropped():
-		return errFellBehind(w.Lost())
+		return fellBehind()
 	default:
 		return h.checkLive(ctx)
 	}
@@ -105,10 +202,11 @@ func (h *handler) checkLive(ctx context.Context) error {
 	}
 }
 
-// send sends one event about p. The event framed by f is built once per pod
-// version, event type, mask and framing, and shared by every watcher; the
-// pod's view inside it is shared by both framings.
-func (h *handler) send(ctx context.Context, f framing, send func([]byte) error, t store.EventType, p *store.Pod, pr *projection) error {
+// send sends one event about p, at store version version. The event framed
+// by f is built once per pod version, event type, mask and framing, and
+// shared by every watcher; the pod's view inside it is shared by both
+// framings.
+func (h *handler) send(ctx context.Context, f framing, send func([]byte, uint64) error, t store.EventType, p *store.Pod, pr *projection, version uint64) error {
 	built := false
 	ev, err := p.View(pr.events[f.id][t], func([]byte) ([]byte, error) {
 		built = true
@@ -122,7 +220,7 @@ func (h *handler) send(ctx context.Context, f framing, send func([]byte) error, 
 	if err != nil {
 		return err
 	}
-	return sendErr(ctx, send(ev))
+	return sendErr(ctx, send(ev, version))
 }
 
 // sameView reports whether two versions of a pod look the same through pr.

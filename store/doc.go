@@ -12,4 +12,15 @@
 // live events; the snapshot is not counted against it, so a new watcher is
 // never dropped for the size of the node. A watcher whose queue is full is
 // dropped at once and never blocks the store, the sources or other watchers.
+//
+// Every change moves the store's version by one. Revision names a version
+// together with the store's instance, random per store, so that a revision of
+// a store before a restart is never taken for one of the current store. The
+// store keeps its latest changes in a bounded history (WithHistory), from
+// which WatchFrom replays the changes after a revision, with the same promise
+// as Watch: no gap and no duplicate between the replay and the live events.
+//
+// Each pod version also carries its labels and selectable fields (the pod
+// field selectors of the Kubernetes API server, SelectableFields), computed
+// once when it is written, so that selectors never decode a pod.
 package store

@@ -34,4 +34,7 @@ type Event struct {
 	Pod *Pod
 	// Prev is the version the pod had before a Modified event, else nil.
 	Prev *Pod
+	// Version is the store version this change made: Pod.Version for Added
+	// and Modified, the version of the deletion for Deleted.
+	Version uint64
 }

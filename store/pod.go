@@ -3,6 +3,8 @@ package store
 import (
 	"sync"
 
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -25,6 +27,11 @@ type Pod struct {
 
 	raw []byte
 
+	// labels and fields are what selectors match, computed once per
+	// version when the store takes the pod.
+	labels labels.Set
+	fields podFields
+
 	mu    sync.Mutex
 	views map[string]*view
 }
@@ -39,6 +46,14 @@ type view struct {
 // Raw returns the protobuf encoding of the pod (a k8s.io.api.core.v1.Pod).
 // The caller must not modify it.
 func (p *Pod) Raw() []byte { return p.raw }
+
+// Labels returns the pod's labels, for label selectors. The caller must not
+// modify them.
+func (p *Pod) Labels() labels.Labels { return p.labels }
+
+// Fields returns the pod's selectable fields (SelectableFields), for field
+// selectors.
+func (p *Pod) Fields() fields.Fields { return p.fields }
 
 // View returns the view of the pod named key, computing it with compute from
 // the pod's encoding on first use and sharing the result with every later

@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"runtime"
@@ -141,8 +142,33 @@ func TestWatchPromiseConcurrent(t *testing.T) {
 			for range rng.IntN(2000) {
 				runtime.Gosched()
 			}
-			snapshot, w := st.Watch(writers*opsPerWrite+1, nil)
-			r := newReplica(snapshot)
+			var (
+				r *replica
+				w *store.Watcher
+			)
+			if i%2 == 0 {
+				snapshot, sw := st.Watch(writers*opsPerWrite+1, nil)
+				r, w = newReplica(snapshot), sw
+			} else {
+				// Resume from a revision listed earlier, while the writers
+				// go on: the replay continues the listed state exactly.
+				version, pods := st.List()
+				for range rng.IntN(200) {
+					runtime.Gosched()
+				}
+				replay, rw, err := st.WatchFrom(st.Revision(version), writers*opsPerWrite+1, nil)
+				if err != nil {
+					t.Errorf("watcher %d: resume from version %d: %v", i, version, err)
+					return
+				}
+				r, w = newReplica(pods), rw
+				for _, ev := range replay {
+					if err := r.apply(ev); err != nil {
+						t.Errorf("watcher %d, replay: %v", i, err)
+						return
+					}
+				}
+			}
 			for range 50 {
 				for _, ev := range w.Take(nil) {
 					if err := r.apply(ev); err != nil {
@@ -181,18 +207,25 @@ func TestWatchPromiseConcurrent(t *testing.T) {
 	}
 }
 
+// fuzzHistory is the history of the stores of FuzzWatchPromise: small, so
+// that resumes fall both inside and outside it.
+const fuzzHistory = 8
+
 // FuzzWatchPromise drives the store with a script: each byte either writes
-// (upsert or delete of one of a few pods), joins a watcher, or lets a
-// watcher take its events. Whatever the interleaving, every watcher's stream
-// continues its state exactly and ends equal to the store's final state.
+// (upsert or delete of one of a few pods), joins a watcher, resumes a
+// watcher from one of the latest revisions, or lets a watcher take its
+// events. Whatever the interleaving, every watcher's stream continues its
+// state exactly and ends equal to the store's final state; a resume fails
+// with ErrRevisionTooOld exactly when its revision left the history.
 func FuzzWatchPromise(f *testing.F) {
 	f.Add([]byte{0x10, 0x20, 0xc0, 0x11, 0x51, 0xe0, 0x12, 0xc0, 0x92, 0xe1})
 	f.Add([]byte{0xc0, 0x00, 0x40, 0x80, 0xc0, 0xe0, 0xe1, 0x01, 0x41})
+	f.Add([]byte{0x01, 0x02, 0x03, 0xd1, 0x81, 0xd0, 0x04, 0xd3, 0x05, 0x06, 0x07, 0x08, 0x09, 0x0a, 0xdf, 0xd9, 0xe0, 0xe1})
 	f.Fuzz(func(t *testing.T, script []byte) {
 		if len(script) > 4096 {
 			return
 		}
-		st := store.New()
+		st := store.New(store.WithHistory(fuzzHistory, 1<<30))
 		var ws []*store.Watcher
 		var rs []*replica
 		defer func() {
@@ -200,6 +233,8 @@ func FuzzWatchPromise(f *testing.F) {
 				w.Stop()
 			}
 		}()
+		// states holds the store's pods at each version.
+		states := map[uint64][]*store.Pod{0: nil}
 		generation := 0
 		for _, b := range script {
 			n := int(b & 0x0f)
@@ -207,12 +242,39 @@ func FuzzWatchPromise(f *testing.F) {
 			case 0, 1: // Upsert pod n.
 				generation++
 				st.Upsert(smallPod(n, generation))
+				v, pods := st.List()
+				states[v] = pods
 			case 2: // Delete pod n.
 				st.Delete(types.UID(fmt.Sprintf("uid-%d", n)))
+				v, pods := st.List()
+				states[v] = pods
 			case 3:
-				if b&0x20 == 0 { // A watcher joins.
+				if b&0x30 == 0 { // A watcher joins.
 					snapshot, w := st.Watch(len(script)+1, nil)
 					ws, rs = append(ws, w), append(rs, newReplica(snapshot))
+				} else if b&0x30 == 0x10 { // A watcher resumes n changes back.
+					current, _ := st.List()
+					from := current - min(uint64(n), current)
+					replay, w, err := st.WatchFrom(st.Revision(from), len(script)+1, nil)
+					if current-from > fuzzHistory {
+						if !errors.Is(err, store.ErrRevisionTooOld) {
+							t.Fatalf("resume %d changes back, out of a history of %d: %v, want ErrRevisionTooOld", current-from, fuzzHistory, err)
+						}
+						continue
+					}
+					if err != nil {
+						t.Fatalf("resume from version %d at %d: %v", from, current, err)
+					}
+					r := newReplica(states[from])
+					for _, ev := range replay {
+						if err := r.apply(ev); err != nil {
+							t.Fatalf("replay from version %d: %v", from, err)
+						}
+					}
+					if err := r.equal(st); err != nil {
+						t.Fatalf("after the replay from version %d: %v", from, err)
+					}
+					ws, rs = append(ws, w), append(rs, r)
 				} else if len(ws) > 0 { // Watcher n takes its events.
 					i := n % len(ws)
 					for _, ev := range ws[i].Take(nil) {

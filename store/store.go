@@ -23,6 +23,8 @@ type Store struct {
 	watchers map[*Watcher]struct{}
 	onError  func(error)
 	encodes  atomic.Uint64
+	instance string
+	history  history
 }
 
 // Option configures a Store.
@@ -41,6 +43,8 @@ func New(opts ...Option) *Store {
 		synced:   make(chan struct{}),
 		watchers: make(map[*Watcher]struct{}),
 		onError:  func(error) {},
+		instance: newInstance(),
+		history:  history{maxEvents: DefaultHistory, maxBytes: DefaultHistoryBytes},
 	}
 	for _, opt := range opts {
 		opt(s)
@@ -49,7 +53,8 @@ func New(opts ...Option) *Store {
 }
 
 // Upsert adds pod or replaces the version of the pod with the same UID. It
-// encodes the pod once; a version whose encoding equals the current one is
+// encodes the pod once, and computes what selectors match (its labels and
+// SelectableFields) once; a version whose encoding equals the current one is
 // not a change and notifies nobody. The store does not keep pod itself.
 func (s *Store) Upsert(pod *corev1.Pod) {
 	raw, err := pod.Marshal()
@@ -65,16 +70,19 @@ func (s *Store) Upsert(pod *corev1.Pod) {
 		return
 	}
 	s.version++
-	p := &Pod{UID: pod.UID, Namespace: pod.Namespace, Name: pod.Name, Version: s.version, raw: raw}
+	p := &Pod{
+		UID: pod.UID, Namespace: pod.Namespace, Name: pod.Name, Version: s.version, raw: raw,
+		labels: podLabels(pod, prev), fields: newPodFields(pod),
+	}
 	s.pods[pod.UID] = p
 	if prev == nil || prev.Namespace != p.Namespace || prev.Name != p.Name {
 		s.sorted = nil
 	} else if s.sorted != nil {
 		s.sorted = replaced(s.sorted, prev, p)
 	}
-	ev := Event{Type: Added, Pod: p}
+	ev := Event{Type: Added, Pod: p, Version: s.version}
 	if prev != nil {
-		ev = Event{Type: Modified, Pod: p, Prev: prev}
+		ev = Event{Type: Modified, Pod: p, Prev: prev, Version: s.version}
 	}
 	s.broadcast(ev)
 }
@@ -94,7 +102,7 @@ func (s *Store) Delete(uid types.UID) {
 	s.version++
 	delete(s.pods, uid)
 	s.sorted = nil
-	s.broadcast(Event{Type: Deleted, Pod: prev})
+	s.broadcast(Event{Type: Deleted, Pod: prev, Version: s.version})
 }
 
 // MarkSynced reports that the sources have delivered their initial, complete

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"fmt"
 	"sync"
 	"sync/atomic"
 )
@@ -18,6 +19,7 @@ type Watcher struct {
 	ready   chan struct{} // holds a token when events may be queued
 	dropped chan struct{}
 	lost    atomic.Int64
+	since   uint64 // the store version the watcher started after
 
 	mu    sync.Mutex
 	queue []Event
@@ -40,9 +42,48 @@ func (s *Store) Watch(queue int, onDrop func(lost int)) ([]*Pod, *Watcher) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	w.since = s.version
 	s.watchers[w] = struct{}{}
 	return s.list(), w
 }
+
+// WatchFrom is Watch for a watcher that resumes after rev, a revision of
+// this store (see Revision): instead of a snapshot, it returns the changes
+// made after rev, which the store keeps in its bounded history (see
+// WithHistory), and the watcher's queue gets every later change, with no gap
+// and no duplicate between the two. It fails with ErrRevisionTooOld when the
+// history no longer holds every change after rev, or rev is a revision of
+// another store, and with ErrRevisionInvalid when rev is not a revision this
+// store wrote.
+func (s *Store) WatchFrom(rev string, queue int, onDrop func(lost int)) ([]Event, *Watcher, error) {
+	version, err := s.parseRevision(rev)
+	if err != nil {
+		return nil, nil, err
+	}
+	w := &Watcher{
+		store:   s,
+		limit:   max(queue, 1),
+		onDrop:  onDrop,
+		ready:   make(chan struct{}, 1),
+		dropped: make(chan struct{}),
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if version > s.version {
+		return nil, nil, fmt.Errorf("%w %q: ahead of the server's revision %s", ErrRevisionInvalid, rev, s.Revision(s.version))
+	}
+	events, ok := s.history.since(version, s.version)
+	if !ok {
+		return nil, nil, fmt.Errorf("%w: the server no longer holds the changes after revision %q", ErrRevisionTooOld, rev)
+	}
+	w.since = s.version
+	s.watchers[w] = struct{}{}
+	return events, w, nil
+}
+
+// Since returns the store version the watcher started after: every change
+// after it, and none before, reaches its queue.
+func (w *Watcher) Since() uint64 { return w.since }
 
 // Ready returns a channel that receives a value after events are queued.
 // A receive may find the queue empty: Take what it holds and wait again.
@@ -89,9 +130,10 @@ func (w *Watcher) push(ev Event) (lost int, ok bool) {
 	return 0, true
 }
 
-// broadcast queues ev for every watcher and drops those whose queue is full.
-// s.mu is held.
+// broadcast records ev in the history, queues it for every watcher and drops
+// those whose queue is full. s.mu is held.
 func (s *Store) broadcast(ev Event) {
+	s.history.add(ev)
 	for w := range s.watchers {
 		lost, ok := w.push(ev)
 		if ok {

@@ -73,6 +73,9 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		qps        = fs.Float64("qps", server.DefaultQPS, "requests per second allowed to ListPods and GetPod together; negative disables the limit")
 		burst      = fs.Int("burst", server.DefaultBurst, "burst of the ListPods and GetPod rate limit")
 		watchQueue = fs.Int("watch-queue", service.DefaultWatchQueue, "live events a watcher may have queued before it is dropped for falling behind")
+		history    = fs.Int("watch-history", store.DefaultHistory, "changes kept for watchers that resume (resume_from); negative keeps none")
+		historyMem = fs.Int64("watch-history-bytes", store.DefaultHistoryBytes, "bytes (pod encodings and overhead) the kept changes may hold; negative keeps none")
+		progress   = fs.Duration("watch-progress-interval", service.DefaultProgressInterval, "interval between the progress marks of watches that ask for them (progress_notify)")
 		maxStreams = fs.Int("max-streams", server.DefaultMaxStreams, "concurrent calls and watches per connection")
 		shutdown   = fs.Duration("shutdown-timeout", server.DefaultShutdownTimeout, "how long a graceful shutdown may take")
 		logLevel   = fs.String("log-level", "info", "log level: debug, info, warn or error")
@@ -131,6 +134,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		{"per-client-qps", *perClientQPS}, {"per-client-burst", float64(*perClientBurst)},
 		{"metrics-max-connections", float64(*metricsConns)}, {"shutdown-timeout", float64(*shutdown)},
 		{"keepalive-timeout", float64(*keepaliveTO)}, {"metrics-timeout", float64(*metricsTO)},
+		{"watch-progress-interval", float64(*progress)},
 	} {
 		if f.v < 0 {
 			return usageError{fmt.Errorf("--%s must not be negative (0 means the default)", f.name)}
@@ -170,7 +174,8 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	st := store.New(store.WithErrorHandler(func(err error) { logger.Error("cannot store pod", "error", err) }))
+	st := store.New(store.WithErrorHandler(func(err error) { logger.Error("cannot store pod", "error", err) }),
+		store.WithHistory(*history, *historyMem))
 	src := srcFlags.newSource(*nodeName, logger, reg)
 	srv, err := server.New(st, server.Config{
 		Socket:          *sock,
@@ -182,6 +187,8 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		ShutdownTimeout: *shutdown,
 		Logger:          logger,
 		Registry:        reg,
+
+		WatchProgressInterval: *progress,
 
 		AllowedUIDs:       uids,
 		AllowedGIDs:       gids,

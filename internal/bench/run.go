@@ -48,6 +48,9 @@ type Options struct {
 	// storm measurement; 0 skips it.
 	StormWatchers int
 	StormPods     int
+	// SelectorPods are the pods of the selector and resume measurements;
+	// 0 skips them.
+	SelectorPods  int
 	Timeout       time.Duration
 	JSON          string
 	SVG           string
@@ -104,6 +107,7 @@ func parseFlags(args []string, stderr io.Writer) (Options, error) {
 	fs.DurationVar(&o.PacedDuration, "paced-duration", 3*time.Second, "duration of each paced measurement")
 	fs.IntVar(&o.StormWatchers, "storm-watchers", 100, "watchers starting at once in the sync storm measurement (0 skips it)")
 	fs.IntVar(&o.StormPods, "storm-pods", 1000, "pods of the sync storm measurement")
+	fs.IntVar(&o.SelectorPods, "selector-pods", 1000, "pods of the selector and resume measurements (0 skips them)")
 	fs.DurationVar(&o.Timeout, "timeout", 15*time.Minute, "bound of the whole run")
 	fs.StringVar(&o.JSON, "json", "", "write the results as JSON to this file")
 	fs.StringVar(&o.SVG, "svg", "", "draw ListPods latency versus pod count to this SVG file")
@@ -189,6 +193,9 @@ type Results struct {
 	Micro   []microResult `json:"micro"`
 	Targets []Target      `json:"targets"`
 	Errors  []string      `json:"errors,omitempty"`
+
+	// Selectors are the measurements of issue 16 (selectors and resume).
+	Selectors []selectorResult `json:"selectors"`
 }
 
 // Machine describes where the run happened.
@@ -409,6 +416,17 @@ func runBench(ctx context.Context, o Options, stdout, stderr io.Writer) error {
 		res.Micro = runMicro(o.DecodeTime)
 		for _, m := range res.Micro {
 			logf("micro %-40s %10.1fµs/op %8.0f allocs/op %10.0f B/op", m.Name, m.NsPerOp/1e3, m.AllocsPerOp, m.BytesPerOp)
+		}
+	}
+	// In-process selectors and resume (issue 16).
+	if o.SelectorPods > 0 && ctx.Err() == nil {
+		sel, err := runSelectors(ctx, co.dir, o.SelectorPods, o.Quick)
+		if err != nil {
+			fail("selectors", err)
+		}
+		res.Selectors = sel
+		for _, s := range sel {
+			logf("selectors %-60s %10.0f B %10.1fµs/op", s.Name, s.Bytes, s.NsPerOp/1e3)
 		}
 	}
 	res.Seconds = time.Since(res.Started).Seconds()

@@ -58,6 +58,10 @@ const (
 	// EVENT_TYPE_INITIAL_SYNC_COMPLETE follows the initial snapshot of ADDED
 	// events: the watcher now knows every current pod. Its pod is unset.
 	EventType_EVENT_TYPE_INITIAL_SYNC_COMPLETE EventType = 4
+	// EVENT_TYPE_PROGRESS is a progress mark, sent periodically to watchers
+	// that set progress_notify: the watcher has received every change up to
+	// the event's revision that it selects. Its pod is unset.
+	EventType_EVENT_TYPE_PROGRESS EventType = 5
 )
 
 // Enum value maps for EventType.
@@ -68,6 +72,7 @@ var (
 		2: "EVENT_TYPE_MODIFIED",
 		3: "EVENT_TYPE_DELETED",
 		4: "EVENT_TYPE_INITIAL_SYNC_COMPLETE",
+		5: "EVENT_TYPE_PROGRESS",
 	}
 	EventType_value = map[string]int32{
 		"EVENT_TYPE_UNSPECIFIED":           0,
@@ -75,6 +80,7 @@ var (
 		"EVENT_TYPE_MODIFIED":              2,
 		"EVENT_TYPE_DELETED":               3,
 		"EVENT_TYPE_INITIAL_SYNC_COMPLETE": 4,
+		"EVENT_TYPE_PROGRESS":              5,
 	}
 )
 
@@ -106,9 +112,28 @@ func (EventType) EnumDescriptor() ([]byte, []int) {
 }
 
 // PodListRequest is the request of ListPods. The optional field mask travels
-// in the gRPC metadata.
+// in the gRPC metadata. The selectors below are ANDed: a pod is listed when it
+// matches every one that is set. They see the whole pod; the field mask only
+// trims the pods returned.
 type PodListRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Namespace, when set, selects the pods of that namespace only
+	// (metadata.namespace, exact match).
+	Namespace string `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	// LabelSelector, when set, selects the pods whose labels match it, in the
+	// syntax of the Kubernetes API server (for example `app=web,tier!=cache`,
+	// `env in (prod,staging)`, `!canary`). A selector that does not parse fails
+	// with INVALID_ARGUMENT, reason INVALID_SELECTOR.
+	LabelSelector string `protobuf:"bytes,2,opt,name=label_selector,json=labelSelector,proto3" json:"label_selector,omitempty"`
+	// FieldSelector, when set, selects the pods whose fields match it, in the
+	// syntax and with the semantics of the API server's pod field selectors
+	// (`=`, `==` and `!=`, joined by commas). The supported fields are
+	// metadata.name, metadata.namespace, spec.nodeName, spec.restartPolicy,
+	// spec.schedulerName, spec.serviceAccountName, spec.hostNetwork,
+	// status.phase, status.podIP and status.nominatedNodeName. Another field, or
+	// a selector that does not parse, fails with INVALID_ARGUMENT, reason
+	// INVALID_SELECTOR.
+	FieldSelector string `protobuf:"bytes,3,opt,name=field_selector,json=fieldSelector,proto3" json:"field_selector,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -143,11 +168,36 @@ func (*PodListRequest) Descriptor() ([]byte, []int) {
 	return file_kubelet_pods_v1alpha1_pods_proto_rawDescGZIP(), []int{0}
 }
 
+func (x *PodListRequest) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *PodListRequest) GetLabelSelector() string {
+	if x != nil {
+		return x.LabelSelector
+	}
+	return ""
+}
+
+func (x *PodListRequest) GetFieldSelector() string {
+	if x != nil {
+		return x.FieldSelector
+	}
+	return ""
+}
+
 // PodListResponse is the response of ListPods.
 type PodListResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Pods holds every pod the node knows, sorted by namespace, name and UID.
-	Pods          []*v1.Pod `protobuf:"bytes,1,rep,name=pods,proto3" json:"pods,omitempty"`
+	Pods []*v1.Pod `protobuf:"bytes,1,rep,name=pods,proto3" json:"pods,omitempty"`
+	// Revision is the revision of the server's pod store the list reflects.
+	// It is opaque: pass it as PodWatchRequest.resume_from to receive the
+	// changes made after the list, without listing again.
+	Revision      string `protobuf:"bytes,2,opt,name=revision,proto3" json:"revision,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -189,12 +239,58 @@ func (x *PodListResponse) GetPods() []*v1.Pod {
 	return nil
 }
 
+func (x *PodListResponse) GetRevision() string {
+	if x != nil {
+		return x.Revision
+	}
+	return ""
+}
+
 // PodWatchRequest is the request of WatchPods. The optional field mask travels
 // in the gRPC metadata.
+//
+// With selectors, the watch follows the API server's semantics: the snapshot
+// holds only the pods that match; a pod that starts to match is sent as
+// EVENT_TYPE_ADDED, a pod that stops matching as EVENT_TYPE_DELETED carrying
+// its new state, and EVENT_TYPE_MODIFIED is sent only while a pod matches.
 type PodWatchRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Namespace, when set, selects the pods of that namespace only
+	// (metadata.namespace, exact match).
+	Namespace string `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	// LabelSelector, when set, selects the pods whose labels match it, in the
+	// syntax of the Kubernetes API server (for example `app=web,tier!=cache`,
+	// `env in (prod,staging)`, `!canary`). A selector that does not parse fails
+	// with INVALID_ARGUMENT, reason INVALID_SELECTOR.
+	LabelSelector string `protobuf:"bytes,2,opt,name=label_selector,json=labelSelector,proto3" json:"label_selector,omitempty"`
+	// FieldSelector, when set, selects the pods whose fields match it, in the
+	// syntax and with the semantics of the API server's pod field selectors
+	// (`=`, `==` and `!=`, joined by commas). The supported fields are
+	// metadata.name, metadata.namespace, spec.nodeName, spec.restartPolicy,
+	// spec.schedulerName, spec.serviceAccountName, spec.hostNetwork,
+	// status.phase, status.podIP and status.nominatedNodeName. Another field, or
+	// a selector that does not parse, fails with INVALID_ARGUMENT, reason
+	// INVALID_SELECTOR.
+	FieldSelector string `protobuf:"bytes,3,opt,name=field_selector,json=fieldSelector,proto3" json:"field_selector,omitempty"`
+	// ResumeFrom, when set, is a revision the client received (the revision of
+	// a PodListResponse, of an EVENT_TYPE_INITIAL_SYNC_COMPLETE or of any later
+	// event). The watch then sends no snapshot: it sends the changes made after
+	// that revision as events, with the selectors applied to them, then
+	// EVENT_TYPE_INITIAL_SYNC_COMPLETE, then live events, with no gap and no
+	// duplicate. Send the selectors of the list or watch the revision came
+	// from: the replay applies them relative to the pods they selected at that
+	// revision. When the server no longer holds those changes (its history is
+	// bounded, and a restarted server holds none), the watch fails with
+	// OUT_OF_RANGE, reason REVISION_TOO_OLD: list or watch again without
+	// resume_from. A malformed revision fails with INVALID_ARGUMENT, reason
+	// INVALID_REVISION.
+	ResumeFrom string `protobuf:"bytes,4,opt,name=resume_from,json=resumeFrom,proto3" json:"resume_from,omitempty"`
+	// ProgressNotify asks for periodic EVENT_TYPE_PROGRESS events, which carry
+	// a fresh revision and no pod, so that an idle watcher can resume from a
+	// recent revision.
+	ProgressNotify bool `protobuf:"varint,5,opt,name=progress_notify,json=progressNotify,proto3" json:"progress_notify,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *PodWatchRequest) Reset() {
@@ -227,6 +323,41 @@ func (*PodWatchRequest) Descriptor() ([]byte, []int) {
 	return file_kubelet_pods_v1alpha1_pods_proto_rawDescGZIP(), []int{2}
 }
 
+func (x *PodWatchRequest) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *PodWatchRequest) GetLabelSelector() string {
+	if x != nil {
+		return x.LabelSelector
+	}
+	return ""
+}
+
+func (x *PodWatchRequest) GetFieldSelector() string {
+	if x != nil {
+		return x.FieldSelector
+	}
+	return ""
+}
+
+func (x *PodWatchRequest) GetResumeFrom() string {
+	if x != nil {
+		return x.ResumeFrom
+	}
+	return ""
+}
+
+func (x *PodWatchRequest) GetProgressNotify() bool {
+	if x != nil {
+		return x.ProgressNotify
+	}
+	return false
+}
+
 // PodWatchResponse is one event of a WatchPods stream.
 type PodWatchResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -239,7 +370,13 @@ type PodWatchResponse struct {
 	// Type says what happened to the pod. It is an addition to the published
 	// definition of the API: a client that only reads pod still works, and an
 	// implementation that does not send it leaves it EVENT_TYPE_UNSPECIFIED.
-	Type          EventType `protobuf:"varint,2,opt,name=type,proto3,enum=kubelet.pods.v1alpha1.EventType" json:"type,omitempty"`
+	Type EventType `protobuf:"varint,2,opt,name=type,proto3,enum=kubelet.pods.v1alpha1.EventType" json:"type,omitempty"`
+	// Revision is the revision of the server's pod store after this event: a
+	// client that has applied this event can resume from it (see
+	// PodWatchRequest.resume_from). The events of the initial snapshot carry
+	// the revision of the snapshot; resume only from the revision of
+	// EVENT_TYPE_INITIAL_SYNC_COMPLETE or of a later event.
+	Revision      string `protobuf:"bytes,3,opt,name=revision,proto3" json:"revision,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -286,6 +423,13 @@ func (x *PodWatchResponse) GetType() EventType {
 		return x.Type
 	}
 	return EventType_EVENT_TYPE_UNSPECIFIED
+}
+
+func (x *PodWatchResponse) GetRevision() string {
+	if x != nil {
+		return x.Revision
+	}
+	return ""
 }
 
 // PodGetRequest is the request of GetPod. The optional field mask travels in
@@ -388,24 +532,36 @@ var File_kubelet_pods_v1alpha1_pods_proto protoreflect.FileDescriptor
 
 const file_kubelet_pods_v1alpha1_pods_proto_rawDesc = "" +
 	"\n" +
-	" kubelet/pods/v1alpha1/pods.proto\x12\x15kubelet.pods.v1alpha1\x1a\"k8s.io/api/core/v1/generated.proto\"\x10\n" +
-	"\x0ePodListRequest\">\n" +
+	" kubelet/pods/v1alpha1/pods.proto\x12\x15kubelet.pods.v1alpha1\x1a\"k8s.io/api/core/v1/generated.proto\"|\n" +
+	"\x0ePodListRequest\x12\x1c\n" +
+	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12%\n" +
+	"\x0elabel_selector\x18\x02 \x01(\tR\rlabelSelector\x12%\n" +
+	"\x0efield_selector\x18\x03 \x01(\tR\rfieldSelector\"Z\n" +
 	"\x0fPodListResponse\x12+\n" +
-	"\x04pods\x18\x01 \x03(\v2\x17.k8s.io.api.core.v1.PodR\x04pods\"\x11\n" +
-	"\x0fPodWatchRequest\"s\n" +
+	"\x04pods\x18\x01 \x03(\v2\x17.k8s.io.api.core.v1.PodR\x04pods\x12\x1a\n" +
+	"\brevision\x18\x02 \x01(\tR\brevision\"\xc7\x01\n" +
+	"\x0fPodWatchRequest\x12\x1c\n" +
+	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12%\n" +
+	"\x0elabel_selector\x18\x02 \x01(\tR\rlabelSelector\x12%\n" +
+	"\x0efield_selector\x18\x03 \x01(\tR\rfieldSelector\x12\x1f\n" +
+	"\vresume_from\x18\x04 \x01(\tR\n" +
+	"resumeFrom\x12'\n" +
+	"\x0fprogress_notify\x18\x05 \x01(\bR\x0eprogressNotify\"\x8f\x01\n" +
 	"\x10PodWatchResponse\x12)\n" +
 	"\x03pod\x18\x01 \x01(\v2\x17.k8s.io.api.core.v1.PodR\x03pod\x124\n" +
-	"\x04type\x18\x02 \x01(\x0e2 .kubelet.pods.v1alpha1.EventTypeR\x04type\"'\n" +
+	"\x04type\x18\x02 \x01(\x0e2 .kubelet.pods.v1alpha1.EventTypeR\x04type\x12\x1a\n" +
+	"\brevision\x18\x03 \x01(\tR\brevision\"'\n" +
 	"\rPodGetRequest\x12\x16\n" +
 	"\x06podUID\x18\x01 \x01(\tR\x06podUID\";\n" +
 	"\x0ePodGetResponse\x12)\n" +
-	"\x03pod\x18\x01 \x01(\v2\x17.k8s.io.api.core.v1.PodR\x03pod*\x94\x01\n" +
+	"\x03pod\x18\x01 \x01(\v2\x17.k8s.io.api.core.v1.PodR\x03pod*\xad\x01\n" +
 	"\tEventType\x12\x1a\n" +
 	"\x16EVENT_TYPE_UNSPECIFIED\x10\x00\x12\x14\n" +
 	"\x10EVENT_TYPE_ADDED\x10\x01\x12\x17\n" +
 	"\x13EVENT_TYPE_MODIFIED\x10\x02\x12\x16\n" +
 	"\x12EVENT_TYPE_DELETED\x10\x03\x12$\n" +
-	" EVENT_TYPE_INITIAL_SYNC_COMPLETE\x10\x042\xa4\x02\n" +
+	" EVENT_TYPE_INITIAL_SYNC_COMPLETE\x10\x04\x12\x17\n" +
+	"\x13EVENT_TYPE_PROGRESS\x10\x052\xa4\x02\n" +
 	"\x04Pods\x12^\n" +
 	"\bListPods\x12%.kubelet.pods.v1alpha1.PodListRequest\x1a&.kubelet.pods.v1alpha1.PodListResponse\"\x03\x90\x02\x01\x12`\n" +
 	"\tWatchPods\x12&.kubelet.pods.v1alpha1.PodWatchRequest\x1a'.kubelet.pods.v1alpha1.PodWatchResponse\"\x000\x01\x12Z\n" +

@@ -60,7 +60,9 @@ const (
 
 // PodsClient is a client for the kubelet.pods.v1alpha1.Pods service.
 type PodsClient interface {
-	// ListPods returns all pods the node currently knows, optionally trimmed by a field mask.
+	// ListPods returns all pods the node currently knows, or those the request's
+	// selectors select, optionally trimmed by a field mask, with the revision
+	// they reflect.
 	//
 	// Pods are sorted by namespace, then name, then UID. ListPods is rate
 	// limited together with GetPod; a request beyond the limit fails with
@@ -72,7 +74,10 @@ type PodsClient interface {
 	// followed by one EVENT_TYPE_INITIAL_SYNC_COMPLETE event, then live
 	// EVENT_TYPE_ADDED, EVENT_TYPE_MODIFIED and EVENT_TYPE_DELETED events in the
 	// order they happened. A watcher that does not read its stream fast enough is
-	// dropped: its stream ends with RESOURCE_EXHAUSTED.
+	// dropped: its stream ends with RESOURCE_EXHAUSTED, reason FELL_BEHIND, whose
+	// ErrorInfo metadata "revision" is the revision to resume from.
+	// PodWatchRequest.resume_from replaces the snapshot with the changes made
+	// since a revision.
 	WatchPods(context.Context, *connect.Request[v1alpha1.PodWatchRequest]) (*connect.ServerStreamForClient[v1alpha1.PodWatchResponse], error)
 	// GetPod returns one pod by its UID, optionally trimmed by a field mask.
 	//
@@ -139,7 +144,9 @@ func (c *podsClient) GetPod(ctx context.Context, req *connect.Request[v1alpha1.P
 
 // PodsHandler is an implementation of the kubelet.pods.v1alpha1.Pods service.
 type PodsHandler interface {
-	// ListPods returns all pods the node currently knows, optionally trimmed by a field mask.
+	// ListPods returns all pods the node currently knows, or those the request's
+	// selectors select, optionally trimmed by a field mask, with the revision
+	// they reflect.
 	//
 	// Pods are sorted by namespace, then name, then UID. ListPods is rate
 	// limited together with GetPod; a request beyond the limit fails with
@@ -151,7 +158,10 @@ type PodsHandler interface {
 	// followed by one EVENT_TYPE_INITIAL_SYNC_COMPLETE event, then live
 	// EVENT_TYPE_ADDED, EVENT_TYPE_MODIFIED and EVENT_TYPE_DELETED events in the
 	// order they happened. A watcher that does not read its stream fast enough is
-	// dropped: its stream ends with RESOURCE_EXHAUSTED.
+	// dropped: its stream ends with RESOURCE_EXHAUSTED, reason FELL_BEHIND, whose
+	// ErrorInfo metadata "revision" is the revision to resume from.
+	// PodWatchRequest.resume_from replaces the snapshot with the changes made
+	// since a revision.
 	WatchPods(context.Context, *connect.Request[v1alpha1.PodWatchRequest], *connect.ServerStream[v1alpha1.PodWatchResponse]) error
 	// GetPod returns one pod by its UID, optionally trimmed by a field mask.
 	//

@@ -1,0 +1,590 @@
+package server_test
+
+import (
+	"context"
+
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"connectrpc.com/connect"
+	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/status"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/podsapi/podsapi/errinfo"
+	podsv1alpha1 "github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1"
+	"github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1/podsv1alpha1connect"
+	"github.com/podsapi/podsapi/internal/podstest"
+	"github.com/podsapi/podsapi/server"
+	"github.com/podsapi/podsapi/store"
+)
+
+// These tests check selectors, revisions, resume and progress marks
+// (issue 16) over real sockets, with both clients.
+
+// requestClient is a client that sends whole request messages.
+type requestClient interface {
+	ListReq(ctx context.Context, req *podsv1alpha1.PodListRequest, h http.Header) (*podsv1alpha1.PodListResponse, error)
+	WatchReq(ctx context.Context, req *podsv1alpha1.PodWatchRequest, h http.Header) (watchStream, error)
+}
+
+func (c connectClient) ListReq(ctx context.Context, msg *podsv1alpha1.PodListRequest, h http.Header) (*podsv1alpha1.PodListResponse, error) {
+	req := connect.NewRequest(msg)
+	connectHeader(req.Header(), h)
+	resp, err := c.c.ListPods(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return resp.Msg, nil
+}
+
+func (c connectClient) WatchReq(ctx context.Context, msg *podsv1alpha1.PodWatchRequest, h http.Header) (watchStream, error) {
+	req := connect.NewRequest(msg)
+	connectHeader(req.Header(), h)
+	stream, err := c.c.WatchPods(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return connectStream{stream}, nil
+}
+
+func (c grpcClient) ListReq(ctx context.Context, msg *podsv1alpha1.PodListRequest, h http.Header) (*podsv1alpha1.PodListResponse, error) {
+	resp := &podsv1alpha1.PodListResponse{}
+	if err := c.conn.Invoke(grpcContext(ctx, h), podsv1alpha1connect.PodsListPodsProcedure, msg, resp); err != nil {
+		return nil, err
+	}
+	return resp, nil
+}
+
+func (c grpcClient) WatchReq(ctx context.Context, msg *podsv1alpha1.PodWatchRequest, h http.Header) (watchStream, error) {
+	desc := &grpc.StreamDesc{StreamName: "WatchPods", ServerStreams: true}
+	stream, err := c.conn.NewStream(grpcContext(ctx, h), desc, podsv1alpha1connect.PodsWatchPodsProcedure)
+	if err != nil {
+		return nil, err
+	}
+	if err := stream.SendMsg(msg); err != nil {
+		return nil, err
+	}
+	if err := stream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return grpcStream{stream}, nil
+}
+
+// dialReq dials a client of kind i that sends request messages.
+func dialReq(t *testing.T, i int, socket string) requestClient {
+	return clientKinds[i].dial(t, socket).(requestClient)
+}
+
+// errorMetadata returns the metadata of the ErrorInfo of err from either
+// client.
+func errorMetadata(err error) map[string]string {
+	if info := errinfo.Of(err); info != nil {
+		return info.GetMetadata()
+	}
+	if st, ok := status.FromError(err); ok {
+		for _, d := range st.Details() {
+			if info, ok := d.(*errdetails.ErrorInfo); ok && info.GetDomain() == errinfo.Domain {
+				return info.GetMetadata()
+			}
+		}
+	}
+	return nil
+}
+
+// labelled returns a sample pod with the label tier and the phase given.
+func labelled(ns, name string, n int, tier string, phase corev1.PodPhase) *corev1.Pod {
+	p := podstest.Pod(ns, name, n)
+	p.Labels["tier"] = tier
+	p.Status.Phase = phase
+	return p
+}
+
+// selectorPods are the pods of the selector tests, in List order.
+func selectorPods() []*corev1.Pod {
+	return []*corev1.Pod{
+		labelled("default", "web-1", 1, "web", corev1.PodRunning),
+		labelled("default", "web-2", 2, "web", corev1.PodPending),
+		labelled("kube-system", "dns-0", 3, "dns", corev1.PodRunning),
+	}
+}
+
+// startWith serves pods from a synced store made with opts.
+func startWith(t *testing.T, cfg server.Config, opts []store.Option, pods ...*corev1.Pod) *fixture {
+	t.Helper()
+	st := store.New(opts...)
+	for _, p := range pods {
+		st.Upsert(p)
+	}
+	st.MarkSynced()
+	srv := podstest.Start(t, st, cfg)
+	return &fixture{store: st, srv: srv, socket: srv.SocketPath()}
+}
+
+// revision returns the store's current revision.
+func (f *fixture) revision() string {
+	v, _ := f.store.List()
+	return f.store.Revision(v)
+}
+
+func TestListSelectors(t *testing.T) {
+	f := start(t, server.Config{QPS: -1}, false, selectorPods()...)
+	cases := []struct {
+		name string
+		req  *podsv1alpha1.PodListRequest
+		want []string
+	}{
+		{"none", &podsv1alpha1.PodListRequest{}, []string{"web-1", "web-2", "dns-0"}},
+		{"namespace", &podsv1alpha1.PodListRequest{Namespace: "default"}, []string{"web-1", "web-2"}},
+		{"unknown namespace", &podsv1alpha1.PodListRequest{Namespace: "nope"}, nil},
+		{"label equality", &podsv1alpha1.PodListRequest{LabelSelector: "tier=dns"}, []string{"dns-0"}},
+		{"label set", &podsv1alpha1.PodListRequest{LabelSelector: "tier in (web,cache),app.kubernetes.io/instance!=web-1"}, []string{"web-2"}},
+		{"label exists", &podsv1alpha1.PodListRequest{LabelSelector: "!tier"}, nil},
+		{"phase", &podsv1alpha1.PodListRequest{FieldSelector: "status.phase=Pending"}, []string{"web-2"}},
+		{"name", &podsv1alpha1.PodListRequest{FieldSelector: "metadata.name==dns-0"}, []string{"dns-0"}},
+		{"namespace field", &podsv1alpha1.PodListRequest{FieldSelector: "metadata.namespace!=default"}, []string{"dns-0"}},
+		{"node and policy", &podsv1alpha1.PodListRequest{FieldSelector: "spec.nodeName=node-1,spec.restartPolicy=Always,spec.schedulerName=default-scheduler"}, []string{"web-1", "web-2", "dns-0"}},
+		{"host network", &podsv1alpha1.PodListRequest{FieldSelector: "spec.hostNetwork=true"}, nil},
+		{"pod IP", &podsv1alpha1.PodListRequest{FieldSelector: "status.podIP=10.244.0.4"}, []string{"web-2"}},
+		{"all three", &podsv1alpha1.PodListRequest{Namespace: "default", LabelSelector: "tier=web", FieldSelector: "status.phase!=Pending"}, []string{"web-1"}},
+	}
+	for i, kind := range clientKinds {
+		t.Run(kind.name, func(t *testing.T) {
+			c := dialReq(t, i, f.socket)
+			for _, tc := range cases {
+				t.Run(tc.name, func(t *testing.T) {
+					resp, err := c.ListReq(ctx(t), tc.req, nil)
+					if err != nil {
+						t.Fatal(err)
+					}
+					var got []string
+					for _, p := range resp.GetPods() {
+						got = append(got, p.GetMetadata().GetName())
+					}
+					if !slices.Equal(got, tc.want) {
+						t.Fatalf("pods %v, want %v", got, tc.want)
+					}
+					if resp.GetRevision() != f.revision() {
+						t.Fatalf("revision %q, want the store's %q", resp.GetRevision(), f.revision())
+					}
+				})
+			}
+		})
+	}
+}
+
+// TestListSelectorsMaskAndCache composes selectors with a field mask and
+// checks that selected lists are cached per selection, and that a selection
+// of no pod encodes none.
+func TestListSelectorsMaskAndCache(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	f := start(t, server.Config{QPS: -1, Registry: reg}, false, selectorPods()...)
+	c := dialReq(t, 0, f.socket)
+	view := func(name, kind string) float64 {
+		return metricValue(t, reg, name, map[string]string{"view": kind})
+	}
+	// The selector sees the whole pod, the mask trims what is returned.
+	req := &podsv1alpha1.PodListRequest{LabelSelector: "tier=web", FieldSelector: "status.phase=Running"}
+	for range 3 {
+		resp, err := c.ListReq(ctx(t), req, mask("status.podIP"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(resp.GetPods()) != 1 || resp.GetPods()[0].GetStatus().GetPodIP() != "10.244.0.3" || resp.GetPods()[0].GetMetadata() != nil {
+			t.Fatalf("pods %v, want web-1 with only its status.podIP", resp.GetPods())
+		}
+	}
+	if computes, hits := view("podsapi_view_computes_total", "list"), view("podsapi_view_cache_hits_total", "list"); computes != 1 || hits != 2 {
+		t.Fatalf("3 equal selected lists: %v computes and %v hits, want 1 and 2", computes, hits)
+	}
+	if computes := view("podsapi_view_computes_total", "mask"); computes != 1 {
+		t.Fatalf("%v masked pod views computed, want 1 (the selected pod only)", computes)
+	}
+	// Another selection is another list; a selection of nothing encodes no
+	// pod.
+	if _, err := c.ListReq(ctx(t), &podsv1alpha1.PodListRequest{Namespace: "nope"}, mask("status.podIP")); err != nil {
+		t.Fatal(err)
+	}
+	if computes := view("podsapi_view_computes_total", "list"); computes != 2 {
+		t.Fatalf("%v list computes after a second selection, want 2", computes)
+	}
+	if computes := view("podsapi_view_computes_total", "mask"); computes != 1 {
+		t.Fatalf("%v masked pod views computed after a selection of nothing, want still 1", computes)
+	}
+}
+
+func TestInvalidSelectors(t *testing.T) {
+	f := start(t, server.Config{QPS: -1}, false, selectorPods()...)
+	cases := []struct {
+		name          string
+		ns, lab, fld  string
+		field, saying string
+	}{
+		{"label syntax", "", "tier in (web", "", "label_selector", "label_selector"},
+		{"label value", "", "tier=no spaces", "", "label_selector", "label_selector"},
+		{"unsupported field", "", "", "spec.containers=app", "field_selector", `"spec.containers" is not supported`},
+		{"field without operator", "", "", "status.phase", "field_selector", "field_selector"},
+		{"long namespace", strings.Repeat("n", 2000), "", "", "namespace", "namespace"},
+	}
+	for i, kind := range clientKinds {
+		t.Run(kind.name, func(t *testing.T) {
+			c := dialReq(t, i, f.socket)
+			for _, tc := range cases {
+				t.Run(tc.name, func(t *testing.T) {
+					_, lerr := c.ListReq(ctx(t), &podsv1alpha1.PodListRequest{Namespace: tc.ns, LabelSelector: tc.lab, FieldSelector: tc.fld}, nil)
+					var werr error
+					w, err := c.WatchReq(ctx(t), &podsv1alpha1.PodWatchRequest{Namespace: tc.ns, LabelSelector: tc.lab, FieldSelector: tc.fld}, nil)
+					if werr = err; err == nil {
+						_, werr = w.Recv()
+					}
+					for what, err := range map[string]error{"list": lerr, "watch": werr} {
+						if codeOf(err) != connect.CodeInvalidArgument || reasonOf(err) != errinfo.InvalidSelector {
+							t.Fatalf("%s: %v, want INVALID_ARGUMENT %s", what, err, errinfo.InvalidSelector)
+						}
+						if !strings.Contains(messageOf(err), tc.saying) || errorMetadata(err)["field"] != tc.field {
+							t.Fatalf("%s: message %q, metadata %v: want it to name %q and field %q", what, messageOf(err), errorMetadata(err), tc.saying, tc.field)
+						}
+					}
+				})
+			}
+			// A revision this server did not write.
+			for _, rev := range []string{"garbage", strings.Repeat("r", 100), f.store.Revision(1 << 40)} {
+				w, err := c.WatchReq(ctx(t), &podsv1alpha1.PodWatchRequest{ResumeFrom: rev}, nil)
+				if err == nil {
+					_, err = w.Recv()
+				}
+				if codeOf(err) != connect.CodeInvalidArgument || reasonOf(err) != errinfo.InvalidRevision {
+					t.Fatalf("resume_from %.20q: %v, want INVALID_ARGUMENT %s", rev, err, errinfo.InvalidRevision)
+				}
+			}
+		})
+	}
+}
+
+// step is one change of the store and the event a watcher of tier=web
+// gets from it, if any.
+type step struct {
+	name   string
+	change func(st *store.Store)
+	typ    podsv1alpha1.EventType // 0: no event
+	pod    *corev1.Pod            // the pod of the event
+}
+
+// movingSteps move pods in and out of the selector tier=web, starting from
+// selectorPods.
+func movingSteps() []step {
+	pods := selectorPods()
+	web1, web2, dns := pods[0].DeepCopy(), pods[1].DeepCopy(), pods[2].DeepCopy()
+	web1.Status.Phase = corev1.PodSucceeded
+	web2Out := web2.DeepCopy()
+	web2Out.Labels["tier"] = "cache"
+	web2Again := web2Out.DeepCopy()
+	web2Again.Status.Phase = corev1.PodRunning
+	dnsIn := dns.DeepCopy()
+	dnsIn.Labels["tier"] = "web"
+	fresh := labelled("other", "fresh", 9, "web", corev1.PodRunning)
+	other := labelled("other", "unrelated", 10, "db", corev1.PodRunning)
+	upsert := func(p *corev1.Pod) func(*store.Store) { return func(st *store.Store) { st.Upsert(p) } }
+	del := func(p *corev1.Pod) func(*store.Store) { return func(st *store.Store) { st.Delete(p.UID) } }
+	return []step{
+		{"web-1 changes, still matching", upsert(web1), podsv1alpha1.EventType_EVENT_TYPE_MODIFIED, web1},
+		{"web-2 stops matching", upsert(web2Out), podsv1alpha1.EventType_EVENT_TYPE_DELETED, web2Out},
+		{"web-2 changes, not matching", upsert(web2Again), 0, nil},
+		{"dns-0 starts matching", upsert(dnsIn), podsv1alpha1.EventType_EVENT_TYPE_ADDED, dnsIn},
+		{"web-2 deleted, not matching", del(web2Again), 0, nil},
+		{"an unrelated pod added", upsert(other), 0, nil},
+		{"dns-0 deleted", del(dnsIn), podsv1alpha1.EventType_EVENT_TYPE_DELETED, dnsIn},
+		{"a matching pod added", upsert(fresh), podsv1alpha1.EventType_EVENT_TYPE_ADDED, fresh},
+		{"the unrelated pod deleted", del(other), 0, nil},
+		{"web-1 deleted", del(web1), podsv1alpha1.EventType_EVENT_TYPE_DELETED, web1},
+	}
+}
+
+// expectSteps reads the events of steps from w, which must arrive in order
+// with the revision of their change; revs are the store's revisions after
+// each step.
+func expectSteps(t *testing.T, w watchStream, steps []step, revs []string) {
+	t.Helper()
+	for i, s := range steps {
+		if s.typ == 0 {
+			continue
+		}
+		ev := recv(t, w)
+		expectEvent(t, ev, s.typ, pb(t, s.pod))
+		if ev.GetRevision() != revs[i] {
+			t.Fatalf("%s: revision %q, want %q", s.name, ev.GetRevision(), revs[i])
+		}
+	}
+}
+
+// TestWatchSelectorMoves watches tier=web while pods move in and out of it.
+func TestWatchSelectorMoves(t *testing.T) {
+	for i, kind := range clientKinds {
+		t.Run(kind.name, func(t *testing.T) {
+			pods := selectorPods()
+			f := start(t, server.Config{}, false, pods...)
+			c := dialReq(t, i, f.socket)
+			w, err := c.WatchReq(ctx(t), &podsv1alpha1.PodWatchRequest{LabelSelector: "tier=web"}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			start := f.revision()
+			for _, p := range pods[:2] {
+				ev := recv(t, w)
+				expectEvent(t, ev, podsv1alpha1.EventType_EVENT_TYPE_ADDED, pb(t, p))
+				if ev.GetRevision() != start {
+					t.Fatalf("snapshot event revision %q, want %q", ev.GetRevision(), start)
+				}
+			}
+			if ev := recv(t, w); ev.GetType() != podsv1alpha1.EventType_EVENT_TYPE_INITIAL_SYNC_COMPLETE || ev.GetRevision() != start {
+				t.Fatalf("after the snapshot: %v, want INITIAL_SYNC_COMPLETE at %s", ev, start)
+			}
+			steps := movingSteps()
+			var revs []string
+			for _, s := range steps {
+				s.change(f.store)
+				revs = append(revs, f.revision())
+			}
+			expectSteps(t, w, steps, revs)
+		})
+	}
+}
+
+// TestWatchResume resumes watches from revisions inside the history: each
+// gets exactly the changes after its revision, as its selector sees them,
+// then INITIAL_SYNC_COMPLETE, then live events.
+func TestWatchResume(t *testing.T) {
+	for i, kind := range clientKinds {
+		t.Run(kind.name, func(t *testing.T) {
+			f := start(t, server.Config{}, false, selectorPods()...)
+			c := dialReq(t, i, f.socket)
+			list, err := c.ListReq(ctx(t), &podsv1alpha1.PodListRequest{LabelSelector: "tier=web"}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			steps := movingSteps()
+			var revs []string
+			for _, s := range steps {
+				s.change(f.store)
+				revs = append(revs, f.revision())
+			}
+			for from := range steps {
+				rev := list.GetRevision()
+				if from > 0 {
+					rev = revs[from-1]
+				}
+				w, err := c.WatchReq(ctx(t), &podsv1alpha1.PodWatchRequest{LabelSelector: "tier=web", ResumeFrom: rev}, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				expectSteps(t, w, steps[from:], revs[from:])
+				if ev := recv(t, w); ev.GetType() != podsv1alpha1.EventType_EVENT_TYPE_INITIAL_SYNC_COMPLETE || ev.GetRevision() != f.revision() {
+					t.Fatalf("resumed from step %d: %v, want INITIAL_SYNC_COMPLETE at %s", from, ev, f.revision())
+				}
+			}
+			// Without a selector, from the current revision: nothing to
+			// replay, then live events.
+			w, err := c.WatchReq(ctx(t), &podsv1alpha1.PodWatchRequest{ResumeFrom: f.revision()}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ev := recv(t, w); ev.GetType() != podsv1alpha1.EventType_EVENT_TYPE_INITIAL_SYNC_COMPLETE {
+				t.Fatalf("resumed from the current revision: %v, want INITIAL_SYNC_COMPLETE", ev)
+			}
+			live := labelled("default", "live", 20, "db", corev1.PodRunning)
+			f.store.Upsert(live)
+			expectEvent(t, recv(t, w), podsv1alpha1.EventType_EVENT_TYPE_ADDED, pb(t, live))
+		})
+	}
+}
+
+// TestWatchResumeTooOld resumes from revisions the server no longer holds:
+// out of its history, or from another instance of the server.
+func TestWatchResumeTooOld(t *testing.T) {
+	for i, kind := range clientKinds {
+		t.Run(kind.name, func(t *testing.T) {
+			pods := selectorPods()
+			reg := prometheus.NewRegistry()
+			f := startWith(t, server.Config{Registry: reg}, []store.Option{store.WithHistory(2, 1<<20)}, pods...)
+			c := dialReq(t, i, f.socket)
+			var revs []string
+			for k := range 4 {
+				p := pods[0].DeepCopy()
+				p.ResourceVersion = strconv.Itoa(k + 2)
+				f.store.Upsert(p)
+				revs = append(revs, f.revision())
+			}
+			// A restarted server: a new store with the same pods, hence the
+			// same version numbers.
+			restarted := startWith(t, server.Config{}, nil, pods...)
+			for k := range 4 {
+				p := pods[0].DeepCopy()
+				p.ResourceVersion = strconv.Itoa(k + 2)
+				restarted.store.Upsert(p)
+			}
+			rc := dialReq(t, i, restarted.socket)
+			for _, tc := range []struct {
+				name string
+				c    requestClient
+				rev  string
+			}{
+				{"out of the history", c, revs[0]},
+				{"another instance", rc, revs[2]},
+			} {
+				w, err := tc.c.WatchReq(ctx(t), &podsv1alpha1.PodWatchRequest{ResumeFrom: tc.rev}, nil)
+				if err == nil {
+					_, err = w.Recv()
+				}
+				if codeOf(err) != connect.CodeOutOfRange || reasonOf(err) != errinfo.RevisionTooOld || errorMetadata(err)["revision"] != tc.rev {
+					t.Fatalf("%s: %v (metadata %v), want OUT_OF_RANGE %s", tc.name, err, errorMetadata(err), errinfo.RevisionTooOld)
+				}
+			}
+			if got := gaugeValue(t, reg, "podsapi_watch_history_events"); got != 2 {
+				t.Fatalf("podsapi_watch_history_events = %v, want 2", got)
+			}
+			// The last two changes are still held.
+			w, err := c.WatchReq(ctx(t), &podsv1alpha1.PodWatchRequest{ResumeFrom: revs[1]}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, want := range []string{"4", "5"} {
+				if ev := recv(t, w); ev.GetPod().GetMetadata().GetResourceVersion() != want {
+					t.Fatalf("replayed %v, want resourceVersion %s", ev, want)
+				}
+			}
+			if ev := recv(t, w); ev.GetType() != podsv1alpha1.EventType_EVENT_TYPE_INITIAL_SYNC_COMPLETE {
+				t.Fatalf("after the replay: %v, want INITIAL_SYNC_COMPLETE", ev)
+			}
+		})
+	}
+}
+
+// TestDroppedWatcherResumes drops a stalled watcher and resumes from the
+// revision its error carries: the resumed watch continues exactly where the
+// dropped one stopped.
+func TestDroppedWatcherResumes(t *testing.T) {
+	for _, kind := range clientKinds {
+		t.Run(kind.name, func(t *testing.T) {
+			reg := prometheus.NewRegistry()
+			pod := podstest.Pod("default", "busy", 1)
+			pod.Annotations["padding"] = strings.Repeat("x", 64<<10)
+			f := start(t, server.Config{WatchQueue: 8, Registry: reg}, false, pod)
+			wctx, cancel := context.WithCancel(ctx(t))
+			defer cancel()
+			healthy, err := kind.dial(t, f.socket).Watch(wctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			stalled, err := kind.dialSmallWindow(t, f.socket).Watch(wctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range []watchStream{healthy, stalled} {
+				recv(t, w) // ADDED
+				recv(t, w) // INITIAL_SYNC_COMPLETE
+			}
+			const bound = 20000
+			k := 1
+			for ; k <= bound && metricValue(t, reg, "kubelet_pod_watch_events_dropped_total", nil) == 0; k++ {
+				p := pod.DeepCopy()
+				p.ResourceVersion = strconv.Itoa(k + 1)
+				f.store.Upsert(p)
+				recv(t, healthy)
+			}
+			if k > bound {
+				t.Fatalf("the stalled watcher was not dropped after %d changes", bound)
+			}
+			rv, last := 1, ""
+			var ferr error
+			for {
+				ev, err := stalled.Recv()
+				if err != nil {
+					ferr = err
+					break
+				}
+				rv, _ = strconv.Atoi(ev.GetPod().GetMetadata().GetResourceVersion())
+				last = ev.GetRevision()
+			}
+			rev := errorMetadata(ferr)["revision"]
+			if reasonOf(ferr) != errinfo.FellBehind || rev == "" {
+				t.Fatalf("dropped with %v (metadata %v), want FELL_BEHIND with a revision", ferr, errorMetadata(ferr))
+			}
+			if last != "" && rev != last {
+				t.Fatalf("FELL_BEHIND says revision %q, the last event received was at %q", rev, last)
+			}
+			// Resume: the changes the dropped watcher lost, in order.
+			w, err := kind.dial(t, f.socket).(requestClient).WatchReq(wctx, &podsv1alpha1.PodWatchRequest{ResumeFrom: rev}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for {
+				ev := recv(t, w)
+				if ev.GetType() == podsv1alpha1.EventType_EVENT_TYPE_INITIAL_SYNC_COMPLETE {
+					break
+				}
+				got, _ := strconv.Atoi(ev.GetPod().GetMetadata().GetResourceVersion())
+				if got != rv+1 {
+					t.Fatalf("resumed watcher got version %d after %d", got, rv)
+				}
+				rv = got
+			}
+			if rv != k {
+				t.Fatalf("resumed watcher ends at version %d, the store at %d", rv, k)
+			}
+		})
+	}
+}
+
+// TestProgressMarks asks for progress marks with a short interval: an idle
+// watcher gets marks carrying the store's revision, which moves with changes
+// its selector hides; a watcher that did not ask gets none.
+func TestProgressMarks(t *testing.T) {
+	for i, kind := range clientKinds {
+		t.Run(kind.name, func(t *testing.T) {
+			f := start(t, server.Config{WatchProgressInterval: 5 * time.Millisecond}, false, selectorPods()...)
+			c := dialReq(t, i, f.socket)
+			w, err := c.WatchReq(ctx(t), &podsv1alpha1.PodWatchRequest{Namespace: "kube-system", ProgressNotify: true}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			plain, err := c.WatchReq(ctx(t), &podsv1alpha1.PodWatchRequest{Namespace: "kube-system"}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range []watchStream{w, plain} {
+				recv(t, s) // ADDED dns-0
+				if ev := recv(t, s); ev.GetType() != podsv1alpha1.EventType_EVENT_TYPE_INITIAL_SYNC_COMPLETE {
+					t.Fatalf("%v, want INITIAL_SYNC_COMPLETE", ev)
+				}
+			}
+			// untilMark reads marks until one carries rev.
+			untilMark := func(rev string) {
+				t.Helper()
+				for {
+					ev := recv(t, w)
+					if ev.GetType() != podsv1alpha1.EventType_EVENT_TYPE_PROGRESS || ev.GetPod() != nil {
+						t.Fatalf("%v, want a PROGRESS without a pod", ev)
+					}
+					if ev.GetRevision() == rev {
+						return
+					}
+				}
+			}
+			untilMark(f.revision())
+			// Changes the selector hides move the marks' revision.
+			hidden := labelled("default", "hidden", 30, "web", corev1.PodRunning)
+			f.store.Upsert(hidden)
+			untilMark(f.revision())
+			// The watcher that did not ask got no mark meanwhile.
+			shown := labelled("kube-system", "shown", 31, "web", corev1.PodRunning)
+			f.store.Upsert(shown)
+			expectEvent(t, recv(t, plain), podsv1alpha1.EventType_EVENT_TYPE_ADDED, pb(t, shown))
+		})
+	}
+}

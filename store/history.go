@@ -1,0 +1,124 @@
+package store
+
+// Defaults of WithHistory.
+const (
+	// DefaultHistory is the number of changes the store keeps for watchers
+	// that resume.
+	DefaultHistory = 10000
+	// DefaultHistoryBytes bounds the memory of those changes (as counted
+	// by historySize).
+	DefaultHistoryBytes = 64 << 20
+)
+
+// historyOverhead is what one change of the history costs beside the
+// encoding of its pod: the Pod and its selectable fields, labels and event
+// slot, rounded up.
+const historyOverhead = 512
+
+// WithHistory sets how many of its latest changes the store keeps, so that a
+// watcher can resume after a revision (WatchFrom): at most events changes,
+// whose pods' encodings and overhead add up to at most bytes. The oldest go
+// first. The defaults are DefaultHistory and DefaultHistoryBytes, which 0
+// keeps (the zero rule of package source); a negative value for either keeps
+// no history, and WatchFrom then only accepts the current revision.
+func WithHistory(events int, bytes int64) Option {
+	return func(s *Store) {
+		s.history = history{maxEvents: DefaultHistory, maxBytes: DefaultHistoryBytes}
+		switch {
+		case events < 0:
+			s.history.maxEvents = 0
+		case events > 0:
+			s.history.maxEvents = events
+		}
+		switch {
+		case bytes < 0:
+			s.history.maxBytes = 0
+		case bytes > 0:
+			s.history.maxBytes = bytes
+		}
+	}
+}
+
+// history is a ring of the latest changes of the store, oldest first. Its
+// versions are consecutive: every change of the store moves its version by
+// one.
+type history struct {
+	maxEvents int
+	maxBytes  int64
+	ring      []Event
+	start, n  int
+	bytes     int64
+}
+
+// historySize is what ev counts against the history's bytes: the encoding
+// of the pod it retains, and its overhead. The previous version of a
+// MODIFIED event is not counted: it is the pod of an earlier change, counted
+// there, or the pod current when the change left the history.
+func historySize(ev Event) int64 { return int64(len(ev.Pod.raw)) + historyOverhead }
+
+// add appends ev, dropping the oldest changes beyond the bounds.
+func (h *history) add(ev Event) {
+	size := historySize(ev)
+	if h.maxEvents == 0 || size > h.maxBytes {
+		h.start, h.n, h.bytes = 0, 0, 0
+		clear(h.ring)
+		return
+	}
+	for h.n > 0 && (h.n >= h.maxEvents || h.bytes+size > h.maxBytes) {
+		h.dropOldest()
+	}
+	if h.n == len(h.ring) {
+		h.grow()
+	}
+	h.ring[(h.start+h.n)%len(h.ring)] = ev
+	h.n++
+	h.bytes += size
+}
+
+func (h *history) dropOldest() {
+	old := &h.ring[h.start]
+	h.bytes -= historySize(*old)
+	*old = Event{}
+	h.start = (h.start + 1) % len(h.ring)
+	h.n--
+}
+
+// grow doubles the ring, up to maxEvents, so that a small store does not
+// allocate its whole history up front.
+func (h *history) grow() {
+	size := min(max(2*len(h.ring), 64), h.maxEvents)
+	ring := make([]Event, size)
+	for i := range h.n {
+		ring[i] = h.ring[(h.start+i)%len(h.ring)]
+	}
+	h.ring, h.start = ring, 0
+}
+
+// since returns a copy of the changes after version, and whether the
+// history holds every one of them: current is the store's version.
+func (h *history) since(version, current uint64) ([]Event, bool) {
+	if version == current {
+		return nil, true
+	}
+	if h.n == 0 || version > current {
+		return nil, false
+	}
+	oldest := h.ring[h.start].Version
+	if version+1 < oldest {
+		return nil, false
+	}
+	skip := int(version + 1 - oldest)
+	out := make([]Event, 0, h.n-skip)
+	for i := skip; i < h.n; i++ {
+		out = append(out, h.ring[(h.start+i)%len(h.ring)])
+	}
+	return out, true
+}
+
+// HistoryLen returns the number of changes the history holds and the bytes
+// they count against its bound.
+func (s *Store) HistoryLen() (events int, bytes int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.history.n, s.history.bytes
+}
