@@ -171,16 +171,18 @@ func TestListAndGetGolden(t *testing.T) {
 			} else {
 				_, socket = startServer(t, server.Config{QPS: -1}, false, pods...)
 			}
-			testListAndGetGolden(t, pods, append([]string{"--socket", socket}, wire.args...))
+			testListAndGetGolden(t, pods, slices.Concat([]string{"--socket", socket}, wire.args))
 		})
 	}
 }
 
 // testListAndGetGolden checks the outputs of list and get, run with the
-// extra args, against the golden files.
-func testListAndGetGolden(t *testing.T, pods []*corev1.Pod, extra []string) {
+// global flags global after the command and before it, against the golden
+// files.
+func testListAndGetGolden(t *testing.T, pods []*corev1.Pod, global []string) {
 	t.Helper()
 	uid := string(pods[1].UID)
+	ref := pods[1].Namespace + "/" + pods[1].Name
 	tests := []struct {
 		name   string
 		args   []string
@@ -194,21 +196,41 @@ func testListAndGetGolden(t *testing.T, pods []*corev1.Pod, extra []string) {
 		{"ListNamespace", []string{"list", "-n", "default"}, "list-namespace.txt"},
 		{"ListSelector", []string{"list", "-l", "app.kubernetes.io/name in (report, orders-api),tier"}, "list-selector.txt"},
 		{"ListFieldsYAML", []string{"list", "--fields", "metadata.name,status.phase", "-o", "yaml", "--namespace", "batch"}, "list-fields.yaml"},
+		// A table requests its columns' fields with --fields: it prints
+		// what it prints without.
+		{"ListFieldsTable", []string{"list", "--fields", "metadata.name,status.phase"}, "list.txt"},
+		{"ListFieldsWide", []string{"list", "--fields=metadata.name", "-o", "wide"}, "list-wide.txt"},
+		{"ListFieldsName", []string{"list", "--fields", "status.phase", "-o", "name"}, "list-name.txt"},
 		{"GetTable", []string{"get", uid}, "get.txt"},
 		{"GetWide", []string{"get", uid, "-o", "wide"}, "get-wide.txt"},
 		{"GetJSON", []string{"get", "-o", "json", uid}, "get.json"},
 		{"GetYAML", []string{"get", uid, "-o", "yaml"}, "get.yaml"},
 		{"GetName", []string{"get", uid, "-o", "name"}, "get-name.txt"},
 		{"GetFieldsJSON", []string{"get", uid, "--fields", "status.podIPs,status.containerStatuses.ready", "-o", "json"}, "get-fields.json"},
+		{"GetFieldsTable", []string{"get", uid, "--fields", "status.phase"}, "get.txt"},
+		// NAMESPACE/NAME prints what the UID prints, field masks included.
+		{"GetRefTable", []string{"get", ref}, "get.txt"},
+		{"GetRefWide", []string{"get", "-o", "wide", ref}, "get-wide.txt"},
+		{"GetRefYAML", []string{"get", ref, "-o", "yaml"}, "get.yaml"},
+		{"GetRefFieldsJSON", []string{"get", ref, "--fields", "status.podIPs,status.containerStatuses.ready", "-o", "json"}, "get-fields.json"},
+		{"GetRefFieldsTable", []string{"get", ref, "--fields", "status.phase"}, "get.txt"},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			stdout, stderr, code := run(t, append(tt.args, extra...)...)
-			if code != 0 || stderr != "" {
-				t.Fatalf("exit %d, stderr %q", code, stderr)
-			}
-			golden(t, tt.golden, stdout)
-		})
+		for _, order := range []struct {
+			name string
+			args []string
+		}{
+			{"FlagsAfter", slices.Concat(tt.args, global)},
+			{"FlagsBefore", slices.Concat(global, tt.args)},
+		} {
+			t.Run(tt.name+"/"+order.name, func(t *testing.T) {
+				stdout, stderr, code := run(t, order.args...)
+				if code != 0 || stderr != "" {
+					t.Fatalf("podsctl %q: exit %d, stderr %q", order.args, code, stderr)
+				}
+				golden(t, tt.golden, stdout)
+			})
+		}
 	}
 }
 
