@@ -436,3 +436,58 @@ func TestWatchChangesBeforeMarker(t *testing.T) {
 		t.Fatalf("podsctl watch printed\n%s\nwant\n%s", got, want)
 	}
 }
+
+// TestWatchFieldsTable checks that a watch's table with --fields prints
+// what it prints without, changes included: the table's fields are watched
+// too, so a restart shows although --fields names only the phase.
+func TestWatchFieldsTable(t *testing.T) {
+	want, err := os.ReadFile(filepath.Join("testdata", "watch.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(string(want), "\n")
+	for _, wire := range wires {
+		t.Run(wire.name, func(t *testing.T) {
+			pods := testPods()[:3]
+			var upsert func(*corev1.Pod)
+			var socket string
+			if wire.kubelet {
+				k := startKubelet(t, pods...)
+				socket, upsert = k.Path(), k.Set
+			} else {
+				var st *store.Store
+				st, socket = startServer(t, server.Config{}, false, pods...)
+				upsert = st.Upsert
+			}
+			out := make(writes, 100)
+			var stderr bytes.Buffer
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			args := slices.Concat([]string{"watch", "--fields", "status.phase", "--socket", socket}, wire.args)
+			go func() { done <- Run(ctx, args, out, &stderr) }()
+			defer func() {
+				cancel()
+				select {
+				case err := <-done:
+					if err != nil {
+						t.Errorf("watch ended with %v after cancellation, want nil", err)
+					}
+				case <-time.After(testTimeout):
+					t.Error("watch did not end after cancellation")
+				}
+			}()
+			var got strings.Builder
+			for !strings.Contains(got.String(), "SYNCED") {
+				got.WriteString(out.next(t))
+			}
+			changed := pods[0].DeepCopy()
+			changed.ResourceVersion = "2"
+			changed.Status.ContainerStatuses[0].RestartCount = 1
+			upsert(changed)
+			got.WriteString(out.next(t))
+			if w := strings.Join(lines[:6], ""); got.String() != w {
+				t.Fatalf("podsctl %q printed\n%s\nwant\n%s", args[:3], got.String(), w)
+			}
+		})
+	}
+}
