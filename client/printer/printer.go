@@ -19,7 +19,7 @@ const (
 	// Table is kubectl's table: NAMESPACE, NAME, READY, STATUS, RESTARTS
 	// and AGE.
 	Table Format = "table"
-	// Wide is Table with the pod's IP and node.
+	// Wide is Table with the pod's IP, node and UID.
 	Wide Format = "wide"
 	// JSON is the Kubernetes JSON of the pods.
 	JSON Format = "json"
@@ -190,7 +190,7 @@ func asMap(v any) map[string]any {
 func (p *Printer) headerRow(event bool) []string {
 	h := []string{"NAMESPACE", "NAME", "READY", "STATUS", "RESTARTS", "AGE"}
 	if p.format == Wide {
-		h = append(h, "IP", "NODE")
+		h = append(h, "IP", "NODE", "UID")
 	}
 	if event {
 		h = append([]string{"EVENT"}, h...)
@@ -213,7 +213,11 @@ func (p *Printer) row(pod *corev1.Pod) []string {
 		if node == "" {
 			node = "<none>"
 		}
-		r = append(r, ip, node)
+		uid := string(pod.UID)
+		if uid == "" {
+			uid = "<none>"
+		}
+		r = append(r, ip, node, uid)
 	}
 	return r
 }

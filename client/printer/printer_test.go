@@ -10,6 +10,7 @@ import (
 
 	"github.com/podsapi/podsapi/client"
 	"github.com/podsapi/podsapi/client/printer"
+	"github.com/podsapi/podsapi/fieldmask"
 )
 
 var now = time.Date(2026, 11, 4, 16, 0, 0, 0, time.UTC)
@@ -132,6 +133,13 @@ func TestSummarize(t *testing.T) {
 			if got := printer.Summarize(tt.pod(), now); got != tt.want {
 				t.Fatalf("Summarize = %+v, want %+v", got, tt.want)
 			}
+			// The fields the table asks for are all it needs.
+			for _, f := range []printer.Format{printer.Table, printer.Wide} {
+				masked := project(t, tt.pod(), printer.Fields(f))
+				if got := printer.Summarize(masked, now); got != tt.want {
+					t.Errorf("Summarize of the pod masked to Fields(%s) = %+v, want %+v", f, got, tt.want)
+				}
+			}
 		})
 	}
 }
@@ -175,6 +183,78 @@ func TestEventWrites(t *testing.T) {
 	want := "EVENT      NAMESPACE   NAME   READY   STATUS    RESTARTS   AGE\n" +
 		"ADDED                  p      1/1     Running   0          60m\n" +
 		"SYNCED\n"
+	if buf.String() != want {
+		t.Fatalf("got\n%s\nwant\n%s", buf.String(), want)
+	}
+}
+
+// project returns pod masked to paths, as a server sends it.
+func project(t *testing.T, pod *corev1.Pod, paths []string) *corev1.Pod {
+	t.Helper()
+	m, err := fieldmask.Parse(paths...)
+	if err != nil {
+		t.Fatalf("fieldmask.Parse(%q): %v", paths, err)
+	}
+	raw, err := pod.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := m.AppendProjection(nil, raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := &corev1.Pod{}
+	if err := out.Unmarshal(b); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestFields checks that each format prints the same from a pod masked to
+// its Fields as from the whole pod, and that the fields are not the whole
+// pod.
+func TestFields(t *testing.T) {
+	full := pod(corev1.PodRunning, running("a"), waiting("CrashLoopBackOff", 4, now.Add(-90*time.Second)))
+	full.Namespace, full.UID = "shop", "00000000-0000-4000-8000-00000000c001"
+	full.Labels = map[string]string{"app.kubernetes.io/name": "orders-api"}
+	full.Spec.NodeName = "node-1"
+	full.Status.PodIP = "10.244.1.31"
+	full.Status.PodIPs = []corev1.PodIP{{IP: "10.244.1.31"}}
+	for _, f := range []printer.Format{printer.Table, printer.Wide, printer.Name} {
+		t.Run(string(f), func(t *testing.T) {
+			print := func(p *corev1.Pod) string {
+				var buf bytes.Buffer
+				if err := printer.New(&buf, f, printer.WithNow(func() time.Time { return now })).PrintPod(p); err != nil {
+					t.Fatal(err)
+				}
+				return buf.String()
+			}
+			masked := project(t, full, printer.Fields(f))
+			if got, want := print(masked), print(full); got != want {
+				t.Errorf("printed from Fields(%s)\n%s\nwant\n%s", f, got, want)
+			}
+			if masked.Labels != nil {
+				t.Errorf("Fields(%s) selects metadata.labels, which %s does not print", f, f)
+			}
+		})
+	}
+	for _, f := range []printer.Format{printer.JSON, printer.YAML} {
+		if got := printer.Fields(f); got != nil {
+			t.Errorf("Fields(%s) = %q, want nil: it prints what it gets", f, got)
+		}
+	}
+}
+
+// TestWideUID checks that Wide prints the pod's UID.
+func TestWideUID(t *testing.T) {
+	p := pod(corev1.PodRunning, running("a"))
+	p.UID = "00000000-0000-4000-8000-00000000a001"
+	var buf bytes.Buffer
+	if err := printer.New(&buf, printer.Wide, printer.WithNow(func() time.Time { return now })).PrintPod(p); err != nil {
+		t.Fatal(err)
+	}
+	want := "NAMESPACE   NAME   READY   STATUS    RESTARTS   AGE   IP       NODE     UID\n" +
+		"            p      1/1     Running   0          60m   <none>   <none>   00000000-0000-4000-8000-00000000a001\n"
 	if buf.String() != want {
 		t.Fatalf("got\n%s\nwant\n%s", buf.String(), want)
 	}

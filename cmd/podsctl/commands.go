@@ -19,14 +19,7 @@ import (
 )
 
 // runList runs podsctl list.
-func runList(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	o, err := parse("list", "list [flags]", args, true, stderr)
-	if err != nil {
-		return err
-	}
-	if len(o.args) > 0 {
-		return usageError{fmt.Errorf("list takes no arguments, got %q", o.args)}
-	}
+func runList(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 	c, err := o.dial()
 	if err != nil {
 		return err
@@ -49,36 +42,26 @@ func runList(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	return printer.New(stdout, o.format, printer.WithNow(now)).PrintList(shown)
 }
 
-// runGet runs podsctl get UID.
-func runGet(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	o, err := parse("get", "get UID [flags]", args, false, stderr)
-	if err != nil {
-		return err
-	}
-	if len(o.args) != 1 || o.args[0] == "" {
-		return usageError{fmt.Errorf("get takes one pod UID, got %q", o.args)}
-	}
+// runGet runs podsctl get UID or podsctl get NAMESPACE/NAME.
+func runGet(ctx context.Context, o *options, ref string, stdout io.Writer) error {
 	c, err := o.dial()
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	pod, err := c.Get(ctx, types.UID(o.args[0]), o.mask())
+	uid, err := resolve(ctx, c, ref)
 	if err != nil {
-		return fmt.Errorf("get %s: %w", o.args[0], err)
+		return fmt.Errorf("get %s: %w", ref, err)
+	}
+	pod, err := c.Get(ctx, uid, o.mask())
+	if err != nil {
+		return fmt.Errorf("get %s: %w", ref, err)
 	}
 	return printer.New(stdout, o.format, printer.WithNow(now)).PrintPod(pod)
 }
 
 // runWatch runs podsctl watch until ctx is done or the watch fails.
-func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	o, err := parse("watch", "watch [flags]", args, true, stderr)
-	if err != nil {
-		return err
-	}
-	if len(o.args) > 0 {
-		return usageError{fmt.Errorf("watch takes no arguments, got %q", o.args)}
-	}
+func runWatch(ctx context.Context, o *options, stdout io.Writer) error {
 	c, err := o.dial()
 	if err != nil {
 		return err

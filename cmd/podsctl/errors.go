@@ -39,7 +39,7 @@ func hint(err error) string {
 	case errors.Is(err, client.ErrPermissionDenied):
 		return "the server does not allow your user: run podsctl as root, or ask for your UID or group to be allowed"
 	case errors.Is(err, client.ErrNotFound):
-		return "list the pods of this node with podsctl list"
+		return "podsctl list -o wide shows the pods of this node with their UIDs; get takes a UID or NAMESPACE/NAME"
 	case connect.CodeOf(err) == connect.CodeInvalidArgument:
 		return "field paths are the fields of a pod, as in kubectl get pod -o json (metadata.name,status.phase)"
 	case connect.CodeOf(err) == connect.CodeUnimplemented:

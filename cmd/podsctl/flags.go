@@ -1,14 +1,12 @@
 package main
 
 import (
-	"errors"
-	"flag"
 	"fmt"
-	"io"
 	"os"
 	"slices"
 	"strings"
 
+	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/podsapi/podsapi/client"
@@ -18,82 +16,82 @@ import (
 // socketEnv names the environment variable that sets the default socket.
 const socketEnv = "PODSAPI_SOCKET"
 
-// options are the flags of a command.
+// options are the flags of a command line.
 type options struct {
 	socket    string
+	wire      client.Wire
 	fields    string
 	output    string
 	namespace string
 	selector  string
-	wire      client.Wire
 
-	format   printer.Format
-	labels   labels.Selector
-	args     []string
-	filtered bool // whether the command has --namespace and --selector
+	format printer.Format
+	labels labels.Selector
 }
 
-// parse parses the flags of command name, which may come before and after
-// its positional arguments, and checks them. filter adds --namespace and
-// --selector.
-func parse(name, synopsis string, args []string, filter bool, stderr io.Writer) (*options, error) {
-	o := &options{filtered: filter}
-	fs := flag.NewFlagSet("podsctl "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
+// addGlobalFlags adds the flags of every command, which go before or after
+// the command's name: --socket and --wire.
+func (o *options) addGlobalFlags(cmd *cobra.Command) {
 	defSocket := os.Getenv(socketEnv)
 	if defSocket == "" {
 		defSocket = client.DefaultSocket
 	}
+	fs := cmd.PersistentFlags()
 	fs.StringVar(&o.socket, "socket", defSocket, "the Pods API socket: a path or unix:///path (env "+socketEnv+")")
-	fs.Var(&o.wire, "wire", "the `service` the socket serves: auto (the default: detected with gRPC reflection),\npodsapi (kubelet.pods.v1alpha1.Pods) or kubelet (v1alpha1.Pods, a kubelet's own Pods API)")
-	fs.StringVar(&o.fields, "fields", "", "comma-separated field mask, such as metadata.name,status.phase (default: whole pods)")
-	fs.StringVar(&o.output, "o", "table", "output format: table, wide, json, yaml or name")
-	fs.StringVar(&o.output, "output", "table", "same as -o")
-	if filter {
-		fs.StringVar(&o.namespace, "n", "", "only the pods of this namespace")
-		fs.StringVar(&o.namespace, "namespace", "", "same as -n")
-		fs.StringVar(&o.selector, "l", "", "only the pods matching this label selector, such as app=web,tier!=db")
-		fs.StringVar(&o.selector, "selector", "", "same as -l")
-	}
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: podsctl %s\n\nFlags:\n", synopsis)
-		fs.PrintDefaults()
-	}
-	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return nil, err
-			}
-			return nil, usageError{err}
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		o.args = append(o.args, fs.Arg(0))
-		args = fs.Args()[1:]
-	}
-	var err error
-	if o.format, err = printer.ParseFormat(o.output); err != nil {
-		return nil, usageError{err}
-	}
-	if o.labels, err = labels.Parse(o.selector); err != nil {
-		return nil, usageError{fmt.Errorf("invalid --selector: %w", err)}
-	}
-	return o, nil
+	fs.Var((*wireFlag)(&o.wire), "wire", "the service the socket serves: auto (detected with gRPC reflection),\npodsapi (kubelet.pods.v1alpha1.Pods) or kubelet (v1alpha1.Pods, a kubelet's own Pods API)")
+	_ = cmd.RegisterFlagCompletionFunc("wire", cobra.FixedCompletions([]string{"auto", "podsapi", "kubelet"}, cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.MarkPersistentFlagFilename("socket", "sock")
 }
 
-// mask returns the field mask option. When the mask leaves out the fields
-// --namespace or --selector need, they are added.
-func (o *options) mask() client.CallOption {
-	if o.fields == "" {
-		return client.WithFields()
+// addOutputFlags adds --fields and --output.
+func (o *options) addOutputFlags(cmd *cobra.Command) {
+	fs := cmd.Flags()
+	fs.StringVar(&o.fields, "fields", "", "comma-separated field mask, such as metadata.name,status.phase (default: whole pods);\ntables also request the fields their columns are computed from")
+	names := make([]string, len(printer.Formats))
+	for i, f := range printer.Formats {
+		names[i] = string(f)
 	}
+	fs.StringVarP(&o.output, "output", "o", "table", "output format: "+strings.Join(names, ", "))
+	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(names, cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.RegisterFlagCompletionFunc("fields", cobra.NoFileCompletions)
+}
+
+// addFilterFlags adds --namespace and --selector.
+func (o *options) addFilterFlags(cmd *cobra.Command) {
+	fs := cmd.Flags()
+	fs.StringVarP(&o.namespace, "namespace", "n", "", "only the pods of this namespace")
+	fs.StringVarP(&o.selector, "selector", "l", "", "only the pods matching this label selector,\nsuch as app.kubernetes.io/name=web or 'app.kubernetes.io/name in (web, redis),app.kubernetes.io/component!=cache'")
+	_ = cmd.RegisterFlagCompletionFunc("namespace", cobra.NoFileCompletions)
+	_ = cmd.RegisterFlagCompletionFunc("selector", cobra.NoFileCompletions)
+}
+
+// complete checks the flags and computes what they imply.
+func (o *options) complete() error {
+	var err error
+	if o.format, err = printer.ParseFormat(o.output); err != nil {
+		return usageError{error: err}
+	}
+	if o.labels, err = labels.Parse(o.selector); err != nil {
+		return usageError{error: fmt.Errorf("invalid --selector: %w", err)}
+	}
+	return nil
+}
+
+// mask returns the field mask option. --fields is sent together with what
+// podsctl itself reads: the fields the output format prints from (so that a
+// table shows what the pods say, never a blank or a guess), and the fields
+// --namespace and --selector filter on.
+func (o *options) mask() client.CallOption {
 	var paths []string
 	for p := range strings.SplitSeq(o.fields, ",") {
 		if p = strings.TrimSpace(p); p != "" {
 			paths = append(paths, p)
 		}
 	}
+	if len(paths) == 0 {
+		return client.WithFields()
+	}
+	paths = append(paths, printer.Fields(o.format)...)
 	if o.namespace != "" {
 		paths = append(paths, "metadata.namespace")
 	}
@@ -107,7 +105,19 @@ func (o *options) mask() client.CallOption {
 func (o *options) dial() (*client.Client, error) {
 	c, err := client.New(o.socket, client.WithWire(o.wire))
 	if err != nil {
-		return nil, usageError{err}
+		return nil, usageError{error: err}
 	}
 	return c, nil
 }
+
+// wireFlag is a client.Wire as a command-line flag.
+type wireFlag client.Wire
+
+// String returns the name of the wire.
+func (w *wireFlag) String() string { return client.Wire(*w).String() }
+
+// Set sets the wire named s.
+func (w *wireFlag) Set(s string) error { return (*client.Wire)(w).Set(s) }
+
+// Type returns the name of the flag's value in help.
+func (w *wireFlag) Type() string { return "wire" }

@@ -1,12 +1,13 @@
 // Command podsctl reads the pods of a node from the Kubelet Pods API, for
-// people: podsctl list, podsctl get UID and podsctl watch print kubectl-like
-// tables, Kubernetes JSON or YAML, or names.
+// people: podsctl list, podsctl get UID|NAMESPACE/NAME and podsctl watch
+// print kubectl-like tables, Kubernetes JSON or YAML, or names. Its command
+// line follows kubectl's and crictl's (spf13/cobra): global flags go before
+// or after the command, and podsctl completion prints shell completions.
 package main
 
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -26,46 +27,39 @@ func main() {
 // now is the clock ages are computed with; tests replace it.
 var now = time.Now
 
-// usage is the help of the command.
-const usage = `Usage: podsctl COMMAND [flags]
-
-Reads the pods of this node from the Kubelet Pods API: podsapi's
-(kubelet.pods.v1alpha1.Pods), or the kubelet's own (v1alpha1.Pods), which
---wire chooses; by default podsctl detects which one the socket serves.
-
-Commands:
-  list        list the pods
-  get UID     print one pod by its UID
-  watch       print the pods, then every change
-
-Run podsctl COMMAND -h for the flags of a command.
-`
-
-// Run runs the command line args, printing results to stdout and usage
-// messages to stderr. Errors are returned, not printed: see report.
+// Run runs the command line args, printing results and help to stdout and
+// warnings to stderr. Errors are returned, not printed: see report. An error
+// in the command line (an unknown command or flag, a bad value, a missing
+// argument) is a usageError.
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
-		return usageError{errors.New("no command")}
-	}
-	switch cmd, rest := args[0], args[1:]; cmd {
-	case "list":
-		return runList(ctx, rest, stdout, stderr)
-	case "get":
-		return runGet(ctx, rest, stdout, stderr)
-	case "watch":
-		return runWatch(ctx, rest, stdout, stderr)
-	case "help", "-h", "-help", "--help":
-		fmt.Fprint(stdout, usage)
+	a := &app{stdout: stdout, stderr: stderr}
+	root := a.command()
+	root.SetArgs(args)
+	cmd, err := root.ExecuteContextC(ctx)
+	if err == nil {
 		return nil
-	default:
-		fmt.Fprint(stderr, usage)
-		return usageError{fmt.Errorf("unknown command %q", cmd)}
 	}
+	path := root.CommandPath()
+	if cmd != nil {
+		path = cmd.CommandPath()
+	}
+	var ue usageError
+	switch {
+	case errors.As(err, &ue):
+		return usageError{ue.error, path}
+	case !a.ran:
+		// cobra refused the command line before any command ran.
+		return usageError{err, path}
+	}
+	return err
 }
 
-// usageError is an error in the command line.
-type usageError struct{ error }
+// usageError is an error in the command line of command, such as "podsctl
+// list".
+type usageError struct {
+	error
+	command string
+}
 
 // Unwrap returns the error.
 func (e usageError) Unwrap() error { return e.error }
@@ -79,13 +73,15 @@ const (
 
 // report prints err, if any, with a hint, and returns the exit code.
 func report(err error, stderr io.Writer) int {
+	var ue usageError
 	switch {
 	case err == nil:
 		return exitOK
-	case errors.Is(err, flag.ErrHelp):
-		return exitOK
-	case errors.As(err, new(usageError)):
+	case errors.As(err, &ue):
 		fmt.Fprintln(stderr, "podsctl:", err)
+		if ue.command != "" {
+			fmt.Fprintf(stderr, "See '%s --help' for usage.\n", ue.command)
+		}
 		return exitUsage
 	default:
 		fmt.Fprintln(stderr, "podsctl:", describe(err))

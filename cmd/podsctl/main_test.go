@@ -171,16 +171,18 @@ func TestListAndGetGolden(t *testing.T) {
 			} else {
 				_, socket = startServer(t, server.Config{QPS: -1}, false, pods...)
 			}
-			testListAndGetGolden(t, pods, append([]string{"--socket", socket}, wire.args...))
+			testListAndGetGolden(t, pods, slices.Concat([]string{"--socket", socket}, wire.args))
 		})
 	}
 }
 
 // testListAndGetGolden checks the outputs of list and get, run with the
-// extra args, against the golden files.
-func testListAndGetGolden(t *testing.T, pods []*corev1.Pod, extra []string) {
+// global flags global after the command and before it, against the golden
+// files.
+func testListAndGetGolden(t *testing.T, pods []*corev1.Pod, global []string) {
 	t.Helper()
 	uid := string(pods[1].UID)
+	ref := pods[1].Namespace + "/" + pods[1].Name
 	tests := []struct {
 		name   string
 		args   []string
@@ -194,21 +196,41 @@ func testListAndGetGolden(t *testing.T, pods []*corev1.Pod, extra []string) {
 		{"ListNamespace", []string{"list", "-n", "default"}, "list-namespace.txt"},
 		{"ListSelector", []string{"list", "-l", "app.kubernetes.io/name in (report, orders-api),tier"}, "list-selector.txt"},
 		{"ListFieldsYAML", []string{"list", "--fields", "metadata.name,status.phase", "-o", "yaml", "--namespace", "batch"}, "list-fields.yaml"},
+		// A table requests its columns' fields with --fields: it prints
+		// what it prints without.
+		{"ListFieldsTable", []string{"list", "--fields", "metadata.name,status.phase"}, "list.txt"},
+		{"ListFieldsWide", []string{"list", "--fields=metadata.name", "-o", "wide"}, "list-wide.txt"},
+		{"ListFieldsName", []string{"list", "--fields", "status.phase", "-o", "name"}, "list-name.txt"},
 		{"GetTable", []string{"get", uid}, "get.txt"},
 		{"GetWide", []string{"get", uid, "-o", "wide"}, "get-wide.txt"},
 		{"GetJSON", []string{"get", "-o", "json", uid}, "get.json"},
 		{"GetYAML", []string{"get", uid, "-o", "yaml"}, "get.yaml"},
 		{"GetName", []string{"get", uid, "-o", "name"}, "get-name.txt"},
 		{"GetFieldsJSON", []string{"get", uid, "--fields", "status.podIPs,status.containerStatuses.ready", "-o", "json"}, "get-fields.json"},
+		{"GetFieldsTable", []string{"get", uid, "--fields", "status.phase"}, "get.txt"},
+		// NAMESPACE/NAME prints what the UID prints, field masks included.
+		{"GetRefTable", []string{"get", ref}, "get.txt"},
+		{"GetRefWide", []string{"get", "-o", "wide", ref}, "get-wide.txt"},
+		{"GetRefYAML", []string{"get", ref, "-o", "yaml"}, "get.yaml"},
+		{"GetRefFieldsJSON", []string{"get", ref, "--fields", "status.podIPs,status.containerStatuses.ready", "-o", "json"}, "get-fields.json"},
+		{"GetRefFieldsTable", []string{"get", ref, "--fields", "status.phase"}, "get.txt"},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			stdout, stderr, code := run(t, append(tt.args, extra...)...)
-			if code != 0 || stderr != "" {
-				t.Fatalf("exit %d, stderr %q", code, stderr)
-			}
-			golden(t, tt.golden, stdout)
-		})
+		for _, order := range []struct {
+			name string
+			args []string
+		}{
+			{"FlagsAfter", slices.Concat(tt.args, global)},
+			{"FlagsBefore", slices.Concat(global, tt.args)},
+		} {
+			t.Run(tt.name+"/"+order.name, func(t *testing.T) {
+				stdout, stderr, code := run(t, order.args...)
+				if code != 0 || stderr != "" {
+					t.Fatalf("podsctl %q: exit %d, stderr %q", order.args, code, stderr)
+				}
+				golden(t, tt.golden, stdout)
+			})
+		}
 	}
 }
 
@@ -412,5 +434,60 @@ func TestWatchChangesBeforeMarker(t *testing.T) {
 		"SYNCED\n"
 	if got != want {
 		t.Fatalf("podsctl watch printed\n%s\nwant\n%s", got, want)
+	}
+}
+
+// TestWatchFieldsTable checks that a watch's table with --fields prints
+// what it prints without, changes included: the table's fields are watched
+// too, so a restart shows although --fields names only the phase.
+func TestWatchFieldsTable(t *testing.T) {
+	want, err := os.ReadFile(filepath.Join("testdata", "watch.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(string(want), "\n")
+	for _, wire := range wires {
+		t.Run(wire.name, func(t *testing.T) {
+			pods := testPods()[:3]
+			var upsert func(*corev1.Pod)
+			var socket string
+			if wire.kubelet {
+				k := startKubelet(t, pods...)
+				socket, upsert = k.Path(), k.Set
+			} else {
+				var st *store.Store
+				st, socket = startServer(t, server.Config{}, false, pods...)
+				upsert = st.Upsert
+			}
+			out := make(writes, 100)
+			var stderr bytes.Buffer
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			args := slices.Concat([]string{"watch", "--fields", "status.phase", "--socket", socket}, wire.args)
+			go func() { done <- Run(ctx, args, out, &stderr) }()
+			defer func() {
+				cancel()
+				select {
+				case err := <-done:
+					if err != nil {
+						t.Errorf("watch ended with %v after cancellation, want nil", err)
+					}
+				case <-time.After(testTimeout):
+					t.Error("watch did not end after cancellation")
+				}
+			}()
+			var got strings.Builder
+			for !strings.Contains(got.String(), "SYNCED") {
+				got.WriteString(out.next(t))
+			}
+			changed := pods[0].DeepCopy()
+			changed.ResourceVersion = "2"
+			changed.Status.ContainerStatuses[0].RestartCount = 1
+			upsert(changed)
+			got.WriteString(out.next(t))
+			if w := strings.Join(lines[:6], ""); got.String() != w {
+				t.Fatalf("podsctl %q printed\n%s\nwant\n%s", args[:3], got.String(), w)
+			}
+		})
 	}
 }
