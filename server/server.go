@@ -38,8 +38,15 @@ const (
 	DefaultQPS             = 100
 	DefaultBurst           = 10
 	DefaultShutdownTimeout = 10 * time.Second
-	DefaultMaxStreams      = 1000
 	DefaultMetricsAddress  = "127.0.0.1:10265"
+	// DefaultMaxStreams and DefaultMaxConnections bound the streams that
+	// can be open at once, 25,600: every stream costs net/http a goroutine
+	// before any handler runs, and a root client holding that many fits the
+	// DaemonSet's 256 MiB (142 MiB peak measured; 100 × 1,000 was
+	// OOM-killed under 256 MiB with the former 1,000 streams per
+	// connection).
+	DefaultMaxStreams     = 100
+	DefaultMaxConnections = 256
 
 	DefaultMaxWatchers       = 10000
 	DefaultMaxWatchersPerUID = 1000
@@ -47,7 +54,6 @@ const (
 	// --allowed-uids and --allowed-gids deny may keep open: it may only
 	// call health.
 	DefaultMaxDeniedConnections = 8
-	DefaultMaxConnections       = 1024
 	DefaultIdleTimeout          = 5 * time.Minute
 	DefaultKeepaliveInterval    = time.Minute
 	DefaultKeepaliveTimeout     = 20 * time.Second

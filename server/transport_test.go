@@ -383,7 +383,7 @@ func (c *h2Client) readUntil(done func(ends map[uint32]streamEnd, goaway, closed
 // every service: each ends DEADLINE_EXCEEDED after RequestReadTimeout, and
 // the goroutines return to their number before the attack.
 func TestHeldStreams(t *testing.T) {
-	f := start(t, server.Config{RequestReadTimeout: 200 * time.Millisecond, MaxPendingPerUID: 1000}, false, samplePods()...)
+	f := start(t, server.Config{RequestReadTimeout: 200 * time.Millisecond, MaxPendingPerUID: 1000, MaxStreams: 1000}, false, samplePods()...)
 	// A first call lets the server start what it keeps running.
 	if _, err := clientKinds[0].dial(t, f.socket).List(ctx(t), nil); err != nil {
 		t.Fatal(err)
