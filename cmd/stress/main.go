@@ -12,7 +12,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/podsapi/podsapi/stress"
+	"github.com/podsapi/podsapi/internal/stress"
 )
 
 func main() {
