@@ -134,7 +134,7 @@ func (g *gate) deny(w http.ResponseWriter, r *http.Request, err error) {
 	// it from the response.
 	w.Header().Set("Connection", "close")
 	if !g.errors.IsSupported(r) {
-		http.Error(w, "access denied (see --allowed-uids and --allowed-gids)", http.StatusForbidden)
+		http.Error(w, "access denied: the server does not allow this client's user or groups", http.StatusForbidden)
 		return
 	}
 	g.refuse(w, r, err)

@@ -43,7 +43,7 @@ func listenMetrics(cfg Config) (*connListener, *http.Server, error) {
 		l, err = net.Listen("tcp", cfg.MetricsAddress)
 	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("listen for metrics on %s (choose another address with --metrics-address): %w", cfg.MetricsAddress, err)
+		return nil, nil, fmt.Errorf("listen for metrics on %s: %w", cfg.MetricsAddress, err)
 	}
 	cl := newConnListener(l, cfg.MetricsMaxConnections, false, metricsConnMetrics, cfg.Registry, cfg.Logger)
 	mux := http.NewServeMux()
