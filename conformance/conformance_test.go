@@ -33,6 +33,7 @@ func features(im *testimpl.Impl) conformance.Features {
 	f.RateLimit = conformance.RateLimit{QPS: im.QPS, Burst: testimpl.Burst}
 	f.WatchQueue = testimpl.WatchQueue
 	f.Reflection, f.Health = true, true
+	f.Selectors, f.WatchResume = true, true
 	return f
 }
 
