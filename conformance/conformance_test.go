@@ -160,6 +160,10 @@ func TestBroken(t *testing.T) {
 		{testimpl.NoSyncMarker, false, "^WatchPods/(InitialSnapshot|Events)$|^GetPod/EmptyUID$", []string{"WatchPods/InitialSnapshot", "WatchPods/Events"}, []string{"GetPod/EmptyUID"}, ""},
 		{testimpl.RateLimitedWatches, false, "^WatchPods/NotRateLimited$|^RateLimit/ListPods$", []string{"WatchPods/NotRateLimited"}, []string{"RateLimit/ListPods"}, ""},
 		{testimpl.SeparateBuckets, false, "^RateLimit/(Shared|GetPod)$", []string{"RateLimit/Shared"}, []string{"RateLimit/GetPod"}, ""},
+		{testimpl.IgnoreWatchSelectors, false, "^(ListPods|WatchPods)/Selector/(Label|Moves|NonMatching)$",
+			[]string{"WatchPods/Selector/Moves", "WatchPods/Selector/NonMatching"}, []string{"ListPods/Selector/Label"}, ""},
+		{testimpl.TooOldInvalid, true, "^WatchPods/Resume/",
+			[]string{"WatchPods/Resume/TooOld", "WatchPods/Resume/Restart"}, []string{"WatchPods/Resume/History"}, ""},
 		// The faults of the kubelet wire.
 		kubelet(brokenCase{brk: testimpl.EmptyUIDInvalid, run: "^GetPod/(EmptyUIDNotFound|UnknownUID)$", mustFail: []string{"GetPod/EmptyUIDNotFound"}, mustPass: []string{"GetPod/UnknownUID"}}),
 		kubelet(brokenCase{brk: testimpl.UnknownForMissing, run: "^GetPod/(UnknownUID|Pod|EmptyUIDNotFound)$", mustFail: []string{"GetPod/UnknownUID", "GetPod/EmptyUIDNotFound"}, mustPass: []string{"GetPod/Pod"}}),
