@@ -19,8 +19,13 @@ const revisionTooOld = "REVISION_TOO_OLD"
 // steps of the run's pods, the revision of each, and the revision of the
 // sync marker.
 func (c *C) replay(w *watch) (steps, revs []string, syncRev string) {
-	for {
-		ev := w.next(c.recvTimeout())
+	for i := 0; ; i++ {
+		var ev event
+		if i == 0 {
+			ev = w.first("the changes after the revision, then EVENT_TYPE_INITIAL_SYNC_COMPLETE")
+		} else {
+			ev = w.next(c.recvTimeout())
+		}
 		if ev.err != nil {
 			c.Failf(w.desc, "the changes after the revision, then EVENT_TYPE_INITIAL_SYNC_COMPLETE", ev.String())
 		}
@@ -48,7 +53,7 @@ func (c *C) replay(w *watch) (steps, revs []string, syncRev string) {
 // reason REVISION_TOO_OLD.
 func (c *C) checkTooOld(rev, what string) {
 	w := c.watchSelected(selection{resumeFrom: rev}, nil)
-	ev := w.next(c.recvTimeout())
+	ev := w.first("the stream ends with OUT_OF_RANGE, reason " + revisionTooOld)
 	if codeOf(ev.err) != connect.CodeOutOfRange || reasonOf(ev.err) != revisionTooOld {
 		got := ev.String()
 		if ev.err != nil {

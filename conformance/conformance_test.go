@@ -128,7 +128,7 @@ func TestKubeletFeatures(t *testing.T) {
 			t.Errorf("%s: %s, want PASSED: %s", id, res.Status, res.Message)
 		}
 	}
-	for _, id := range []string{"GetPod/EmptyUID", "ListPods/Sorted", "ListPods/FieldMask/Scalar", "Health/Serving", "Reflection/ListsService", "ListPods/Pods"} {
+	for _, id := range []string{"GetPod/EmptyUID", "ListPods/Sorted", "ListPods/FieldMask/Scalar", "Health/Serving", "Reflection/ListsService", "ListPods/Pods", "ListPods/Selector/Invalid", "WatchPods/Resume/TooOld"} {
 		if res, ok := rep.Result(id); !ok || res.Status != conformance.Skipped {
 			t.Errorf("%s: %s, want SKIPPED: %s", id, res.Status, res.Message)
 		}
@@ -202,15 +202,18 @@ func TestBroken(t *testing.T) {
 // are skipped with the reason, never passed.
 func TestSkips(t *testing.T) {
 	im := start(t, testimpl.None)
-	cfg := config(im, "^(ListPods/Pods|Readiness/Startup|Metrics/Names|Health/Serving|GetPod/EmptyUID)$")
+	cfg := config(im, "^(ListPods/Pods|Readiness/Startup|Metrics/Names|Health/Serving|GetPod/EmptyUID|ListPods/Selector/Invalid|WatchPods/Resume/TooOld)$")
 	cfg.ManifestDir, cfg.MetricsURL = "", ""
 	cfg.Features.Health = false
+	cfg.Features.Selectors, cfg.Features.WatchResume = false, false
 	rep := runCases(t, cfg)
 	for id, reason := range map[string]string{
-		"ListPods/Pods":     "--manifest-dir",
-		"Readiness/Startup": "--server-cmd",
-		"Metrics/Names":     "--metrics-url",
-		"Health/Serving":    "health",
+		"ListPods/Pods":             "--manifest-dir",
+		"Readiness/Startup":         "--server-cmd",
+		"Metrics/Names":             "--metrics-url",
+		"Health/Serving":            "health",
+		"ListPods/Selector/Invalid": "selectors: false",
+		"WatchPods/Resume/TooOld":   "watchResume: false",
 	} {
 		res, _ := rep.Result(id)
 		if res.Status != conformance.Skipped || !bytes.Contains([]byte(res.Message), []byte(reason)) {
