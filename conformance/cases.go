@@ -29,6 +29,8 @@ const (
 	NeedHealth         Need = "health"
 	NeedManifestStatus Need = "manifestStatus"
 	NeedFieldMasks     Need = "fieldMasks"
+	NeedSelectors      Need = "selectors"
+	NeedWatchResume    Need = "watchResume"
 )
 
 // Case is one conformance case.
@@ -504,6 +506,8 @@ func init() {
 	registerLimitCases()
 	registerLifecycleCases()
 	registerOptionalCases()
+	registerSelectorCases()
+	registerResumeCases()
 }
 
 // sortPods sorts pods as ListPods does.

@@ -188,6 +188,7 @@ type event struct {
 	typ podsv1alpha1.EventType
 	pod *corev1pb.Pod
 	err error
+	rev string // the revision of the event, on a stream that has them
 }
 
 func (ev event) String() string {
@@ -250,6 +251,9 @@ func (w *watch) pump() {
 		var ev event
 		if typ, pod, ok := stream.receive(); ok {
 			ev = event{typ: typ, pod: pod}
+			if r, ok := stream.(revisioned); ok {
+				ev.rev = r.revision()
+			}
 		} else {
 			ev.err = stream.err()
 			if ev.err == nil {

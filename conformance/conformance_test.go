@@ -33,6 +33,7 @@ func features(im *testimpl.Impl) conformance.Features {
 	f.RateLimit = conformance.RateLimit{QPS: im.QPS, Burst: testimpl.Burst}
 	f.WatchQueue = testimpl.WatchQueue
 	f.Reflection, f.Health = true, true
+	f.Selectors, f.WatchResume = true, true
 	return f
 }
 
@@ -127,7 +128,7 @@ func TestKubeletFeatures(t *testing.T) {
 			t.Errorf("%s: %s, want PASSED: %s", id, res.Status, res.Message)
 		}
 	}
-	for _, id := range []string{"GetPod/EmptyUID", "ListPods/Sorted", "ListPods/FieldMask/Scalar", "Health/Serving", "Reflection/ListsService", "ListPods/Pods"} {
+	for _, id := range []string{"GetPod/EmptyUID", "ListPods/Sorted", "ListPods/FieldMask/Scalar", "Health/Serving", "Reflection/ListsService", "ListPods/Pods", "ListPods/Selector/Invalid", "WatchPods/Resume/TooOld"} {
 		if res, ok := rep.Result(id); !ok || res.Status != conformance.Skipped {
 			t.Errorf("%s: %s, want SKIPPED: %s", id, res.Status, res.Message)
 		}
@@ -159,6 +160,10 @@ func TestBroken(t *testing.T) {
 		{testimpl.NoSyncMarker, false, "^WatchPods/(InitialSnapshot|Events)$|^GetPod/EmptyUID$", []string{"WatchPods/InitialSnapshot", "WatchPods/Events"}, []string{"GetPod/EmptyUID"}, ""},
 		{testimpl.RateLimitedWatches, false, "^WatchPods/NotRateLimited$|^RateLimit/ListPods$", []string{"WatchPods/NotRateLimited"}, []string{"RateLimit/ListPods"}, ""},
 		{testimpl.SeparateBuckets, false, "^RateLimit/(Shared|GetPod)$", []string{"RateLimit/Shared"}, []string{"RateLimit/GetPod"}, ""},
+		{testimpl.IgnoreWatchSelectors, false, "^(ListPods|WatchPods)/Selector/(Label|Moves|NonMatching)$",
+			[]string{"WatchPods/Selector/Moves", "WatchPods/Selector/NonMatching"}, []string{"ListPods/Selector/Label"}, ""},
+		{testimpl.TooOldInvalid, true, "^WatchPods/Resume/",
+			[]string{"WatchPods/Resume/TooOld", "WatchPods/Resume/Restart"}, []string{"WatchPods/Resume/History"}, ""},
 		// The faults of the kubelet wire.
 		kubelet(brokenCase{brk: testimpl.EmptyUIDInvalid, run: "^GetPod/(EmptyUIDNotFound|UnknownUID)$", mustFail: []string{"GetPod/EmptyUIDNotFound"}, mustPass: []string{"GetPod/UnknownUID"}}),
 		kubelet(brokenCase{brk: testimpl.UnknownForMissing, run: "^GetPod/(UnknownUID|Pod|EmptyUIDNotFound)$", mustFail: []string{"GetPod/UnknownUID", "GetPod/EmptyUIDNotFound"}, mustPass: []string{"GetPod/Pod"}}),
@@ -197,15 +202,18 @@ func TestBroken(t *testing.T) {
 // are skipped with the reason, never passed.
 func TestSkips(t *testing.T) {
 	im := start(t, testimpl.None)
-	cfg := config(im, "^(ListPods/Pods|Readiness/Startup|Metrics/Names|Health/Serving|GetPod/EmptyUID)$")
+	cfg := config(im, "^(ListPods/Pods|Readiness/Startup|Metrics/Names|Health/Serving|GetPod/EmptyUID|ListPods/Selector/Invalid|WatchPods/Resume/TooOld)$")
 	cfg.ManifestDir, cfg.MetricsURL = "", ""
 	cfg.Features.Health = false
+	cfg.Features.Selectors, cfg.Features.WatchResume = false, false
 	rep := runCases(t, cfg)
 	for id, reason := range map[string]string{
-		"ListPods/Pods":     "--manifest-dir",
-		"Readiness/Startup": "--server-cmd",
-		"Metrics/Names":     "--metrics-url",
-		"Health/Serving":    "health",
+		"ListPods/Pods":             "--manifest-dir",
+		"Readiness/Startup":         "--server-cmd",
+		"Metrics/Names":             "--metrics-url",
+		"Health/Serving":            "health",
+		"ListPods/Selector/Invalid": "selectors: false",
+		"WatchPods/Resume/TooOld":   "watchResume: false",
 	} {
 		res, _ := rep.Result(id)
 		if res.Status != conformance.Skipped || !bytes.Contains([]byte(res.Message), []byte(reason)) {

@@ -329,6 +329,14 @@ func (e *env) missing(tc *Case) string {
 			if !e.cfg.Features.FieldMasks {
 				return "needs field masks: the features declare fieldMasks: false"
 			}
+		case NeedSelectors:
+			if !e.cfg.Features.Selectors {
+				return "needs selectors (namespace, label_selector, field_selector): the features declare selectors: false"
+			}
+		case NeedWatchResume:
+			if !e.cfg.Features.WatchResume {
+				return "needs revisions and watch resume (resume_from): the features declare watchResume: false"
+			}
 		case NeedManifestStatus:
 			if !e.cfg.Features.ManifestStatus {
 				return "needs manifest statuses served as written: the features declare manifestStatus: false"

@@ -46,6 +46,18 @@ type Features struct {
 	// SocketPermissions: the socket is owned by root and not accessible to
 	// group and others when the implementation runs as root. Default true.
 	SocketPermissions bool `json:"socketPermissions"`
+	// Selectors: ListPods and WatchPods of the typed wire honour the
+	// request fields namespace, label_selector and field_selector
+	// (podsapi-server), with the API server's watch semantics. A kubelet's
+	// wire has no such fields. Default false: the selector cases are
+	// skipped.
+	Selectors bool `json:"selectors"`
+	// WatchResume: ListPods responses and watch events of the typed wire
+	// carry a revision, and WatchPods resumes from one (resume_from),
+	// refusing one it no longer holds with OUT_OF_RANGE, reason
+	// REVISION_TOO_OLD (podsapi-server). Default false: the resume cases
+	// are skipped.
+	WatchResume bool `json:"watchResume"`
 }
 
 // RateLimit is a token bucket.
@@ -57,7 +69,8 @@ type RateLimit struct {
 // DefaultFeatures returns the features of the API's documented defaults:
 // a rate limit of 100 qps with a burst of 10, a watch queue of 1000, event
 // types, manifest statuses served as written, field masks, DELETED with the
-// last state, a private socket; no reflection or health.
+// last state, a private socket; no reflection, health, selectors or
+// watch resume.
 func DefaultFeatures() Features {
 	return Features{
 		RateLimit:         RateLimit{QPS: 100, Burst: 10},

@@ -231,3 +231,11 @@ func (w Wire) rawWatch() (req proto.Message, newResp func() proto.Message, decod
 			return r.GetType(), r.GetPod(), nil
 		}
 }
+
+// revisioned is a stream whose events carry a revision (the typed wire).
+type revisioned interface {
+	// revision is the revision of the event receive returned last.
+	revision() string
+}
+
+func (s typedStream) revision() string { return s.s.Msg().GetRevision() }

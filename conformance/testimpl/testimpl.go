@@ -67,6 +67,12 @@ const (
 	// on the kubelet wire, where a kubelet answers NOT_FOUND (it looks the
 	// empty UID up like any other).
 	EmptyUIDInvalid Break = "empty-uid-invalid"
+	// IgnoreWatchSelectors ignores the selectors of WatchPods (the typed
+	// wire): every watcher gets every pod. ListPods honours them.
+	IgnoreWatchSelectors Break = "ignore-watch-selectors"
+	// TooOldInvalid answers a resume_from too old to resume from with
+	// INVALID_ARGUMENT instead of OUT_OF_RANGE, reason REVISION_TOO_OLD.
+	TooOldInvalid Break = "too-old-invalid"
 )
 
 // Default rate limit and watch queue of every Impl.
@@ -239,6 +245,12 @@ func (im *Impl) Start(context.Context) error {
 		cfg.Hooks.Pods, cfg.Hooks.Kubelet = faults.Stalled(st, WatchQueue)
 	case EmptyUIDInvalid:
 		kubelet.EmptyUIDInvalid = true
+	case IgnoreWatchSelectors:
+		sel := &faults.Selectors{IgnoreWatchSelectors: true}
+		cfg.Hooks.Pods = sel.Around(cfg.Hooks.Pods)
+	case TooOldInvalid:
+		sel := &faults.Selectors{TooOldInvalid: true}
+		cfg.Hooks.Pods = sel.Around(cfg.Hooks.Pods)
 	}
 	var serve func(context.Context)
 	if im.brk == NoAnswer {
