@@ -8,7 +8,8 @@ const (
 	DefaultMaxBackoff = 30 * time.Second
 )
 
-// CacheOption configures a Cache. WithFields is a CacheOption too.
+// CacheOption configures a Cache. WithFields, WithNamespace,
+// WithLabelSelector and WithFieldSelector are CacheOptions too.
 type CacheOption interface {
 	applyCache(*cacheOptions)
 }
@@ -16,6 +17,7 @@ type CacheOption interface {
 // cacheOptions holds the options of a Cache.
 type cacheOptions struct {
 	fields     []string
+	selection
 	minBackoff time.Duration
 	maxBackoff time.Duration
 	onError    func(error)
