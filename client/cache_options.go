@@ -16,7 +16,7 @@ type CacheOption interface {
 
 // cacheOptions holds the options of a Cache.
 type cacheOptions struct {
-	fields     []string
+	fields []string
 	selection
 	minBackoff time.Duration
 	maxBackoff time.Duration
