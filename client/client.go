@@ -135,9 +135,14 @@ func (c *Client) ListRevision(ctx context.Context, opts ...CallOption) ([]*corev
 		c.forget(wire, err)
 		return nil, "", wrapError(err, false)
 	}
-	if res.Msg.revision == "" {
-		// A server without selectors: filter here.
-		return m.filter(res.Msg.pods), "", nil
+	if res.Msg.revision == "" && m != nil {
+		// A server without selectors: filter here, on whole pods.
+		if o.header() == "" {
+			return m.filter(res.Msg.pods), "", nil
+		}
+		pods, err := c.listWhole(ctx, o, m)
+		c.forget(wire, err)
+		return pods, "", err
 	}
 	return res.Msg.pods, res.Msg.revision, nil
 }
@@ -173,4 +178,37 @@ func newRequest[T any](msg *T, o callOptions) *connect.Request[T] {
 		req.Header().Set(fieldMaskHeader, h)
 	}
 	return req
+}
+
+// listWhole is List on a typed server without selectors when there is a
+// field mask: it lists whole pods, selects them, then applies the mask.
+func (c *Client) listWhole(ctx context.Context, o callOptions, m *matcher) ([]*corev1.Pod, error) {
+	dec, err := newPodDecoder(o, false)
+	if err != nil {
+		return nil, err
+	}
+	res, err := c.list.CallUnary(ctx, newRequest(o.request(), callOptions{}))
+	if err != nil {
+		return nil, wrapError(err, false)
+	}
+	var pods []*corev1.Pod
+	for _, p := range m.filter(res.Msg.pods) {
+		if p, err = project(dec, p); err != nil {
+			return nil, err
+		}
+		pods = append(pods, p)
+	}
+	return pods, nil
+}
+
+// project returns pod trimmed by the mask of dec.
+func project(dec *podDecoder, pod *corev1.Pod) (*corev1.Pod, error) {
+	if dec.mask == nil {
+		return pod, nil
+	}
+	raw, err := pod.Marshal()
+	if err != nil {
+		return nil, errDecode(err)
+	}
+	return dec.decode(raw)
 }

@@ -121,6 +121,35 @@ func TestSelectorsOnOlderPodsapi(t *testing.T) {
 	if !slices.Equal(evs, want) {
 		t.Fatalf("events %q, want %q", evs, want)
 	}
+
+	// With a field mask, which may hide what the selectors read: the
+	// client selects whole pods, then masks them.
+	masked := append(clientOpts("tier=web"), client.WithFields("status.phase"))
+	got, _, err = c.ListRevision(ctx, masked...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].Labels != nil || got[0].Name != "" || got[1].Status.Phase != corev1.PodRunning {
+		t.Fatalf("masked List = %+v, want the phases of web-1 and dns-0", got)
+	}
+	mw, err := c.Watch(ctx, masked...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mw.Close()
+	for _, w := range want {
+		ev := next(t, mw)
+		s := ev.Type.String()
+		if ev.Pod != nil {
+			s += " " + key(ev.Pod)
+			if ev.Pod.Labels != nil || ev.Pod.UID == "" {
+				t.Errorf("masked event %s: labels %v, UID %q; want only the identity and phase", s, ev.Pod.Labels, ev.Pod.UID)
+			}
+		}
+		if s != w {
+			t.Fatalf("masked event %s, want %s", s, w)
+		}
+	}
 }
 
 // clientOpts returns the options of a label selector.

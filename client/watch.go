@@ -88,6 +88,7 @@ func (c *Client) Watch(ctx context.Context, opts ...CallOption) (*Watcher, error
 	if err != nil {
 		return nil, wrapError(err, true)
 	}
+	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
 	var stream eventStream
 	o := newCallOptions(opts)
@@ -112,6 +113,12 @@ func (c *Client) Watch(ctx context.Context, opts ...CallOption) (*Watcher, error
 		w.Close()
 		c.forget(wire, err)
 		return nil, err
+	}
+	if wire != WireKubelet && m != nil && ev.Revision == "" && o.header() != "" {
+		// A server without selectors, which masked the pods the client
+		// must select: watch whole pods, and mask them here.
+		w.Close()
+		return c.watchWhole(parent, o, m)
 	}
 	w.pending = &ev
 	return w, nil
@@ -157,6 +164,9 @@ type typedEventStream struct {
 	// filter applies the selectors to the events of a server without
 	// selectors (told by events without a revision); nil without selectors.
 	filter *eventFilter
+	// dec applies the mask after filter, when the server was asked for
+	// whole pods (watchWhole); nil otherwise.
+	dec *podDecoder
 }
 
 func (s *typedEventStream) receive() (Event, error) {
@@ -184,6 +194,11 @@ func (s *typedEventStream) receive() (Event, error) {
 			if ev, ok = s.filter.apply(ev); !ok {
 				continue
 			}
+			if s.dec != nil {
+				if ev.Pod, err = project(s.dec, ev.Pod); err != nil {
+					return Event{}, err
+				}
+			}
 		}
 		return ev, nil
 	}
@@ -210,4 +225,28 @@ func (w *Watcher) Close() error {
 	w.cancel()
 	w.stream.close()
 	return nil
+}
+
+// watchWhole is Watch on a typed server without selectors when there is a
+// field mask: it watches whole pods, selects them, then applies the mask
+// (with the pods' identities, as the server does).
+func (c *Client) watchWhole(ctx context.Context, o callOptions, m *matcher) (*Watcher, error) {
+	dec, err := newPodDecoder(o, true)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	stream, err := c.watch.CallServerStream(ctx, newRequest(o.request(), callOptions{}))
+	if err != nil {
+		cancel()
+		return nil, wrapError(err, true)
+	}
+	w := &Watcher{stream: &typedEventStream{stream: stream, filter: newEventFilter(m), dec: dec}, cancel: cancel}
+	ev, err := w.stream.receive()
+	if err != nil {
+		w.Close()
+		return nil, err
+	}
+	w.pending = &ev
+	return w, nil
 }
