@@ -166,7 +166,7 @@ func (c *Cache) ByPodIP(ip string) []*corev1.Pod {
 
 // Run keeps the cache up to date until ctx is done, then returns nil. It
 // returns an error only for one that retrying cannot fix: an invalid field
-// mask (INVALID_ARGUMENT). Run may be called once.
+// mask or selector (INVALID_ARGUMENT). Run may be called once.
 func (c *Cache) Run(ctx context.Context) error {
 	if !c.started.CompareAndSwap(false, true) {
 		return errors.New("client: Cache.Run called twice")
