@@ -23,15 +23,28 @@ import (
 // Run watches until its context is done. When the watch ends (the server
 // restarts, is not synced yet, or drops the watcher) the cache keeps
 // serving what it knows and watches again after a jittered exponential
-// backoff. On each new watch it reads the new snapshot, then reconciles:
-// pods gone in between are reported to OnDelete, changed ones to OnUpdate,
-// new ones to OnAdd, unchanged ones to nobody.
+// backoff. A server with revisions (podsapi's typed wire) is asked to resume
+// from the last revision the cache saw: it sends only the changes made
+// since, which the cache applies as live events. When it cannot resume
+// (ErrRevisionTooOld: its history no longer holds them, or it restarted),
+// or has no revisions (WireKubelet, an older podsapi), the cache watches
+// again from a snapshot, then reconciles: pods gone in between are reported
+// to OnDelete, changed ones to OnUpdate, new ones to OnAdd, unchanged ones
+// to nobody. Either way the handlers see the same calls.
+//
+// With WithNamespace, WithLabelSelector or WithFieldSelector the cache
+// holds only the selected pods: a pod that stops matching is reported to
+// OnDelete, one that starts to OnAdd.
 //
 // Pods returned by the cache, and given to handlers, are shared: they must
 // not be modified.
 type Cache struct {
 	client *Client
 	opts   cacheOptions
+
+	// revision is the last revision of the server the cache reflects, ""
+	// when unknown; read and written by Run only.
+	revision string
 
 	mu      sync.RWMutex
 	idx     *index
@@ -153,7 +166,7 @@ func (c *Cache) ByPodIP(ip string) []*corev1.Pod {
 
 // Run keeps the cache up to date until ctx is done, then returns nil. It
 // returns an error only for one that retrying cannot fix: an invalid field
-// mask (INVALID_ARGUMENT). Run may be called once.
+// mask or selector (INVALID_ARGUMENT). Run may be called once.
 func (c *Cache) Run(ctx context.Context) error {
 	if !c.started.CompareAndSwap(false, true) {
 		return errors.New("client: Cache.Run called twice")
@@ -180,8 +193,24 @@ func (c *Cache) Run(ctx context.Context) error {
 
 // watchOnce watches until the watch fails, reconciling the cache with the
 // watch's snapshot, and returns the error that ended it.
+// When the cache knows a revision it resumes from it instead, and watches
+// from a snapshot when the server cannot resume.
 func (c *Cache) watchOnce(ctx context.Context, b *retry.Backoff) error {
-	w, err := c.client.Watch(ctx, WithFields(c.opts.fields...))
+	opts := []CallOption{WithFields(c.opts.fields...), WithNamespace(c.opts.namespace),
+		WithLabelSelector(c.opts.labelSel), WithFieldSelector(c.opts.fieldSel)}
+	if c.revision != "" {
+		w, err := c.client.Watch(ctx, append(opts, WithResumeFrom(c.revision))...)
+		if errors.Is(err, ErrRevisionTooOld) {
+			c.revision = ""
+			return c.watchOnce(ctx, b)
+		}
+		if err != nil {
+			return err
+		}
+		defer w.Close()
+		return c.follow(w, b, true)
+	}
+	w, err := c.client.Watch(ctx, opts...)
 	if err != nil {
 		return err
 	}
@@ -194,6 +223,7 @@ func (c *Cache) watchOnce(ctx context.Context, b *retry.Backoff) error {
 			return err
 		}
 		if ev.Type == Synced {
+			c.revision = ev.Revision
 			break
 		}
 		// Before Synced the server sends only Added; be lenient anyway.
@@ -208,12 +238,34 @@ func (c *Cache) watchOnce(ctx context.Context, b *retry.Backoff) error {
 	}
 	c.reconcile(snapshot, order)
 	b.Reset()
+	return c.follow(w, b, false)
+}
+
+// follow applies the events of w to the cache until w fails, and returns
+// its error, keeping the revision to resume from (that of FELL_BEHIND
+// when the server tells it). resumed says w resumes
+// from c.revision: until its Synced event, it sends the changes made since
+// then, which may repeat changes already applied (when a resume was itself
+// cut short), so the cache's revision moves only at Synced.
+func (c *Cache) follow(w *Watcher, b *retry.Backoff, resumed bool) error {
 	for {
 		ev, err := w.Next()
 		if err != nil {
+			if rev := ResumeRevision(err); rev != "" {
+				c.revision = rev
+			}
 			return err
 		}
-		c.apply(ev)
+		if ev.Type == Synced {
+			resumed = false
+			c.revision = ev.Revision
+			b.Reset()
+			continue
+		}
+		c.apply(ev, resumed)
+		if !resumed && ev.Revision != "" {
+			c.revision = ev.Revision
+		}
 	}
 }
 
@@ -283,13 +335,19 @@ func changed(old, new *corev1.Pod) bool {
 	return !equality.Semantic.DeepEqual(old, new)
 }
 
-// apply applies a live event to the cache and calls the handlers.
-func (c *Cache) apply(ev Event) {
+// apply applies a live event to the cache and calls the handlers. replay
+// says the event may repeat one already applied: an update that changes
+// nothing is then not reported.
+func (c *Cache) apply(ev Event, replay bool) {
 	if ev.Pod == nil {
 		return
 	}
 	c.mu.Lock()
 	old, had := c.idx.pods[ev.Pod.UID]
+	if replay && had && ev.Type != Deleted && !changed(old, ev.Pod) {
+		c.mu.Unlock()
+		return
+	}
 	switch ev.Type {
 	case Added, Modified:
 		c.idx.set(ev.Pod)

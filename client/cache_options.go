@@ -8,14 +8,16 @@ const (
 	DefaultMaxBackoff = 30 * time.Second
 )
 
-// CacheOption configures a Cache. WithFields is a CacheOption too.
+// CacheOption configures a Cache. WithFields, WithNamespace,
+// WithLabelSelector and WithFieldSelector are CacheOptions too.
 type CacheOption interface {
 	applyCache(*cacheOptions)
 }
 
 // cacheOptions holds the options of a Cache.
 type cacheOptions struct {
-	fields     []string
+	fields []string
+	selection
 	minBackoff time.Duration
 	maxBackoff time.Duration
 	onError    func(error)

@@ -40,9 +40,9 @@ type Client struct {
 	reflect  *grpcreflect.Client
 
 	// The typed wire, kubelet.pods.v1alpha1.Pods.
-	list  *connect.Client[emptyRequest, listResponse]
+	list  *connect.Client[selectRequest, listResponse]
 	get   *connect.Client[getRequest, getResponse]
-	watch *connect.Client[emptyRequest, watchResponse]
+	watch *connect.Client[selectRequest, watchResponse]
 
 	// The kubelet's wire, v1alpha1.Pods.
 	rawList  *connect.Client[emptyRequest, rawListResponse]
@@ -84,9 +84,9 @@ func New(endpoint string, opts ...Option) (*Client, error) {
 		http:     hc,
 		wire:     o.wire,
 		reflect:  grpcreflect.NewClient(hc, h2c.BaseURL, connect.WithGRPC()),
-		list:     connect.NewClient[emptyRequest, listResponse](hc, h2c.BaseURL+podsv1alpha1connect.PodsListPodsProcedure, copts...),
+		list:     connect.NewClient[selectRequest, listResponse](hc, h2c.BaseURL+podsv1alpha1connect.PodsListPodsProcedure, copts...),
 		get:      connect.NewClient[getRequest, getResponse](hc, h2c.BaseURL+podsv1alpha1connect.PodsGetPodProcedure, copts...),
-		watch:    connect.NewClient[emptyRequest, watchResponse](hc, h2c.BaseURL+podsv1alpha1connect.PodsWatchPodsProcedure, copts...),
+		watch:    connect.NewClient[selectRequest, watchResponse](hc, h2c.BaseURL+podsv1alpha1connect.PodsWatchPodsProcedure, copts...),
 		rawList:  connect.NewClient[emptyRequest, rawListResponse](hc, h2c.BaseURL+kubeletListProcedure, copts...),
 		rawGet:   connect.NewClient[getRequest, rawGetResponse](hc, h2c.BaseURL+kubeletGetProcedure, copts...),
 		rawWatch: connect.NewClient[emptyRequest, rawWatchEvent](hc, h2c.BaseURL+kubeletWatchProcedure, copts...),
@@ -103,24 +103,48 @@ func (c *Client) Close() error {
 	return nil
 }
 
-// List returns every pod of the node, sorted by namespace, name and UID.
+// List returns every pod of the node, sorted by namespace, name and UID;
+// only those selected by WithNamespace, WithLabelSelector and
+// WithFieldSelector when given.
 func (c *Client) List(ctx context.Context, opts ...CallOption) ([]*corev1.Pod, error) {
+	pods, _, err := c.ListRevision(ctx, opts...)
+	return pods, err
+}
+
+// ListRevision is List that also returns the revision of the server's store
+// the list reflects, from which a Watch may resume (WithResumeFrom). The
+// revision is "" on a server without revisions (WireKubelet, an older
+// podsapi).
+func (c *Client) ListRevision(ctx context.Context, opts ...CallOption) ([]*corev1.Pod, string, error) {
 	wire, err := c.Wire(ctx)
 	if err != nil {
-		return nil, wrapError(err, false)
+		return nil, "", wrapError(err, false)
 	}
 	o := newCallOptions(opts)
-	if wire == WireKubelet {
-		pods, err := c.listKubelet(ctx, o)
-		c.forget(wire, err)
-		return pods, err
+	m, err := newMatcher(o.selection)
+	if err != nil {
+		return nil, "", err
 	}
-	res, err := c.list.CallUnary(ctx, newRequest(&emptyRequest{}, o))
+	if wire == WireKubelet {
+		pods, err := c.listKubelet(ctx, o, m)
+		c.forget(wire, err)
+		return pods, "", err
+	}
+	res, err := c.list.CallUnary(ctx, newRequest(o.request(), o))
 	if err != nil {
 		c.forget(wire, err)
-		return nil, wrapError(err, false)
+		return nil, "", wrapError(err, false)
 	}
-	return res.Msg.pods, nil
+	if res.Msg.revision == "" && m != nil {
+		// A server without selectors: filter here, on whole pods.
+		if o.header() == "" {
+			return m.filter(res.Msg.pods), "", nil
+		}
+		pods, err := c.listWhole(ctx, o, m)
+		c.forget(wire, err)
+		return pods, "", err
+	}
+	return res.Msg.pods, res.Msg.revision, nil
 }
 
 // Get returns the pod with the given UID. An unknown UID fails with an error
@@ -154,4 +178,37 @@ func newRequest[T any](msg *T, o callOptions) *connect.Request[T] {
 		req.Header().Set(fieldMaskHeader, h)
 	}
 	return req
+}
+
+// listWhole is List on a typed server without selectors when there is a
+// field mask: it lists whole pods, selects them, then applies the mask.
+func (c *Client) listWhole(ctx context.Context, o callOptions, m *matcher) ([]*corev1.Pod, error) {
+	dec, err := newPodDecoder(o, false)
+	if err != nil {
+		return nil, err
+	}
+	res, err := c.list.CallUnary(ctx, newRequest(o.request(), callOptions{}))
+	if err != nil {
+		return nil, wrapError(err, false)
+	}
+	var pods []*corev1.Pod
+	for _, p := range m.filter(res.Msg.pods) {
+		if p, err = project(dec, p); err != nil {
+			return nil, err
+		}
+		pods = append(pods, p)
+	}
+	return pods, nil
+}
+
+// project returns pod trimmed by the mask of dec.
+func project(dec *podDecoder, pod *corev1.Pod) (*corev1.Pod, error) {
+	if dec.mask == nil {
+		return pod, nil
+	}
+	raw, err := pod.Marshal()
+	if err != nil {
+		return nil, errDecode(err)
+	}
+	return dec.decode(raw)
 }

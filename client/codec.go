@@ -51,10 +51,33 @@ func (codec) Unmarshal(data []byte, msg any) error {
 	}
 }
 
-// emptyRequest is PodListRequest and PodWatchRequest: no fields.
+// emptyRequest is a request without fields: the kubelet wire's
+// ListPodsRequest and WatchPodsRequest.
 type emptyRequest struct{}
 
 func (emptyRequest) marshalWire() []byte { return nil }
+
+// selectRequest is PodListRequest and PodWatchRequest: namespace = 1,
+// label_selector = 2, field_selector = 3 and, for a watch, resume_from = 4.
+// Empty fields are not encoded, so that a request without selectors is
+// empty, as before.
+type selectRequest struct {
+	namespace, labelSelector, fieldSelector, resumeFrom string
+}
+
+func (r selectRequest) marshalWire() []byte {
+	var b []byte
+	for i, v := range []string{r.namespace, r.labelSelector, r.fieldSelector, r.resumeFrom} {
+		if v != "" {
+			b = protowire.AppendTag(b, protowire.Number(i+1), protowire.BytesType)
+			b = protowire.AppendString(b, v)
+		}
+	}
+	return b
+}
+func (*selectRequest) unmarshalWire(b []byte) error {
+	return errors.New("client codec: requests are not decoded")
+}
 func (*emptyRequest) unmarshalWire(b []byte) error {
 	return errors.New("client codec: requests are not decoded")
 }
@@ -73,12 +96,19 @@ func (*getRequest) unmarshalWire(b []byte) error {
 	return errors.New("client codec: requests are not decoded")
 }
 
-// listResponse is PodListResponse.
-type listResponse struct{ pods []*corev1.Pod }
+// listResponse is PodListResponse: pods = 1, revision = 2.
+type listResponse struct {
+	pods     []*corev1.Pod
+	revision string
+}
 
 func (*listResponse) marshalWire() []byte { return nil }
 func (r *listResponse) unmarshalWire(b []byte) error {
 	return eachField(b, func(num protowire.Number, typ protowire.Type, v []byte) error {
+		if num == 2 && typ == protowire.BytesType {
+			r.revision = string(v)
+			return nil
+		}
 		if num != 1 || typ != protowire.BytesType {
 			return nil
 		}
@@ -106,10 +136,11 @@ func (r *getResponse) unmarshalWire(b []byte) error {
 	})
 }
 
-// watchResponse is PodWatchResponse.
+// watchResponse is PodWatchResponse: pod = 1, type = 2, revision = 3.
 type watchResponse struct {
-	pod *corev1.Pod
-	typ uint64
+	pod      *corev1.Pod
+	typ      uint64
+	revision string
 }
 
 func (*watchResponse) marshalWire() []byte { return nil }
@@ -126,6 +157,8 @@ func (r *watchResponse) unmarshalWire(b []byte) error {
 				return protowire.ParseError(l)
 			}
 			r.typ = n
+		case num == 3 && typ == protowire.BytesType:
+			r.revision = string(v)
 		}
 		return nil
 	})

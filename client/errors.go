@@ -31,6 +31,14 @@ var (
 	// ErrPermissionDenied reports PERMISSION_DENIED: the server does not
 	// allow the client's user or groups.
 	ErrPermissionDenied = errors.New("permission denied")
+	// ErrRevisionTooOld reports OUT_OF_RANGE on a watch resumed with
+	// WithResumeFrom: the server no longer holds every change after that
+	// revision, or it restarted since. Watch again without it to resync.
+	ErrRevisionTooOld = errors.New("revision too old to resume from")
+	// ErrInvalidSelector reports a namespace, label selector or field
+	// selector the server (or, on a server without selectors, the client)
+	// rejects: INVALID_ARGUMENT.
+	ErrInvalidSelector = errors.New("invalid selector")
 )
 
 // reasons maps the reasons of the server's ErrorInfo (package errinfo) to
@@ -43,6 +51,19 @@ var reasons = map[string]error{
 	errinfo.FellBehind:        ErrFellBehind,
 	errinfo.TooManyWatches:    ErrTooManyWatches,
 	errinfo.PeerDenied:        ErrPermissionDenied,
+	errinfo.RevisionTooOld:    ErrRevisionTooOld,
+	errinfo.InvalidSelector:   ErrInvalidSelector,
+}
+
+// ResumeRevision returns the revision a watch ended by err may resume from
+// (WithResumeFrom): the metadata "revision" of the server's FELL_BEHIND
+// error, or "" when there is none.
+func ResumeRevision(err error) string {
+	var ce *connect.Error
+	if !errors.As(err, &ce) || errinfo.Reason(ce) != errinfo.FellBehind {
+		return ""
+	}
+	return errinfo.Of(ce).GetMetadata()["revision"]
 }
 
 // apiError is an error of the server that also wraps a sentinel error.

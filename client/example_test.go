@@ -141,3 +141,60 @@ func ExampleCache() {
 	// 0 pods
 	// Run: <nil>
 }
+
+func ExampleWithFieldSelector() {
+	socket, _, stop := exampleServer(podstest.Pod("default", "web-1", 1), podstest.Pod("kube-system", "dns-0", 2))
+	defer stop()
+
+	c, err := client.New(socket)
+	if err != nil {
+		panic(err)
+	}
+	defer c.Close()
+	// The server selects the pods; the mask trims them.
+	pods, err := c.List(context.Background(),
+		client.WithNamespace("kube-system"),
+		client.WithFieldSelector("status.phase=Running"),
+		client.WithFields("metadata.name"))
+	if err != nil {
+		panic(err)
+	}
+	for _, p := range pods {
+		fmt.Println(p.Name)
+	}
+	// Output: dns-0
+}
+
+func ExampleWithResumeFrom() {
+	socket, st, stop := exampleServer(podstest.Pod("default", "web-1", 1))
+	defer stop()
+
+	c, err := client.New(socket)
+	if err != nil {
+		panic(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	_, rev, err := c.ListRevision(ctx)
+	if err != nil {
+		panic(err)
+	}
+	// Changes made while the client was away.
+	st.Upsert(podstest.Pod("default", "web-2", 2))
+	w, err := c.Watch(ctx, client.WithResumeFrom(rev))
+	if err != nil {
+		panic(err) // errors.Is(err, client.ErrRevisionTooOld): list or watch again
+	}
+	defer w.Close()
+	for {
+		ev, err := w.Next()
+		if err != nil {
+			panic(err)
+		}
+		if ev.Type == client.Synced {
+			break
+		}
+		fmt.Println(ev.Type, ev.Pod.Name)
+	}
+	// Output: ADDED web-2
+}

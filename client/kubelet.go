@@ -3,6 +3,7 @@ package client
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -20,12 +21,17 @@ import (
 // particular order: they are sorted here, as podsapi sorts them, by their
 // identity, which the mask sent therefore includes (podsapi applies it on
 // this wire too).
-func (c *Client) listKubelet(ctx context.Context, o callOptions) ([]*corev1.Pod, error) {
+//
+// A kubelet has no selectors: with m, the client asks for whole pods,
+// selects them, then applies the mask itself.
+func (c *Client) listKubelet(ctx context.Context, o callOptions, m *matcher) ([]*corev1.Pod, error) {
 	dec, err := newPodDecoder(o, false)
 	if err != nil {
 		return nil, err
 	}
-	if dec.mask != nil {
+	if m != nil {
+		o = callOptions{}
+	} else if dec.mask != nil {
 		withIdentity, err := dec.mask.Union(identityPaths...)
 		if err != nil {
 			return nil, errFieldMask(err)
@@ -52,6 +58,15 @@ func (c *Client) listKubelet(ctx context.Context, o callOptions) ([]*corev1.Pod,
 	slices.SortStableFunc(entries, func(a, b entry) int { return a.id.compare(b.id) })
 	pods := make([]*corev1.Pod, 0, len(entries))
 	for _, e := range entries {
+		if m != nil {
+			whole, err := decodePod(e.raw)
+			if err != nil {
+				return nil, errDecode(err)
+			}
+			if !m.matches(whole) {
+				continue
+			}
+		}
 		pod, err := dec.decode(e.raw)
 		if err != nil {
 			return nil, err
@@ -75,16 +90,27 @@ func (c *Client) getKubelet(ctx context.Context, uid types.UID, o callOptions) (
 }
 
 // watchKubelet opens the stream of Watch on the kubelet's wire.
-func (c *Client) watchKubelet(ctx context.Context, o callOptions) (eventStream, error) {
+// With m, it asks for whole pods, selects them, then applies the mask.
+func (c *Client) watchKubelet(ctx context.Context, o callOptions, m *matcher) (eventStream, error) {
+	if o.resumeFrom != "" {
+		return nil, &apiError{sentinel: ErrRevisionTooOld, err: connect.NewError(connect.CodeOutOfRange,
+			errors.New("the kubelet's wire has no revisions to resume from: watch again without one"))}
+	}
 	dec, err := newPodDecoder(o, true)
 	if err != nil {
 		return nil, err
+	}
+	if m != nil {
+		o = callOptions{}
 	}
 	stream, err := c.rawWatch.CallServerStream(ctx, newRequest(&emptyRequest{}, o))
 	if err != nil {
 		return nil, wrapError(err, true)
 	}
 	s := &rawEventStream{stream: stream, dec: dec}
+	if m != nil {
+		s.filter = newEventFilter(m)
+	}
 	if dec.mask != nil {
 		s.views = make(map[string][]byte)
 	}
@@ -99,6 +125,8 @@ type rawEventStream struct {
 	// mask: a Modified event that leaves it unchanged is skipped, as podsapi
 	// skips it.
 	views map[string][]byte
+	// filter applies the selectors to whole pods; nil without selectors.
+	filter *eventFilter
 }
 
 func (s *rawEventStream) receive() (Event, error) {
@@ -116,6 +144,17 @@ func (s *rawEventStream) receive() (Event, error) {
 		}
 		if len(msg.pod) == 0 {
 			return Event{}, fmt.Errorf("client: watch event of type %d without a pod", msg.typ)
+		}
+		if s.filter != nil {
+			whole, err := decodePod(msg.pod)
+			if err != nil {
+				return Event{}, errDecode(err)
+			}
+			ev, ok := s.filter.apply(Event{Type: typ, Pod: whole})
+			if !ok {
+				continue
+			}
+			typ = ev.Type
 		}
 		view, err := s.dec.project(msg.pod)
 		if err != nil {

@@ -34,6 +34,8 @@ type CallOption interface {
 // callOptions holds the options of one call.
 type callOptions struct {
 	fields []string
+	selection
+	resumeFrom string
 }
 
 // FieldsOption is the option WithFields returns. It is both a CallOption and
@@ -66,4 +68,67 @@ func newCallOptions(opts []CallOption) callOptions {
 // header returns the field mask header value, or "" for no mask.
 func (o callOptions) header() string {
 	return strings.Join(o.fields, ",")
+}
+
+// SelectorOption is the option WithNamespace, WithLabelSelector and
+// WithFieldSelector return. It is both a CallOption (of List and Watch;
+// Get ignores it) and a CacheOption.
+type SelectorOption struct{ apply func(*selection) }
+
+func (s SelectorOption) applyCall(o *callOptions)   { s.apply(&o.selection) }
+func (s SelectorOption) applyCache(o *cacheOptions) { s.apply(&o.selection) }
+
+// WithNamespace selects the pods of one namespace. By default, and when ns
+// is empty, pods of every namespace are selected.
+func WithNamespace(ns string) SelectorOption {
+	return SelectorOption{func(s *selection) { s.namespace = ns }}
+}
+
+// WithLabelSelector selects the pods whose labels match selector, in
+// Kubernetes syntax ("app=web,tier!=cache", "env in (prod,staging)",
+// "!canary"). By default, and when selector is empty, labels select nothing
+// out.
+func WithLabelSelector(selector string) SelectorOption {
+	return SelectorOption{func(s *selection) { s.labelSel = selector }}
+}
+
+// WithFieldSelector selects the pods whose fields match selector, in the
+// syntax and with the fields of the API server's pod field selectors
+// ("status.phase=Running,spec.restartPolicy!=Never"; see SelectableFields).
+// By default, and when selector is empty, fields select nothing out.
+//
+// Selectors are sent to the server, which filters. Against a server without
+// selectors (WireKubelet, or an older podsapi, told by its missing
+// revisions) the client filters the pods itself, with the same semantics:
+// the results are the same. Selectors see the whole pod; WithFields only
+// trims what is returned.
+func WithFieldSelector(selector string) SelectorOption {
+	return SelectorOption{func(s *selection) { s.fieldSel = selector }}
+}
+
+// ResumeOption is the option WithResumeFrom returns.
+type ResumeOption struct{ revision string }
+
+func (r ResumeOption) applyCall(o *callOptions) { o.resumeFrom = r.revision }
+
+// WithResumeFrom makes a Watch resume after revision (the Revision of an
+// event, or ResumeRevision of the error that ended a watch): instead of a
+// snapshot of Added events, the watch sends the changes made after it, then
+// Synced, then live events. A server that no longer holds those changes, or
+// that restarted, fails the Watch with ErrRevisionTooOld: watch again
+// without it. By default, and when revision is empty, a watch starts with a
+// snapshot. Only the typed wire of podsapi resumes; WireKubelet fails with
+// ErrRevisionTooOld.
+func WithResumeFrom(revision string) ResumeOption {
+	return ResumeOption{revision: revision}
+}
+
+// request returns the typed wire's PodListRequest or PodWatchRequest of o.
+func (o callOptions) request() *selectRequest {
+	return &selectRequest{
+		namespace:     o.namespace,
+		labelSelector: o.labelSel,
+		fieldSelector: o.fieldSel,
+		resumeFrom:    o.resumeFrom,
+	}
 }

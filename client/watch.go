@@ -51,6 +51,11 @@ type Event struct {
 	// Pod is the pod the event is about, trimmed by the field mask; nil for
 	// Synced.
 	Pod *corev1.Pod
+	// Revision is the revision of the server's store after the event (the
+	// snapshot's, for its Added events): resume from it with WithResumeFrom
+	// (from Synced or a later event). It is "" on a server without
+	// revisions (WireKubelet, an older podsapi).
+	Revision string
 }
 
 // Watcher is an open watch. Its methods must be called from one goroutine.
@@ -83,12 +88,19 @@ func (c *Client) Watch(ctx context.Context, opts ...CallOption) (*Watcher, error
 	if err != nil {
 		return nil, wrapError(err, true)
 	}
+	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
 	var stream eventStream
+	o := newCallOptions(opts)
+	m, err := newMatcher(o.selection)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
 	if wire == WireKubelet {
-		stream, err = c.watchKubelet(ctx, newCallOptions(opts))
+		stream, err = c.watchKubelet(ctx, o, m)
 	} else {
-		stream, err = c.watchTyped(ctx, newCallOptions(opts))
+		stream, err = c.watchTyped(ctx, o, m)
 	}
 	if err != nil {
 		cancel()
@@ -102,17 +114,27 @@ func (c *Client) Watch(ctx context.Context, opts ...CallOption) (*Watcher, error
 		c.forget(wire, err)
 		return nil, err
 	}
+	if wire != WireKubelet && m != nil && ev.Revision == "" && o.header() != "" {
+		// A server without selectors, which masked the pods the client
+		// must select: watch whole pods, and mask them here.
+		w.Close()
+		return c.watchWhole(parent, o, m)
+	}
 	w.pending = &ev
 	return w, nil
 }
 
 // watchTyped opens the stream of Watch on the typed wire.
-func (c *Client) watchTyped(ctx context.Context, o callOptions) (eventStream, error) {
-	stream, err := c.watch.CallServerStream(ctx, newRequest(&emptyRequest{}, o))
+func (c *Client) watchTyped(ctx context.Context, o callOptions, m *matcher) (eventStream, error) {
+	stream, err := c.watch.CallServerStream(ctx, newRequest(o.request(), o))
 	if err != nil {
 		return nil, wrapError(err, true)
 	}
-	return &typedEventStream{stream: stream}, nil
+	s := &typedEventStream{stream: stream}
+	if m != nil {
+		s.filter = newEventFilter(m)
+	}
+	return s, nil
 }
 
 // Next returns the next event. When the watch ends it returns the error
@@ -139,24 +161,47 @@ func (w *Watcher) Next() (Event, error) {
 // typedEventStream is the stream of a watch on the typed wire.
 type typedEventStream struct {
 	stream *connect.ServerStreamForClient[watchResponse]
+	// filter applies the selectors to the events of a server without
+	// selectors (told by events without a revision); nil without selectors.
+	filter *eventFilter
+	// dec applies the mask after filter, when the server was asked for
+	// whole pods (watchWhole); nil otherwise.
+	dec *podDecoder
 }
 
 func (s *typedEventStream) receive() (Event, error) {
-	if !s.stream.Receive() {
-		return Event{}, streamError(s.stream.Err())
+	for {
+		if !s.stream.Receive() {
+			return Event{}, streamError(s.stream.Err())
+		}
+		msg := s.stream.Msg()
+		if msg.typ == 5 {
+			continue // EVENT_TYPE_PROGRESS, which the client does not ask for
+		}
+		typ, err := eventType(msg.typ)
+		if err != nil {
+			return Event{}, err
+		}
+		if typ == Synced {
+			return Event{Type: Synced, Revision: msg.revision}, nil
+		}
+		if msg.pod == nil {
+			return Event{}, fmt.Errorf("client: watch event of type %d without a pod", msg.typ)
+		}
+		ev := Event{Type: typ, Pod: msg.pod, Revision: msg.revision}
+		if s.filter != nil && msg.revision == "" {
+			var ok bool
+			if ev, ok = s.filter.apply(ev); !ok {
+				continue
+			}
+			if s.dec != nil {
+				if ev.Pod, err = project(s.dec, ev.Pod); err != nil {
+					return Event{}, err
+				}
+			}
+		}
+		return ev, nil
 	}
-	msg := s.stream.Msg()
-	typ, err := eventType(msg.typ)
-	if err != nil {
-		return Event{}, err
-	}
-	if typ == Synced {
-		return Event{Type: Synced}, nil
-	}
-	if msg.pod == nil {
-		return Event{}, fmt.Errorf("client: watch event of type %d without a pod", msg.typ)
-	}
-	return Event{Type: typ, Pod: msg.pod}, nil
 }
 
 func (s *typedEventStream) close() { s.stream.Close() }
@@ -180,4 +225,28 @@ func (w *Watcher) Close() error {
 	w.cancel()
 	w.stream.close()
 	return nil
+}
+
+// watchWhole is Watch on a typed server without selectors when there is a
+// field mask: it watches whole pods, selects them, then applies the mask
+// (with the pods' identities, as the server does).
+func (c *Client) watchWhole(ctx context.Context, o callOptions, m *matcher) (*Watcher, error) {
+	dec, err := newPodDecoder(o, true)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	stream, err := c.watch.CallServerStream(ctx, newRequest(o.request(), callOptions{}))
+	if err != nil {
+		cancel()
+		return nil, wrapError(err, true)
+	}
+	w := &Watcher{stream: &typedEventStream{stream: stream, filter: newEventFilter(m), dec: dec}, cancel: cancel}
+	ev, err := w.stream.receive()
+	if err != nil {
+		w.Close()
+		return nil, err
+	}
+	w.pending = &ev
+	return w, nil
 }

@@ -73,7 +73,8 @@ func TestWatch(t *testing.T) {
 }
 
 // TestWatchFellBehind stalls a watcher until the server drops it, and checks
-// that its error wraps ErrFellBehind.
+// that its error wraps ErrFellBehind and carries the revision a new watch
+// resumes from, with no change lost or repeated.
 func TestWatchFellBehind(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	pod := podstest.Pod("default", "busy", 1)
@@ -95,14 +96,40 @@ func TestWatchFellBehind(t *testing.T) {
 	if k > bound {
 		t.Fatalf("the watcher was not dropped after %d changes", bound)
 	}
+	lastRV := 0 // of the last event received
 	for {
-		_, err := w.Next()
+		ev, err := w.Next()
 		if err == nil {
+			if ev.Pod != nil {
+				lastRV, _ = strconv.Atoi(ev.Pod.ResourceVersion)
+			}
 			continue
 		}
 		if !errors.Is(err, client.ErrFellBehind) || errors.Is(err, client.ErrRateLimited) ||
 			connect.CodeOf(err) != connect.CodeResourceExhausted {
 			t.Fatalf("stalled watch ended with %v, want ErrFellBehind", err)
+		}
+		rev := client.ResumeRevision(err)
+		if rev == "" {
+			t.Fatalf("FELL_BEHIND without a revision to resume from: %v", err)
+		}
+		resumed, err := c.Watch(testCtx(t), client.WithResumeFrom(rev))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resumed.Close()
+		for {
+			ev := next(t, resumed)
+			if ev.Type == client.Synced {
+				break
+			}
+			if rv, _ := strconv.Atoi(ev.Pod.ResourceVersion); rv != lastRV+1 {
+				t.Fatalf("resumed with version %d after %d", rv, lastRV)
+			}
+			lastRV++
+		}
+		if want := k; lastRV != want {
+			t.Fatalf("after resuming, the last version seen is %d, want %d", lastRV, want)
 		}
 		break
 	}

@@ -281,8 +281,8 @@ type wirePair struct {
 	set            func(*corev1.Pod)
 }
 
-// wirePairs start the pairs of servers TestFieldMaskSameOnBothWires
-// compares.
+// wirePairs start the pairs of servers TestFieldMaskSameOnBothWires and
+// TestSelectorsSameOnBothWires compare, without rate limits.
 var wirePairs = []struct {
 	name  string
 	start func(t *testing.T, pods []*corev1.Pod) wirePair
@@ -291,11 +291,11 @@ var wirePairs = []struct {
 		st := newStore(false, pods...)
 		k := startKubelet(t, pods...)
 		set := func(p *corev1.Pod) { st.Upsert(p); k.Set(p) }
-		return wirePair{startClient(t, st, server.Config{}), dial(t, k.Path()), set}
+		return wirePair{startClient(t, st, server.Config{QPS: -1}), dial(t, k.Path()), set}
 	}},
 	{"PodsapiKubeletWire", func(t *testing.T, pods []*corev1.Pod) wirePair {
 		st := newStore(false, pods...)
-		socket := podstest.Start(t, st, server.Config{}).SocketPath()
+		socket := podstest.Start(t, st, server.Config{QPS: -1}).SocketPath()
 		return wirePair{dialWire(t, socket, client.WirePodsAPI), dialWire(t, socket, client.WireKubelet), st.Upsert}
 	}},
 }

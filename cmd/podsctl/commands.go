@@ -11,7 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podsapi/podsapi/client"
@@ -25,15 +24,9 @@ func runList(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer c.Close()
-	pods, err := c.List(ctx, o.mask())
+	shown, err := c.List(ctx, append(o.selectors(), o.mask())...)
 	if err != nil {
 		return fmt.Errorf("list: %w", err)
-	}
-	var shown []*corev1.Pod
-	for _, p := range pods {
-		if o.matches(p) {
-			shown = append(shown, p)
-		}
 	}
 	if len(shown) == 0 && (o.format == printer.Table || o.format == printer.Wide) {
 		fmt.Fprintln(stderr, "No resources found.")
@@ -67,13 +60,13 @@ func runWatch(ctx context.Context, o *options, stdout io.Writer) error {
 		return err
 	}
 	defer c.Close()
-	w, err := c.Watch(ctx, o.mask())
+	w, err := c.Watch(ctx, append(o.selectors(), o.mask())...)
 	if err != nil {
 		return fmt.Errorf("watch: %w", err)
 	}
 	defer w.Close()
 	p := printer.New(stdout, o.format, printer.WithNow(now))
-	f := filter{o: o, shown: make(map[types.UID]*corev1.Pod)}
+	f := filter{shown: make(map[types.UID]*corev1.Pod)}
 	// The snapshot is printed at the Synced event, sorted whatever the
 	// server's order (a kubelet's is not podsapi's), with what changed
 	// before the marker folded in (a kubelet may send such changes).
@@ -128,20 +121,10 @@ func identityOnly(pod *corev1.Pod) bool {
 	return equality.Semantic.DeepEqual(pod, id)
 }
 
-// matches reports whether pod passes --namespace and --selector.
-func (o *options) matches(pod *corev1.Pod) bool {
-	if o.namespace != "" && pod.Namespace != o.namespace {
-		return false
-	}
-	return o.labels.Matches(labels.Set(pod.Labels))
-}
-
-// filter applies --namespace and --selector to watch events, as the
-// Kubernetes API server does: a pod that starts matching is ADDED, one that
-// stops matching is DELETED. It also gives DELETED events the last state
-// shown when they carry only the pod's identity, as a kubelet's do.
+// filter gives DELETED events the last state shown when they carry only
+// the pod's identity, as a kubelet's do. (The selectors are applied by the
+// server, or by the client on a server without them.)
 type filter struct {
-	o     *options
 	shown map[types.UID]*corev1.Pod // the last state shown of each pod
 }
 
@@ -152,7 +135,6 @@ func (f *filter) event(ev client.Event) (client.Event, bool) {
 	}
 	uid := ev.Pod.UID
 	last, was := f.shown[uid]
-	is := f.o.matches(ev.Pod)
 	if ev.Type == client.Deleted {
 		delete(f.shown, uid)
 		if was && identityOnly(ev.Pod) {
@@ -160,19 +142,6 @@ func (f *filter) event(ev client.Event) (client.Event, bool) {
 		}
 		return ev, was
 	}
-	if is {
-		f.shown[uid] = ev.Pod
-	} else {
-		delete(f.shown, uid)
-	}
-	switch {
-	case was && is:
-		return ev, true
-	case is:
-		return client.Event{Type: client.Added, Pod: ev.Pod}, true
-	case was:
-		return client.Event{Type: client.Deleted, Pod: ev.Pod}, true
-	default:
-		return ev, false
-	}
+	f.shown[uid] = ev.Pod
+	return ev, true
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/podsapi/podsapi/client"
@@ -24,6 +25,7 @@ type options struct {
 	output    string
 	namespace string
 	selector  string
+	fieldSel  string
 
 	format printer.Format
 	labels labels.Selector
@@ -56,13 +58,21 @@ func (o *options) addOutputFlags(cmd *cobra.Command) {
 	_ = cmd.RegisterFlagCompletionFunc("fields", cobra.NoFileCompletions)
 }
 
-// addFilterFlags adds --namespace and --selector.
+// addFilterFlags adds --namespace, --selector and --field-selector.
 func (o *options) addFilterFlags(cmd *cobra.Command) {
 	fs := cmd.Flags()
 	fs.StringVarP(&o.namespace, "namespace", "n", "", "only the pods of this namespace")
 	fs.StringVarP(&o.selector, "selector", "l", "", "only the pods matching this label selector,\nsuch as app.kubernetes.io/name=web or 'app.kubernetes.io/name in (web, redis),app.kubernetes.io/component!=cache'")
+	fs.StringVar(&o.fieldSel, "field-selector", "", "only the pods matching this field selector, such as status.phase=Running,spec.restartPolicy!=Never;\nfields: "+strings.Join(client.SelectableFields, ", "))
 	_ = cmd.RegisterFlagCompletionFunc("namespace", cobra.NoFileCompletions)
 	_ = cmd.RegisterFlagCompletionFunc("selector", cobra.NoFileCompletions)
+	_ = cmd.RegisterFlagCompletionFunc("field-selector", cobra.NoFileCompletions)
+}
+
+// selectors returns the options of --namespace, --selector and
+// --field-selector: the server filters when it can, the client otherwise.
+func (o *options) selectors() []client.CallOption {
+	return []client.CallOption{client.WithNamespace(o.namespace), client.WithLabelSelector(o.selector), client.WithFieldSelector(o.fieldSel)}
 }
 
 // complete checks the flags and computes what they imply.
@@ -74,13 +84,16 @@ func (o *options) complete() error {
 	if o.labels, err = labels.Parse(o.selector); err != nil {
 		return usageError{error: fmt.Errorf("invalid --selector: %w", err)}
 	}
+	if _, err = fields.ParseSelector(o.fieldSel); err != nil {
+		return usageError{error: fmt.Errorf("invalid --field-selector: %w", err)}
+	}
 	return nil
 }
 
 // mask returns the field mask option. --fields is sent together with what
 // podsctl itself reads: the fields the output format prints from (so that a
-// table shows what the pods say, never a blank or a guess), and the fields
-// --namespace and --selector filter on.
+// table shows what the pods say, never a blank or a guess). Selectors see
+// whole pods whatever the mask.
 func (o *options) mask() client.CallOption {
 	var paths []string
 	for p := range strings.SplitSeq(o.fields, ",") {
@@ -92,12 +105,6 @@ func (o *options) mask() client.CallOption {
 		return client.WithFields()
 	}
 	paths = append(paths, printer.Fields(o.format)...)
-	if o.namespace != "" {
-		paths = append(paths, "metadata.namespace")
-	}
-	if !o.labels.Empty() {
-		paths = append(paths, "metadata.labels")
-	}
 	return client.WithFields(slices.Compact(slices.Sorted(slices.Values(paths)))...)
 }
 

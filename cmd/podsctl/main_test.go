@@ -196,6 +196,8 @@ func testListAndGetGolden(t *testing.T, pods []*corev1.Pod, global []string) {
 		{"ListNamespace", []string{"list", "-n", "default"}, "list-namespace.txt"},
 		{"ListSelector", []string{"list", "-l", "app.kubernetes.io/name in (report, orders-api),tier"}, "list-selector.txt"},
 		{"ListFieldsYAML", []string{"list", "--fields", "metadata.name,status.phase", "-o", "yaml", "--namespace", "batch"}, "list-fields.yaml"},
+		{"ListFieldSelector", []string{"list", "--field-selector", "status.phase!=Running,metadata.namespace=batch", "-o", "name"}, "list-field-selector.txt"},
+		{"ListAllSelectors", []string{"list", "-n", "batch", "-l", "tier", "--field-selector=status.phase=Failed", "--fields", "metadata.name", "-o", "json"}, "list-all-selectors.json"},
 		// A table requests its columns' fields with --fields: it prints
 		// what it prints without.
 		{"ListFieldsTable", []string{"list", "--fields", "metadata.name,status.phase"}, "list.txt"},
@@ -284,6 +286,7 @@ func TestWatchGolden(t *testing.T) {
 		{"YAML", []string{"-o", "yaml"}, "watch.yaml"},
 		{"Name", []string{"-o", "name"}, "watch-name.txt"},
 		{"Selector", []string{"-l", "tier=web", "-o", "name"}, "watch-selector.txt"},
+		{"FieldSelector", []string{"--field-selector", "metadata.namespace!=kube-system", "-o", "name"}, "watch-field-selector.txt"},
 	}
 	for _, wire := range wires {
 		for _, tt := range tests {

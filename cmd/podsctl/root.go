@@ -96,6 +96,9 @@ and UID), as a Kubernetes List in JSON or YAML, or as pod/NAME lines.`,
   # The pods labelled app.kubernetes.io/name=web, by name
   podsctl list -l app.kubernetes.io/name=web -o name
 
+  # The pods of the node that are not running
+  podsctl list --field-selector status.phase!=Running
+
   # Only the name and phase of each pod, as YAML
   podsctl list --fields metadata.name,status.phase -o yaml`,
 		Args:              noArgs,
@@ -138,8 +141,8 @@ func (a *app) watchCommand() *cobra.Command {
 		Long: `Print the pods of this node, then every change until interrupted: table rows
 prefixed with the event (ADDED, MODIFIED, DELETED, and SYNCED after the
 initial pods), {type, object} documents in JSON or YAML, or "TYPE pod/NAME"
-lines. A pod that starts or stops matching --namespace or --selector is
-ADDED or DELETED, as with kubectl get --watch.`,
+lines. A pod that starts or stops matching --namespace, --selector or
+--field-selector is ADDED or DELETED, as with kubectl get --watch.`,
 		Example: `  # Every change of every pod
   podsctl watch
 
