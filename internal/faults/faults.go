@@ -65,7 +65,7 @@ func (p *Pods) served() {
 func (p *Pods) ListPods(ctx context.Context, req *connect.Request[podsv1alpha1.PodListRequest]) (*connect.Response[podsv1alpha1.PodListResponse], error) {
 	defer p.served()
 	if p.ListLimiter != nil && !p.ListLimiter.Allow() {
-		return nil, connect.NewError(connect.CodeResourceExhausted, errors.New("rate limited"))
+		return nil, errRateLimited
 	}
 	return p.PodsHandler.ListPods(ctx, req)
 }
@@ -75,7 +75,7 @@ func (p *Pods) ListPods(ctx context.Context, req *connect.Request[podsv1alpha1.P
 func (p *Pods) GetPod(ctx context.Context, req *connect.Request[podsv1alpha1.PodGetRequest]) (*connect.Response[podsv1alpha1.PodGetResponse], error) {
 	defer p.served()
 	if p.GetLimiter != nil && !p.GetLimiter.Allow() {
-		return nil, connect.NewError(connect.CodeResourceExhausted, errors.New("rate limited"))
+		return nil, errRateLimited
 	}
 	resp, err := p.PodsHandler.GetPod(ctx, req)
 	if p.UnknownForMissing && connect.CodeOf(err) == connect.CodeNotFound {
@@ -89,45 +89,24 @@ func (p *Pods) GetPod(ctx context.Context, req *connect.Request[podsv1alpha1.Pod
 func (p *Pods) WatchPods(ctx context.Context, req *connect.Request[podsv1alpha1.PodWatchRequest], stream *connect.ServerStream[podsv1alpha1.PodWatchResponse]) error {
 	p.served()
 	if p.WatchLimiter != nil && !p.WatchLimiter.Allow() {
-		return connect.NewError(connect.CodeResourceExhausted, errors.New("rate limited"))
+		return errRateLimited
 	}
 	if p.NoSyncMarker != nil {
-		return watchWithoutMarker(ctx, p.NoSyncMarker, p.WatchQueue, stream)
+		return watchStore(ctx, p.NoSyncMarker, p.WatchQueue, false, true, sendTyped(stream))
 	}
 	return p.PodsHandler.WatchPods(ctx, req, stream)
 }
 
-// watchWithoutMarker is a watch of st that forgets the sync marker.
-func watchWithoutMarker(ctx context.Context, st *store.Store, queue int, stream *connect.ServerStream[podsv1alpha1.PodWatchResponse]) error {
-	snapshot, w := st.Watch(queue, func(int) {})
-	defer w.Stop()
-	send := func(t podsv1alpha1.EventType, p *store.Pod) error {
+// sendTyped returns the send function of watchStore for a typed stream.
+func sendTyped(stream *connect.ServerStream[podsv1alpha1.PodWatchResponse]) func(bool, store.EventType, *store.Pod) error {
+	return func(marker bool, t store.EventType, p *store.Pod) error {
+		if marker {
+			return stream.Send(&podsv1alpha1.PodWatchResponse{Type: podsv1alpha1.EventType_EVENT_TYPE_INITIAL_SYNC_COMPLETE})
+		}
 		pod := new(corev1pb.Pod)
 		if err := proto.Unmarshal(p.Raw(), pod); err != nil {
 			return err
 		}
-		return stream.Send(&podsv1alpha1.PodWatchResponse{Type: t, Pod: pod})
-	}
-	for _, p := range snapshot {
-		if err := send(podsv1alpha1.EventType_EVENT_TYPE_ADDED, p); err != nil {
-			return err
-		}
-	}
-	types := map[store.EventType]podsv1alpha1.EventType{
-		store.Added: podsv1alpha1.EventType_EVENT_TYPE_ADDED, store.Modified: podsv1alpha1.EventType_EVENT_TYPE_MODIFIED, store.Deleted: podsv1alpha1.EventType_EVENT_TYPE_DELETED,
-	}
-	for {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-w.Dropped():
-			return connect.NewError(connect.CodeResourceExhausted, errors.New("fell behind"))
-		case <-w.Ready():
-			for _, ev := range w.Take(nil) {
-				if err := send(types[ev.Type], ev.Pod); err != nil {
-					return err
-				}
-			}
-		}
+		return stream.Send(&podsv1alpha1.PodWatchResponse{Type: podsv1alpha1.EventType(kubeletTypes[t]), Pod: pod})
 	}
 }

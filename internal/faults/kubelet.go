@@ -6,9 +6,7 @@ import (
 
 	"connectrpc.com/connect"
 	"golang.org/x/time/rate"
-	"google.golang.org/protobuf/proto"
 
-	corev1pb "github.com/podsapi/podsapi/gen/k8s.io/api/core/v1"
 	podsv1alpha1 "github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1"
 	"github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1/podsv1alpha1connect"
 	"github.com/podsapi/podsapi/gen/v1alpha1"
@@ -129,16 +127,7 @@ type stalledPods struct {
 }
 
 func (s stalledPods) WatchPods(ctx context.Context, _ *connect.Request[podsv1alpha1.PodWatchRequest], stream *connect.ServerStream[podsv1alpha1.PodWatchResponse]) error {
-	return watchStore(ctx, s.st, s.queue, true, false, func(marker bool, t store.EventType, p *store.Pod) error {
-		if marker {
-			return stream.Send(&podsv1alpha1.PodWatchResponse{Type: podsv1alpha1.EventType_EVENT_TYPE_INITIAL_SYNC_COMPLETE})
-		}
-		pod := new(corev1pb.Pod)
-		if err := proto.Unmarshal(p.Raw(), pod); err != nil {
-			return err
-		}
-		return stream.Send(&podsv1alpha1.PodWatchResponse{Type: podsv1alpha1.EventType(kubeletTypes[t]), Pod: pod})
-	})
+	return watchStore(ctx, s.st, s.queue, true, false, sendTyped(stream))
 }
 
 type stalledKubelet struct {
