@@ -145,3 +145,40 @@ func BenchmarkListPods(b *testing.B) {
 		})
 	}
 }
+
+func TestOnlyFlag(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		only    string
+		runs    []string
+		skips   []string
+		wantErr string
+	}{
+		{name: "default runs all", only: "", runs: sections},
+		{name: "two sections", only: "paced, storm", runs: []string{"paced", "storm"}, skips: []string{"closed", "watch", "idle", "micro", "floors", "selectors"}},
+		{name: "unknown section", only: "paced,fast", wantErr: `unknown section "fast"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o, err := parseFlags([]string{"--only", tc.only}, &bytes.Buffer{})
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range tc.runs {
+				if !o.runs(s) {
+					t.Errorf("%s does not run", s)
+				}
+			}
+			for _, s := range tc.skips {
+				if o.runs(s) {
+					t.Errorf("%s runs", s)
+				}
+			}
+		})
+	}
+}

@@ -73,6 +73,7 @@ type childOptions struct {
 	cpuprofile string // directory of CPU profiles, or ""
 	stderr     io.Writer
 	watchQueue int
+	oursEnv    []string // extra environment of our server's children
 }
 
 var childSeq struct {
@@ -120,6 +121,9 @@ func startChild(ctx context.Context, o childOptions, impl string, pods int, extr
 	args = append(args, extra...)
 	c.cmd = exec.Command(exe, args...)
 	c.cmd.Env = append(os.Environ(), childEnv+"=1")
+	if impl == ImplOurs {
+		c.cmd.Env = append(c.cmd.Env, o.oursEnv...)
+	}
 	c.cmd.Stderr = o.stderr
 	if c.stdin, err = c.cmd.StdinPipe(); err != nil {
 		return nil, err

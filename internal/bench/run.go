@@ -58,7 +58,21 @@ type Options struct {
 	CPUProfileDir string
 	InProcess     bool
 	Quick         bool
-	Command       string
+	// Only names the sections to run (closed, paced, floors, watch,
+	// storm, idle, micro, selectors); empty runs them all.
+	Only []string
+	// OursEnv is added to the environment of our server's children (for
+	// example GOGC=200), to measure the runtime's settings.
+	OursEnv []string
+	Command string
+}
+
+// Sections of the benchmark, for --only.
+var sections = []string{"closed", "paced", "floors", "watch", "storm", "idle", "micro", "selectors"}
+
+// runs reports whether section runs.
+func (o Options) runs(section string) bool {
+	return len(o.Only) == 0 || slices.Contains(o.Only, section)
 }
 
 // Run runs the benchmark command: `bench [flags]`, or the hidden
@@ -114,6 +128,8 @@ func parseFlags(args []string, stderr io.Writer) (Options, error) {
 	fs.StringVar(&o.MD, "md", "", "write the report (reproduction, machine, table, targets) to this Markdown file")
 	fs.StringVar(&o.CPUProfileDir, "cpuprofile", "", "directory for CPU profiles of every server child")
 	fs.BoolVar(&o.Quick, "quick", false, "small sizes and short durations (under a minute)")
+	oursEnv := fs.String("ours-env", "", "space-separated NAME=VALUE added to the environment of our server's children (for example GOGC=200)")
+	only := fs.String("only", "", "comma-separated sections to run, of "+strings.Join(sections, ",")+" (default all)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -146,6 +162,16 @@ func parseFlags(args []string, stderr io.Writer) (Options, error) {
 	}
 	if o.Watchers, err = ints(*watchers); err != nil {
 		return o, err
+	}
+	o.OursEnv = strings.Fields(*oursEnv)
+	for s := range strings.SplitSeq(*only, ",") {
+		if s = strings.TrimSpace(s); s == "" {
+			continue
+		}
+		if !slices.Contains(sections, s) {
+			return o, fmt.Errorf("--only: unknown section %q (sections: %s)", s, strings.Join(sections, ","))
+		}
+		o.Only = append(o.Only, s)
 	}
 	for s := range strings.SplitSeq(*impls, ",") {
 		if s = strings.TrimSpace(s); s != "" {
@@ -251,7 +277,7 @@ func runBench(ctx context.Context, o Options, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	co := childOptions{dir: dir, inProcess: o.InProcess, cpuprofile: o.CPUProfileDir, stderr: stderr, watchQueue: 1000}
+	co := childOptions{dir: dir, inProcess: o.InProcess, cpuprofile: o.CPUProfileDir, stderr: stderr, watchQueue: 1000, oursEnv: o.OursEnv}
 	res := &Results{Machine: machine(), Options: o, Started: time.Now()}
 	logf := func(format string, a ...any) {
 		fmt.Fprintf(stderr, "%s "+format+"\n", append([]any{time.Since(res.Started).Truncate(100 * time.Millisecond)}, a...)...)
@@ -278,6 +304,9 @@ func runBench(ctx context.Context, o Options, stdout, stderr io.Writer) error {
 
 	// ListPods and GetPod on every implementation and pod count.
 	for _, n := range o.Pods {
+		if !o.runs("closed") {
+			break
+		}
 		for _, impl := range []string{ImplOurs, ImplBaselineA, ImplBaselineB} {
 			if ctx.Err() != nil {
 				break
@@ -306,7 +335,7 @@ func runBench(ctx context.Context, o Options, stdout, stderr io.Writer) error {
 	}
 	// Paced: one client calling PacedRate times a second, as agents call,
 	// which shows the per-call cost that back-to-back calls hide.
-	if o.PacedRate > 0 {
+	if o.PacedRate > 0 && o.runs("paced") {
 		pace := time.Duration(float64(time.Second) / o.PacedRate)
 		minCount := max(o.MinRequests, int(o.PacedDuration.Seconds()*o.PacedRate/2))
 		for _, n := range o.Pods {
@@ -345,27 +374,15 @@ func runBench(ctx context.Context, o Options, stdout, stderr io.Writer) error {
 
 	// Floors: an empty RPC on our transport, and the same bytes as each of
 	// our responses over a plain socket.
-	if c, err := startChild(ctx, co, ImplFloorRPC, 0); err != nil {
-		fail("start floor-rpc", err)
-	} else {
-		measure(c, "empty", 0, grpcUnary(c.socket, methodEmpty, "", nil))
-		c.stop()
-	}
-	if c, err := startChild(ctx, co, ImplFloorRaw, 0); err != nil {
-		fail("start floor-raw", err)
-	} else {
-		for _, r := range slices.Clone(res.Rows) {
-			if r.Impl != ImplOurs || r.K != o.Concurrency[0] || strings.HasPrefix(r.Op, "kubelet:") || strings.HasPrefix(r.Op, "paced:") {
-				continue // the same bytes as the typed, closed-loop rows
-			}
-			size := int(r.Bytes)
-			measure(c, "raw:"+r.Op, r.Pods, rawFloor(c.socket, size))
-		}
-		c.stop()
+	if o.runs("floors") {
+		runFloors(ctx, co, o, res, measure, fail)
 	}
 
 	// Watches.
 	for _, w := range o.Watchers {
+		if !o.runs("watch") {
+			break
+		}
 		for _, impl := range o.WatchImpls {
 			if ctx.Err() != nil {
 				break
@@ -384,7 +401,7 @@ func runBench(ctx context.Context, o Options, stdout, stderr io.Writer) error {
 
 	// A sync storm: watchers starting at once on a large node, each timed to
 	// its INITIAL_SYNC_COMPLETE.
-	if o.StormWatchers > 0 {
+	if o.StormWatchers > 0 && o.runs("storm") {
 		for _, impl := range []string{ImplOurs, ImplBaselineA} {
 			if ctx.Err() != nil {
 				break
@@ -400,7 +417,7 @@ func runBench(ctx context.Context, o Options, stdout, stderr io.Writer) error {
 	}
 
 	// Memory of idle watchers.
-	if o.IdleWatchers > 0 && ctx.Err() == nil {
+	if o.IdleWatchers > 0 && o.runs("idle") && ctx.Err() == nil {
 		logf("idle: %d pods, %d watchers", o.IdlePods, o.IdleWatchers)
 		r, err := runIdle(ctx, co, ImplOurs, o.IdlePods, o.IdleWatchers)
 		if err != nil {
@@ -412,14 +429,14 @@ func runBench(ctx context.Context, o Options, stdout, stderr io.Writer) error {
 	}
 
 	// In-process micro-benchmarks: client decode, server response building.
-	if ctx.Err() == nil {
+	if o.runs("micro") && ctx.Err() == nil {
 		res.Micro = runMicro(o.DecodeTime)
 		for _, m := range res.Micro {
 			logf("micro %-40s %10.1fµs/op %8.0f allocs/op %10.0f B/op", m.Name, m.NsPerOp/1e3, m.AllocsPerOp, m.BytesPerOp)
 		}
 	}
 	// In-process selectors and resume (issue 16).
-	if o.SelectorPods > 0 && ctx.Err() == nil {
+	if o.SelectorPods > 0 && o.runs("selectors") && ctx.Err() == nil {
 		sel, err := runSelectors(ctx, co.dir, o.SelectorPods, o.Quick)
 		if err != nil {
 			fail("selectors", err)
@@ -464,4 +481,27 @@ func runBench(ctx context.Context, o Options, stdout, stderr io.Writer) error {
 		return fmt.Errorf("%d measurements failed: %s", len(res.Errors), strings.Join(res.Errors, "; "))
 	}
 	return nil
+}
+
+// runFloors measures an empty RPC on our transport, and the same bytes as
+// each of our closed-loop responses over a plain socket.
+func runFloors(ctx context.Context, co childOptions, o Options, res *Results, measure func(*child, string, int, clientFactory), fail func(string, error)) {
+	if c, err := startChild(ctx, co, ImplFloorRPC, 0); err != nil {
+		fail("start floor-rpc", err)
+	} else {
+		measure(c, "empty", 0, grpcUnary(c.socket, methodEmpty, "", nil))
+		c.stop()
+	}
+	if c, err := startChild(ctx, co, ImplFloorRaw, 0); err != nil {
+		fail("start floor-raw", err)
+	} else {
+		for _, r := range slices.Clone(res.Rows) {
+			if r.Impl != ImplOurs || r.K != o.Concurrency[0] || strings.HasPrefix(r.Op, "kubelet:") || strings.HasPrefix(r.Op, "paced:") {
+				continue // the same bytes as the typed, closed-loop rows
+			}
+			size := int(r.Bytes)
+			measure(c, "raw:"+r.Op, r.Pods, rawFloor(c.socket, size))
+		}
+		c.stop()
+	}
 }
