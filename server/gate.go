@@ -1,6 +1,7 @@
 package server
 
 import (
+	"container/list"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -62,6 +63,7 @@ type gate struct {
 	readTimeout time.Duration      // <= 0: none
 	maxPending  int                // <= 0: no limit
 	pending     *uidCounter
+	deadlines   *readDeadlines // nil: no read timeout
 	errors      *connect.ErrorWriter
 	refused     *prometheus.CounterVec
 }
@@ -78,6 +80,9 @@ func newGate(next http.Handler, access *guard.AccessGuard, readTimeout time.Dura
 			Name: "podsapi_calls_refused_total",
 			Help: "Number of calls to health and reflection answered with an error (an oversized, compressed-too-large or late request, a denied peer), by service and gRPC code. The Pods API counts its own in kubelet_pod_requests_total.",
 		}, []string{"service", "code"}),
+	}
+	if readTimeout > 0 {
+		g.deadlines = newReadDeadlines(readTimeout)
 	}
 	reg.MustRegister(g.refused)
 	return g
@@ -104,18 +109,17 @@ func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		body := &deadlineBody{
 			body:        r.Body,
+			w:           w,
 			timeout:     g.readTimeout,
 			firstOnly:   strings.HasSuffix(r.URL.Path, reflectionSuffix),
 			prefixBytes: make([]byte, 0, 5),
 			release:     func() { g.pending.release(uid) },
 		}
-		defer body.lift()
-		if g.readTimeout > 0 {
-			rc := http.NewResponseController(w)
-			if err := rc.SetReadDeadline(time.Now().Add(g.readTimeout)); err == nil {
-				body.rc = rc
-			}
+		if g.deadlines != nil {
+			body.deadlines = g.deadlines
+			g.deadlines.add(body)
 		}
+		defer body.lift()
 		r.Body = body
 	}
 	g.next.ServeHTTP(w, r)
@@ -178,18 +182,25 @@ func codeName(code string) string {
 	return connect.Code(n).String()
 }
 
-// deadlineBody is a request body that must arrive within a timeout: the
-// read deadline set by the gate (when rc is set) is lifted, and the call no
-// longer counts as pending (release), once the body has ended or, with
-// firstOnly, once its first gRPC message has arrived. A read that hits the
-// deadline fails with a DEADLINE_EXCEEDED error naming the timeout.
+// deadlineBody is a request body that must arrive within a timeout: it is
+// on the clock of deadlines (when set) until its body has ended or, with
+// firstOnly, its first gRPC message has arrived; then it is lifted, and the
+// call no longer counts as pending (release). A read that the timeout ends
+// fails with a DEADLINE_EXCEEDED error naming the timeout.
 type deadlineBody struct {
 	body      io.ReadCloser
-	rc        *http.ResponseController // nil: no deadline
+	w         http.ResponseWriter // the call's, for the read deadline
+	deadlines *readDeadlines      // nil: no deadline
 	timeout   time.Duration
 	firstOnly bool
 	release   func()
-	lifted    atomic.Bool
+
+	// started and elem belong to deadlines, under its lock.
+	started time.Time
+	elem    *list.Element
+
+	mu     sync.Mutex // orders lift and expire
+	lifted atomic.Bool
 
 	prefixBytes []byte // the 5-byte gRPC message prefix, as it arrives
 	remaining   int64  // bytes of the first message still to come
@@ -229,18 +240,22 @@ func (b *deadlineBody) firstMessageDone(p []byte) bool {
 	return len(b.prefixBytes) == 5 && b.remaining == 0
 }
 
-// lift removes the read deadline: the rest of the request is the client's
-// business (a reflection client asks when it likes; an HTTP/1.1 connection
-// must not time out under a long watch).
-// It is called again when the handler returns, which only releases the
-// call if the body never ended.
+// lift takes the call off the clock: the rest of the request is the
+// client's business (a reflection client asks when it likes; an HTTP/1.1
+// connection must not time out under a long watch). It is called again
+// when the handler returns, which only releases the call if the body never
+// ended, and makes sure expire no longer touches the writer.
 func (b *deadlineBody) lift() {
-	if !b.lifted.CompareAndSwap(false, true) {
+	b.mu.Lock()
+	if b.lifted.Load() {
+		b.mu.Unlock()
 		return
 	}
+	b.lifted.Store(true)
+	b.mu.Unlock()
 	b.release()
-	if b.rc != nil {
-		_ = b.rc.SetReadDeadline(time.Time{})
+	if b.deadlines != nil {
+		b.deadlines.remove(b)
 	}
 }
 

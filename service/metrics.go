@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"sync/atomic"
 
 	"connectrpc.com/connect"
 	"github.com/prometheus/client_golang/prometheus"
@@ -17,10 +18,10 @@ const APIVersion = "v1alpha1"
 // Metrics counts the requests of the Pods API and the watch events dropped
 // for slow watchers. It is also the interceptor that counts requests.
 type Metrics struct {
-	requests *prometheus.CounterVec
-	list     *prometheus.CounterVec
-	get      *prometheus.CounterVec
-	watch    *prometheus.CounterVec
+	requests *codeCounters
+	list     *codeCounters
+	get      *codeCounters
+	watch    *codeCounters
 	dropped  prometheus.Counter
 	computes [numViews]prometheus.Counter
 	hits     [numViews]prometheus.Counter
@@ -43,8 +44,8 @@ var viewLabels = [numViews]string{"mask", "watch", "list"}
 // NewMetrics creates the metrics of the Pods API and registers them with reg.
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	labels := []string{"server_api_version", "status_code"}
-	counter := func(name, help string) *prometheus.CounterVec {
-		return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
+	counter := func(name, help string) *codeCounters {
+		return &codeCounters{vec: prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)}
 	}
 	m := &Metrics{
 		requests: counter("kubelet_pod_requests_total", "Cumulative number of requests to the Pods API."),
@@ -64,13 +65,13 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Name: "podsapi_view_cache_hits_total",
 		Help: "Number of times a shared view was reused instead of computed, by kind.",
 	}, []string{"view"})
-	reg.MustRegister(m.requests, m.list, m.get, m.watch, m.dropped, computes, hits)
+	reg.MustRegister(m.requests.vec, m.list.vec, m.get.vec, m.watch.vec, m.dropped, computes, hits)
 	for k, label := range viewLabels {
 		m.computes[k] = computes.WithLabelValues(label)
 		m.hits[k] = hits.WithLabelValues(label)
 	}
-	for _, c := range []*prometheus.CounterVec{m.requests, m.list, m.get, m.watch} {
-		c.WithLabelValues(APIVersion, codes.OK.String())
+	for _, c := range []*codeCounters{m.requests, m.list, m.get, m.watch} {
+		c.counter(codes.OK)
 	}
 	return m
 }
@@ -79,12 +80,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 // count alike, with the same server_api_version: the kubelet's metrics have
 // no label that would tell them apart.
 func (m *Metrics) observe(procedure string, err error) {
-	code := codes.OK.String()
+	code := codes.OK
 	if err != nil {
-		code = codes.Code(connect.CodeOf(err)).String()
+		code = codes.Code(connect.CodeOf(err))
 	}
-	m.requests.WithLabelValues(APIVersion, code).Inc()
-	var c *prometheus.CounterVec
+	m.requests.counter(code).Inc()
+	var c *codeCounters
 	switch procedure {
 	case podsv1alpha1connect.PodsListPodsProcedure, v1alpha1connect.PodsListPodsProcedure:
 		c = m.list
@@ -95,7 +96,31 @@ func (m *Metrics) observe(procedure string, err error) {
 	default:
 		return
 	}
-	c.WithLabelValues(APIVersion, code).Inc()
+	c.counter(code).Inc()
+}
+
+// codeCounters is a counter vector of the seed's labels whose series are
+// looked up once per code, not hashed on every request. A series is
+// created on first use, so that /metrics lists only the codes seen.
+type codeCounters struct {
+	vec    *prometheus.CounterVec
+	byCode [numCodes]atomic.Pointer[prometheus.Counter]
+}
+
+// numCodes bounds the gRPC codes (OK to UNAUTHENTICATED).
+const numCodes = 17
+
+// counter returns the series of code.
+func (c *codeCounters) counter(code codes.Code) prometheus.Counter {
+	if code >= numCodes {
+		return c.vec.WithLabelValues(APIVersion, code.String())
+	}
+	if p := c.byCode[code].Load(); p != nil {
+		return *p
+	}
+	counter := c.vec.WithLabelValues(APIVersion, code.String())
+	c.byCode[code].Store(&counter)
+	return counter
 }
 
 // droppedEvents counts events lost by a dropped watcher. m may be nil.
