@@ -36,6 +36,7 @@ type connListener struct {
 	rejected prometheus.Counter
 	shed     prometheus.Counter
 	floods   *prometheus.CounterVec // nil: frames are not followed
+	stall    *stallGuard            // nil: writes are not followed
 	log      *slog.Logger
 	logs     *guard.LogLimiter
 	what     string // what the listener serves, for logs
@@ -130,6 +131,9 @@ func (l *connListener) Accept() (net.Conn, error) {
 		pc.lastRead.Store(time.Now().UnixNano())
 		if l.floods != nil {
 			pc.frames = newFrameGuard()
+		}
+		if l.stall != nil {
+			l.stall.watchConn(pc)
 		}
 		l.setWaiting(pc, true)
 		return pc, nil
@@ -263,6 +267,18 @@ type peerConn struct {
 	// lastRead is when bytes were last read (accepted, before any), in
 	// Unix nanoseconds.
 	lastRead atomic.Int64
+	// stall follows the writes, when not nil (API socket).
+	stall *writeClock
+}
+
+// Write writes to the connection, followed by the stall guard.
+func (c *peerConn) Write(p []byte) (int, error) {
+	if c.stall == nil {
+		return c.Conn.Write(p)
+	}
+	c.stall.begin()
+	defer c.stall.end()
+	return c.Conn.Write(p)
 }
 
 // Read reads from the connection, and closes it on a frame flood.
@@ -300,6 +316,9 @@ func (c *peerConn) Close() error {
 	c.l.mu.Unlock()
 	if first {
 		c.l.open.Add(-1)
+		if c.stall != nil {
+			c.stall.g.unwatch(c.stall)
+		}
 	}
 	return err
 }

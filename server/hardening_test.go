@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"strconv"
@@ -13,7 +14,11 @@ import (
 
 	"connectrpc.com/connect"
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/net/http2"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1/podsv1alpha1connect"
 	"github.com/podsapi/podsapi/internal/podstest"
 	"github.com/podsapi/podsapi/server"
 )
@@ -210,6 +215,46 @@ func TestKeepalive(t *testing.T) {
 	if !hasFrame(frames, framePing) {
 		t.Fatalf("dead peer closed without a PING: %v", frames)
 	}
+}
+
+// TestStalledConnectionClosed: a client that opens a wide flow-control
+// window, asks for more than the socket can buffer and never reads gets
+// its connection closed by the write-stall timeout, which frees the
+// server's writer and the calls waiting on it.
+func TestStalledConnectionClosed(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	pod := podstest.Pod("default", "big", 1)
+	pod.Annotations["padding"] = strings.Repeat("x", 200<<10)
+	pods := []*corev1.Pod{pod}
+	for i := range 20 {
+		p := pod.DeepCopy()
+		p.Name, p.UID = fmt.Sprintf("big-%d", i), types.UID(fmt.Sprintf("uid-big-%d", i))
+		pods = append(pods, p)
+	}
+	f := start(t, server.Config{WriteStallTimeout: 100 * time.Millisecond, Registry: reg}, false, pods...)
+	c := dialH2(t, f.socket)
+	if err := c.write(func(fr *http2.Framer) error {
+		if err := fr.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: 1<<31 - 1}); err != nil {
+			return err
+		}
+		return fr.WriteWindowUpdate(0, 1<<31-1-65535)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// A ListPods of 4 MiB, which no socket buffers whole.
+	id := c.open(podsv1alpha1connect.PodsListPodsProcedure)
+	if err := c.write(func(fr *http2.Framer) error { return fr.WriteData(id, true, make([]byte, 5)) }); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the stalled connection is closed", func() bool {
+		return metricValue(t, reg, "podsapi_stalled_connections_closed_total", nil) == 1
+	})
+	// The client, reading at last, finds the connection closed before the
+	// end of the answer.
+	if _, err := io.Copy(io.Discard, c.conn); err != nil && !strings.Contains(err.Error(), "reset by peer") {
+		t.Fatalf("reading the closed connection: %v", err)
+	}
+	eventually(t, "the connection's slot is freed", func() bool { return gaugeValue(t, reg, "podsapi_connections_open") == 0 })
 }
 
 // TestStalledWatcherFreed: a watcher that stops reading is dropped, and its

@@ -240,6 +240,7 @@ func New(st Store, cfg Config) (*Server, error) {
 	}
 	cl := newConnListener(l, cfg.MaxConnections, true, apiConnMetrics, cfg.Registry, cfg.Logger)
 	cl.limitDenied(s.policy, DefaultMaxDeniedConnections)
+	cl.stall = s.stall
 	s.listener = cl
 	if cfg.MetricsAddress != "" {
 		if s.metrics, s.mhttp, err = listenMetrics(cfg); err != nil {
@@ -412,7 +413,9 @@ func (s *Server) httpServer(handler http.Handler) *http.Server {
 			MaxDecoderHeaderTableSize: 16 << 10,
 			SendPingTimeout:           max(cfg.KeepaliveInterval, 0),
 			PingTimeout:               cfg.KeepaliveTimeout,
-			WriteByteTimeout:          max(cfg.WriteStallTimeout, 0),
+			// No WriteByteTimeout: it arms a timer around every write to
+			// the socket; the stall guard closes a connection whose
+			// writes stay blocked (newStallGuard).
 		},
 		ErrorLog: slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelDebug),
 	}

@@ -13,25 +13,33 @@ import (
 )
 
 // stallTicks is how many ticks of the reaper a write must stay blocked
-// before its stream is reset: a stream is reset between timeout and
-// timeout*(stallTicks+1)/stallTicks after its write blocked.
+// before its stream is reset or its connection closed: that happens between
+// timeout and timeout*(stallTicks+1)/stallTicks after the write blocked.
 const stallTicks = 4
 
-// stallGuard resets the streams whose writes stay blocked longer than a
-// timeout because the client stopped reading: typically a watcher dropped
-// for falling behind, whose handler would otherwise wait in Send, holding a
-// goroutine and its buffers, until the client disconnects. A healthy stream
-// pays two atomic increments and an atomic load per write; the clock is
-// read only by the reaper, every timeout/stallTicks while a write is in
+// stallGuard ends the writes that stay blocked longer than a timeout
+// because the client stopped reading:
+//   - a stream's (its flow-control window is spent): typically a watcher
+//     dropped for falling behind, whose handler would otherwise wait in
+//     Send, holding a goroutine and its buffers, until the client
+//     disconnects. The stream is reset.
+//   - a connection's (the socket's buffer is full): every stream of the
+//     connection waits on it. The connection is closed.
+//
+// A write pays two atomic increments and an atomic load; the clock is read
+// only by the reaper, every timeout/stallTicks while a write is in
 // progress. When a tick finds none, the reaper parks until the next write
-// begins, so that an idle server, watchers included, is not woken.
+// begins, so that an idle server, watchers included, is not woken. (This
+// replaces net/http's HTTP2Config.WriteByteTimeout, which sets and clears a
+// deadline, a runtime timer, around every write to the socket.)
 type stallGuard struct {
 	timeout time.Duration
 	logs    *guard.LogLimiter // one line per UID every guard.PeerLogInterval
 	reset   prometheus.Counter
+	closed  prometheus.Counter
 
-	mu      sync.Mutex
-	writers map[*stallWriter]struct{}
+	mu     sync.Mutex
+	clocks map[*writeClock]struct{}
 
 	parked atomic.Bool   // the reaper waits for wake
 	wake   chan struct{} // capacity 1
@@ -41,28 +49,70 @@ func newStallGuard(timeout time.Duration, reg prometheus.Registerer, log *slog.L
 	g := &stallGuard{
 		timeout: timeout,
 		logs:    guard.NewLogLimiter(log, guard.PeerLogInterval),
-		writers: make(map[*stallWriter]struct{}),
+		clocks:  make(map[*writeClock]struct{}),
 		wake:    make(chan struct{}, 1),
 		reset: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "podsapi_stalled_streams_reset_total",
-			Help: "Number of streams reset because a write to the client stayed blocked for --write-stall-timeout (the client stopped reading).",
+			Help: "Number of streams reset because a write to the client stayed blocked for --write-stall-timeout (the client stopped reading the stream).",
+		}),
+		closed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "podsapi_stalled_connections_closed_total",
+			Help: "Number of connections closed because a write to the socket stayed blocked for --write-stall-timeout (the client stopped reading the connection).",
 		}),
 	}
-	reg.MustRegister(g.reset)
+	reg.MustRegister(g.reset, g.closed)
 	return g
 }
+
+// writeClock follows the writes of a stream or a connection: seq is odd
+// while a write is in progress.
+type writeClock struct {
+	g   *stallGuard
+	seq atomic.Uint64
+	// stalled ends the blocked write; the reaper calls it once, without
+	// holding its lock.
+	stalled func()
+
+	// The reaper's view, under stallGuard.mu.
+	lastSeq uint64
+	ticks   int
+}
+
+// watch starts following the writes of a stream or connection, which
+// stalled ends.
+func (g *stallGuard) watch(stalled func()) *writeClock {
+	c := &writeClock{g: g, stalled: stalled}
+	g.mu.Lock()
+	g.clocks[c] = struct{}{}
+	g.mu.Unlock()
+	return c
+}
+
+// unwatch stops following c: its stream or connection is done.
+func (g *stallGuard) unwatch(c *writeClock) {
+	g.mu.Lock()
+	delete(g.clocks, c)
+	g.mu.Unlock()
+}
+
+// begin marks a write in progress, and wakes the reaper.
+func (c *writeClock) begin() {
+	c.seq.Add(1)
+	if c.g.parked.Load() {
+		c.g.unpark()
+	}
+}
+
+// end marks the write done.
+func (c *writeClock) end() { c.seq.Add(1) }
 
 // wrap returns h with its response writes watched.
 func (g *stallGuard) wrap(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		sw := &stallWriter{ResponseWriter: w, r: r, g: g}
-		g.mu.Lock()
-		g.writers[sw] = struct{}{}
-		g.mu.Unlock()
+		sw := &stallWriter{ResponseWriter: w}
+		sw.clock = g.watch(func() { g.resetStream(sw, r) })
 		defer func() {
-			g.mu.Lock()
-			delete(g.writers, sw)
-			g.mu.Unlock()
+			g.unwatch(sw.clock)
 			// After this, the reaper no longer touches w: net/http may
 			// recycle it once the handler returns.
 			sw.mu.Lock()
@@ -70,6 +120,31 @@ func (g *stallGuard) wrap(h http.Handler) http.Handler {
 			sw.mu.Unlock()
 		}()
 		h.ServeHTTP(sw, r)
+	})
+}
+
+// resetStream resets the stream of sw, unless its handler has returned.
+func (g *stallGuard) resetStream(sw *stallWriter, r *http.Request) {
+	sw.mu.Lock()
+	defer sw.mu.Unlock()
+	if sw.done {
+		return
+	}
+	// A deadline in the past resets the stream (HTTP/2) or fails the
+	// connection's writes (HTTP/1) at once, which unblocks the handler.
+	if err := http.NewResponseController(sw.ResponseWriter).SetWriteDeadline(time.Now().Add(-time.Second)); err == nil {
+		g.reset.Inc()
+		g.logs.Warn(guard.PeerFrom(r.Context()), "reset a stream whose client stopped reading",
+			"path", r.URL.Path, "blockedFor", g.timeout)
+	}
+}
+
+// watchConn has c closed when a write to it stays blocked.
+func (g *stallGuard) watchConn(c *peerConn) {
+	c.stall = g.watch(func() {
+		g.closed.Inc()
+		g.logs.Warn(c.peer, "closed a connection whose client stopped reading", "blockedFor", g.timeout)
+		c.Close()
 	})
 }
 
@@ -116,75 +191,49 @@ func (g *stallGuard) unpark() {
 func (g *stallGuard) writing() bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	for sw := range g.writers {
-		if sw.seq.Load()%2 == 1 {
+	for c := range g.clocks {
+		if c.seq.Load()%2 == 1 {
 			return true
 		}
 	}
 	return false
 }
 
-// tick resets the streams whose write has not moved for stallTicks ticks,
-// and reports whether a write was in progress.
+// tick ends the writes that have not moved for stallTicks ticks, and
+// reports whether a write was in progress.
 func (g *stallGuard) tick() (writing bool) {
-	var stuck []*stallWriter
+	var stuck []*writeClock
 	g.mu.Lock()
-	for sw := range g.writers {
-		seq := sw.seq.Load()
+	for c := range g.clocks {
+		seq := c.seq.Load()
 		writing = writing || seq%2 == 1
-		if seq%2 == 0 || seq != sw.lastSeq {
-			sw.lastSeq, sw.ticks = seq, 0
+		if seq%2 == 0 || seq != c.lastSeq {
+			c.lastSeq, c.ticks = seq, 0
 			continue
 		}
-		if sw.ticks++; sw.ticks == stallTicks {
-			stuck = append(stuck, sw)
+		if c.ticks++; c.ticks == stallTicks {
+			stuck = append(stuck, c)
 		}
 	}
 	g.mu.Unlock()
-	for _, sw := range stuck {
-		sw.mu.Lock()
-		if !sw.done {
-			// A deadline in the past resets the stream (HTTP/2) or fails
-			// the connection's writes (HTTP/1) at once, which unblocks the
-			// handler.
-			if err := http.NewResponseController(sw.ResponseWriter).SetWriteDeadline(time.Now().Add(-time.Second)); err == nil {
-				g.reset.Inc()
-				g.logs.Warn(guard.PeerFrom(sw.r.Context()), "reset a stream whose client stopped reading",
-					"path", sw.r.URL.Path, "blockedFor", g.timeout)
-			}
-		}
-		sw.mu.Unlock()
+	for _, c := range stuck {
+		c.stalled()
 	}
 	return writing
 }
 
-// stallWriter counts the writes of a response: seq is odd while a write or
-// flush is in progress.
+// stallWriter follows the writes and flushes of a response.
 type stallWriter struct {
 	http.ResponseWriter
-	r   *http.Request
-	g   *stallGuard
-	seq atomic.Uint64
-
-	// The reaper's view, under stallGuard.mu.
-	lastSeq uint64
-	ticks   int
+	clock *writeClock
 
 	mu   sync.Mutex // held while the reaper resets the stream
 	done bool
 }
 
-// begin marks a write or flush in progress, and wakes the reaper.
-func (w *stallWriter) begin() {
-	w.seq.Add(1)
-	if w.g.parked.Load() {
-		w.g.unpark()
-	}
-}
-
 func (w *stallWriter) Write(b []byte) (int, error) {
-	w.begin()
-	defer w.seq.Add(1)
+	w.clock.begin()
+	defer w.clock.end()
 	return w.ResponseWriter.Write(b)
 }
 
@@ -192,8 +241,8 @@ func (w *stallWriter) Flush() { _ = w.FlushError() }
 
 // FlushError flushes and reports the error, for http.ResponseController.
 func (w *stallWriter) FlushError() error {
-	w.begin()
-	defer w.seq.Add(1)
+	w.clock.begin()
+	defer w.clock.end()
 	return http.NewResponseController(w.ResponseWriter).Flush()
 }
 
