@@ -411,8 +411,15 @@ func (s *Server) httpServer(handler http.Handler) *http.Server {
 		HTTP2: &http.HTTP2Config{
 			MaxConcurrentStreams:      cfg.MaxStreams,
 			MaxDecoderHeaderTableSize: 16 << 10,
-			SendPingTimeout:           max(cfg.KeepaliveInterval, 0),
-			PingTimeout:               cfg.KeepaliveTimeout,
+			// The windows and frames a client may send are sized for
+			// requests of at most service.MaxRequestBytes, not
+			// net/http's 1 MiB defaults: a connection buffers at most
+			// 64 KiB that no handler has read yet.
+			MaxReceiveBufferPerConnection: receiveWindowPerConnection,
+			MaxReceiveBufferPerStream:     receiveWindowPerStream,
+			MaxReadFrameSize:              maxReadFrameSize,
+			SendPingTimeout:               max(cfg.KeepaliveInterval, 0),
+			PingTimeout:                   cfg.KeepaliveTimeout,
 			// No WriteByteTimeout: it arms a timer around every write to
 			// the socket; the stall guard closes a connection whose
 			// writes stay blocked (newStallGuard).
@@ -420,6 +427,17 @@ func (s *Server) httpServer(handler http.Handler) *http.Server {
 		ErrorLog: slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelDebug),
 	}
 }
+
+// The HTTP/2 settings the server advertises for what clients send: the
+// protocol's initial windows (RFC 9113, 6.9.2) and its smallest largest
+// frame (4.2). A stream's window is not set below the initial one: a client
+// may send up to the initial window before it has read the server's
+// SETTINGS, and net/http would reset its stream with FLOW_CONTROL_ERROR.
+const (
+	receiveWindowPerConnection = 65535
+	receiveWindowPerStream     = 65535
+	maxReadFrameSize           = 16 << 10
+)
 
 // withDefaults fills the zero fields of cfg.
 func withDefaults(cfg Config) Config {

@@ -632,3 +632,68 @@ func TestDeniedConnectionShare(t *testing.T) {
 	})
 	dialH2(t, f.socket)
 }
+
+// TestAdvertisedSettings: the server advertises the protocol's initial
+// windows and its smallest frames, enough for requests of at most 4 KiB, so
+// that a client cannot have it buffer
+// net/http's default 1 MiB per connection that no handler reads.
+func TestAdvertisedSettings(t *testing.T) {
+	f := start(t, server.Config{}, false, samplePods()...)
+	conn, err := net.Dial("unix", f.socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(testTimeout))
+	if _, err := io.WriteString(conn, http2.ClientPreface); err != nil {
+		t.Fatal(err)
+	}
+	fr := http2.NewFramer(conn, conn)
+	if err := fr.WriteSettings(); err != nil {
+		t.Fatal(err)
+	}
+	// The answer to this PING comes after every frame the server sends
+	// when a connection starts.
+	if err := fr.WritePing(false, [8]byte{1}); err != nil {
+		t.Fatal(err)
+	}
+	settings := map[http2.SettingID]uint32{}
+	var connWindowRaise uint32
+	for {
+		fm, err := fr.ReadFrame()
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch fm := fm.(type) {
+		case *http2.SettingsFrame:
+			if !fm.IsAck() {
+				fm.ForeachSetting(func(s http2.Setting) error { settings[s.ID] = s.Val; return nil })
+				if err := fr.WriteSettingsAck(); err != nil {
+					t.Fatal(err)
+				}
+			}
+		case *http2.WindowUpdateFrame:
+			if fm.StreamID == 0 {
+				connWindowRaise += fm.Increment
+			}
+		}
+		if p, ok := fm.(*http2.PingFrame); ok && p.IsAck() {
+			break
+		}
+	}
+	for _, want := range []struct {
+		id  http2.SettingID
+		val uint32
+	}{
+		{http2.SettingInitialWindowSize, 65535},
+		{http2.SettingMaxFrameSize, 16 << 10},
+		{http2.SettingMaxConcurrentStreams, server.DefaultMaxStreams},
+	} {
+		if got, ok := settings[want.id]; !ok || got != want.val {
+			t.Errorf("%v = %d (sent %v), want %d", want.id, got, ok, want.val)
+		}
+	}
+	if connWindowRaise != 0 {
+		t.Errorf("the server raised the connection's window by %d; want the protocol's 65,535 bytes", connWindowRaise)
+	}
+}
