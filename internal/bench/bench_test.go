@@ -74,6 +74,9 @@ func TestRunTiny(t *testing.T) {
 			}
 		}
 	}
+	if r := res.row("paced:empty", ImplFloorRPC, 0, 1); r == nil || r.Requests < 2 {
+		t.Errorf("no paced measurement of the empty RPC: %+v", r)
+	}
 	if len(res.Storms) != 2 || res.Storms[0].SyncP99Ms <= 0 {
 		t.Errorf("sync storms: %+v, want one of ours and one of A", res.Storms)
 	}

@@ -370,6 +370,19 @@ func runBench(ctx context.Context, o Options, stdout, stderr io.Writer) error {
 				c.stop()
 			}
 		}
+		// The floor of a paced call on our transport: an empty connect RPC.
+		if c, err := startChild(ctx, co, ImplFloorRPC, 0); err != nil {
+			fail("start floor-rpc", err)
+		} else {
+			r, err := load(ctx, c, grpcUnary(c.socket, methodEmpty, "", nil), 1, o.PacedDuration, minCount, 1_000_000, pace)
+			if err != nil {
+				fail("floor-rpc paced:empty", err)
+			} else {
+				res.Rows = append(res.Rows, Row{Op: "paced:empty", Impl: ImplFloorRPC, K: 1, loadResult: r})
+				logf("%-9s %-17s %g/s  median %9.1fµs  p99 %9.1fµs  cpu %8.1fµs/req", ImplFloorRPC, "paced:empty", o.PacedRate, r.MedianUs, r.P99Us, r.CPUUs)
+			}
+			c.stop()
+		}
 	}
 
 	// Floors: an empty RPC on our transport, and the same bytes as each of
