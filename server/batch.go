@@ -2,6 +2,7 @@ package server
 
 import (
 	"net/http"
+	"strings"
 
 	"github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1/podsv1alpha1connect"
 	"github.com/podsapi/podsapi/gen/v1alpha1/v1alpha1connect"
@@ -21,8 +22,37 @@ func batchWatchFlushes(next http.Handler) http.Handler {
 			return
 		}
 		b := &batchWriter{ResponseWriter: w, rc: http.NewResponseController(w)}
-		next.ServeHTTP(b, r.WithContext(service.WithBatcher(r.Context(), b)))
+		var batcher service.Batcher = b
+		if binaryStreams[strings.ToLower(r.Header.Get("Content-Type"))] {
+			batcher = envelopeWriter{b}
+		}
+		next.ServeHTTP(b, r.WithContext(service.WithBatcher(r.Context(), batcher)))
 	})
+}
+
+// binaryStreams are the content types of the streams whose messages connect
+// encodes with its binary protobuf codec, in the envelopes of gRPC, gRPC-Web
+// and the Connect protocol: the watches of these alone may write messages
+// they framed themselves (service.EnvelopeWriter). Messages in JSON are
+// encoded by connect alone.
+var binaryStreams = map[string]bool{
+	"application/grpc":           true,
+	"application/grpc+proto":     true,
+	"application/grpc-web":       true,
+	"application/grpc-web+proto": true,
+	"application/connect+proto":  true,
+}
+
+// envelopeWriter is the batchWriter of a watch whose messages are binary
+// protobuf: it also writes messages the watch framed itself, straight to the
+// response, as one write however many they are.
+type envelopeWriter struct{ *batchWriter }
+
+// WriteEnvelopes writes b, whole enveloped messages, to the response body.
+// The flushes stay held as the watch asked.
+func (e envelopeWriter) WriteEnvelopes(b []byte) error {
+	_, err := e.ResponseWriter.Write(b)
+	return err
 }
 
 // batchWriter holds back flushes between hold and release. Only the watch's
