@@ -13,8 +13,10 @@ import (
 // WatchPods can write the events a watcher has queued with one flush instead
 // of one per event: connect flushes after every message it sends, which costs
 // a write to the socket per event when a watcher has several events waiting.
-// The watch holds and releases the flushes through service.Batcher. Other
-// procedures pass through untouched.
+// The watch holds and releases the flushes through service.Batcher. A watch
+// in binary protobuf may also write its snapshot, framed and shared by every
+// watcher starting with it, in a few large writes that bypass connect
+// (service.EnvelopeWriter). Other procedures pass through untouched.
 func batchWatchFlushes(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != podsv1alpha1connect.PodsWatchPodsProcedure && r.URL.Path != v1alpha1connect.PodsWatchPodsProcedure {
