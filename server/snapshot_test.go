@@ -368,7 +368,7 @@ func expectEnd(resp *http.Response, p snapshotProtocol, code int, name string) (
 // ends before INITIAL_SYNC_COMPLETE with FELL_BEHIND in each protocol's way,
 // after whole messages only.
 func TestSnapshotFellBehind(t *testing.T) {
-	const pods = 400 // about 1.2 MB of events: several chunks
+	const pods = 400 // about 1.2 MB of events: many chunks
 	var initial []*corev1.Pod
 	for i := range pods {
 		initial = append(initial, podstest.Pod("default", fmt.Sprintf("pod-%03d", i), i))

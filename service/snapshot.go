@@ -16,8 +16,11 @@ const envelopeLen = 5
 // snapshotChunk is about the most bytes of framed events a watch writes at
 // once (a chunk ends after the event that reaches it). Between chunks the
 // watch checks whether it fell behind or its client left, as it does between
-// events when it sends them one at a time.
-const snapshotChunk = 256 << 10
+// events when it sends them one at a time. It is the default HTTP/2 window
+// of grpc-go clients, and keeps each write short enough that the stall guard
+// (--write-stall-timeout) still tells a client that stopped reading from a
+// slow one: larger chunks measured no faster (1000 pods, 100 watchers).
+const snapshotChunk = 64 << 10
 
 // maxSnapshots bounds the number of framed snapshots kept for one store
 // version: one per wire, field mask and selection.
