@@ -411,3 +411,44 @@ func TestSnapshotFellBehind(t *testing.T) {
 		})
 	}
 }
+
+// TestSnapshotBounded watches with more distinct field masks than snapshots
+// are kept for one store version: the watches beyond the bound send their
+// events one at a time, and receive the same snapshot.
+func TestSnapshotBounded(t *testing.T) {
+	const kept = 16 // the bound of the service
+	pods := samplePods()
+	reg := prometheus.NewRegistry()
+	f := start(t, server.Config{Registry: reg, QPS: -1}, false, pods...)
+	paths := []string{"status.phase", "status.podIP", "metadata.labels", "metadata.annotations", "spec.nodeName", "status.hostIP"}
+	var masks []string
+	for i, a := range paths {
+		masks = append(masks, a)
+		for _, b := range paths[i+1:] {
+			masks = append(masks, a+","+b)
+		}
+	}
+	masks = append(masks[:kept+1], masks[0]) // one more than kept, then the first again
+	c := clientKinds[0].dial(t, f.socket)
+	view := func(name string) float64 {
+		return metricValue(t, reg, name, map[string]string{"view": "snapshot"})
+	}
+	for i, mask := range masks {
+		w, err := c.Watch(ctx(t), http.Header{"X-Kubernetes-Fieldmask": {mask}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for j, p := range pods {
+			ev := recv(t, w)
+			if ev.GetType() != podsv1alpha1.EventType_EVENT_TYPE_ADDED || ev.GetPod().GetMetadata().GetName() != p.Name {
+				t.Fatalf("watch %d (%s): event %d is %v of %q, want ADDED of %q", i, mask, j, ev.GetType(), ev.GetPod().GetMetadata().GetName(), p.Name)
+			}
+		}
+		if ev := recv(t, w); ev.GetType() != podsv1alpha1.EventType_EVENT_TYPE_INITIAL_SYNC_COMPLETE {
+			t.Fatalf("watch %d (%s): %v after the snapshot, want INITIAL_SYNC_COMPLETE", i, mask, ev.GetType())
+		}
+	}
+	if computes, hits := view("podsapi_view_computes_total"), view("podsapi_view_cache_hits_total"); computes != kept || hits != 1 {
+		t.Fatalf("snapshots built %v times and reused %v times, want %d and 1", computes, hits, kept)
+	}
+}
