@@ -299,6 +299,10 @@ func openWatch(ctx context.Context, c *http.Client, w snapshotWatch, p snapshotP
 	}
 	hreq.Header.Set("Content-Type", p.contentType)
 	hreq.Header.Set("Te", "trailers")
+	// Clients may accept gzip, as connect-go's do by default: the server
+	// still never compresses.
+	hreq.Header.Set("Grpc-Accept-Encoding", "gzip")
+	hreq.Header.Set("Connect-Accept-Encoding", "gzip")
 	if w.mask != "" {
 		hreq.Header.Set("X-Kubernetes-Fieldmask", w.mask)
 	}
