@@ -34,3 +34,24 @@ type noBatcher struct{}
 
 func (noBatcher) Hold()    {}
 func (noBatcher) Release() {}
+
+// EnvelopeWriter is what a watch asks of its transport to send a snapshot as
+// a few large writes instead of one write per event: to write messages the
+// watch has framed itself straight to the response body, without connect's
+// copy. Each message is in the 5-byte envelope that gRPC, gRPC-Web and the
+// Connect protocol's streams share: a flags byte of 0 (not compressed, not
+// an end of stream), then the message's length as a big-endian uint32.
+//
+// The server's transport offers it, as a method of the Batcher it puts in
+// the context (WithBatcher), only to watches whose messages travel as binary
+// protobuf, which the watch then frames exactly as connect's codec would.
+// The Pods handlers never compress a response (HandlerOptions), so connect
+// frames every message so too. The watch sends its first event through
+// connect, which writes the response headers with it and so knows that the
+// body has begun: whatever ends the stream later, connect ends it with the
+// protocol's trailers.
+type EnvelopeWriter interface {
+	// WriteEnvelopes writes b, whole enveloped messages, to the response
+	// body, behind what connect has written.
+	WriteEnvelopes(b []byte) error
+}

@@ -24,6 +24,9 @@ var (
 	errShuttingDown = errinfo.New(connect.CodeUnavailable, errinfo.ShuttingDown,
 		errors.New("the server is shutting down: reconnect and watch again"), nil)
 	errEncoding = connect.NewError(connect.CodeInternal, errors.New("the server could not encode a pod"))
+	// errWrite ends a watch whose events could not be written while its
+	// client was still there (a client that left ends with CANCELED).
+	errWrite = connect.NewError(connect.CodeUnavailable, errors.New("the server could not write the watch's events: watch again"))
 )
 
 // errNotFound is returned by GetPod for an unknown UID.

@@ -32,14 +32,15 @@ type viewKind int
 
 // The kinds of shared views.
 const (
-	viewMask  viewKind = iota // a pod version trimmed by a field mask
-	viewWatch                 // a framed watch event of a pod version, type and mask
-	viewList                  // a ListPods response of a store version and mask
+	viewMask     viewKind = iota // a pod version trimmed by a field mask
+	viewWatch                    // a framed watch event of a pod version, type and mask
+	viewList                     // a ListPods response of a store version and mask
+	viewSnapshot                 // the framed snapshot of a watch of a store version, mask, selection and wire
 	numViews
 )
 
 // viewLabels are the values of the view label, by kind.
-var viewLabels = [numViews]string{"mask", "watch", "list"}
+var viewLabels = [numViews]string{"mask", "watch", "list", "snapshot"}
 
 // NewMetrics creates the metrics of the Pods API and registers them with reg.
 func NewMetrics(reg prometheus.Registerer) *Metrics {
@@ -59,7 +60,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	}
 	computes := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "podsapi_view_computes_total",
-		Help: "Number of shared views computed, by kind: mask (a pod version trimmed by a field mask), watch (a framed watch event) and list (a ListPods response of a store version and mask).",
+		Help: "Number of shared views computed, by kind: mask (a pod version trimmed by a field mask), watch (a framed watch event), list (a ListPods response of a store version and mask) and snapshot (the framed snapshot of a new watch of a store version, mask, selection and wire).",
 	}, []string{"view"})
 	hits := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "podsapi_view_cache_hits_total",

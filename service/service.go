@@ -76,7 +76,9 @@ type handler struct {
 	shutdown <-chan struct{}
 	logger   *slog.Logger
 	lists    listCache
-	progress *progressClock
+	// snapshots are the framed snapshots of new watches.
+	snapshots snapshotCache
+	progress  *progressClock
 }
 
 // newHandler returns a handler of s configured by opts.
@@ -218,12 +220,12 @@ func (h podsHandler) WatchPods(ctx context.Context, req *connect.Request[podsv1a
 	// events share one.
 	resp := &podsv1alpha1.PodWatchResponse{}
 	var revVersion uint64
-	return h.watch(ctx, typedEvents, opts, func(ev []byte, version uint64) error {
+	return h.watch(ctx, typedEvents, opts, newWatchWire(stream.Send, func(ev []byte, version uint64) *podsv1alpha1.PodWatchResponse {
 		if resp.Revision == "" || version != revVersion {
 			resp.Revision, revVersion = h.store.Revision(version), version
 		}
-		return stream.Send(withRaw(resp, ev))
-	})
+		return withRaw(resp, ev)
+	}))
 }
 
 // view returns the encoding of p trimmed by pr's mask, computed once per pod

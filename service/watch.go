@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"connectrpc.com/connect"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/podsapi/podsapi/store"
 )
@@ -30,11 +31,33 @@ type watchOptions struct {
 	revisions bool
 }
 
+// watchWire is how the messages of one wire's watch carry its events.
+type watchWire struct {
+	// send sends the message of the event ev at store version version
+	// through connect, and is done with ev when it returns.
+	send func(ev []byte, version uint64) error
+	// appendMessage appends to b the message of the event ev at store
+	// version version, encoded as connect's binary codec encodes it.
+	appendMessage func(b, ev []byte, version uint64) ([]byte, error)
+}
+
+// newWatchWire returns the watchWire of a wire whose stream sends with send
+// the message that message returns for an event and store version.
+func newWatchWire[M proto.Message](send func(M) error, message func(ev []byte, version uint64) M) watchWire {
+	return watchWire{
+		send: func(ev []byte, version uint64) error { return send(message(ev, version)) },
+		appendMessage: func(b, ev []byte, version uint64) ([]byte, error) {
+			// connect's binary codec marshals with these options.
+			return proto.MarshalOptions{}.MarshalAppend(b, message(ev, version))
+		},
+	}
+}
+
 // watch streams the selected pods (or the changes after opts.resumeFrom),
-// the sync marker, then every change, each framed by f and written with send
-// together with the store version it reflects. send must be done with its
-// argument when it returns.
-func (h *handler) watch(ctx context.Context, f framing, opts watchOptions, send func(ev []byte, version uint64) error) error {
+// the sync marker, then every change, each framed by f and sent through
+// wire together with the store version it reflects.
+func (h *handler) watch(ctx context.Context, f framing, opts watchOptions, wire watchWire) error {
+	send := wire.send
 	mask := maskFrom(ctx)
 	if mask != nil {
 		var err error
@@ -85,16 +108,8 @@ func (h *handler) watch(ctx context.Context, f framing, opts watchOptions, send 
 	// watch wakes up.
 	batch := batcherFrom(ctx)
 	batch.Hold()
-	for _, p := range snapshot {
-		if !opts.sel.matches(p) {
-			continue
-		}
-		if err := h.check(ctx, w, fellBehind); err != nil {
-			return err
-		}
-		if err := h.send(ctx, f, send, store.Added, p, pr, last); err != nil {
-			return err
-		}
+	if err := h.sendSnapshot(ctx, f, wire, w, snapshot, pr, opts.sel, last, fellBehind); err != nil {
+		return err
 	}
 	for _, ev := range replay {
 		if err := h.check(ctx, w, fellBehind); err != nil {
@@ -207,6 +222,16 @@ func (h *handler) checkLive(ctx context.Context) error {
 // shared by every watcher; the pod's view inside it is shared by both
 // framings.
 func (h *handler) send(ctx context.Context, f framing, send func([]byte, uint64) error, t store.EventType, p *store.Pod, pr *projection, version uint64) error {
+	ev, err := h.event(f, t, p, pr)
+	if err != nil {
+		return err
+	}
+	return sendErr(ctx, send(ev, version))
+}
+
+// event returns the event of type t about p framed by f, built once per pod
+// version, event type, mask and framing.
+func (h *handler) event(f framing, t store.EventType, p *store.Pod, pr *projection) ([]byte, error) {
 	built := false
 	ev, err := p.View(pr.events[f.id][t], func([]byte) ([]byte, error) {
 		built = true
@@ -217,10 +242,7 @@ func (h *handler) send(ctx context.Context, f framing, send func([]byte, uint64)
 		return f.event(t, v), nil
 	})
 	h.metrics.viewUsed(viewWatch, built)
-	if err != nil {
-		return err
-	}
-	return sendErr(ctx, send(ev, version))
+	return ev, err
 }
 
 // sameView reports whether two versions of a pod look the same through pr.

@@ -1,0 +1,458 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+	corev1 "k8s.io/api/core/v1"
+
+	podsv1alpha1 "github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1"
+	"github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1/podsv1alpha1connect"
+	"github.com/podsapi/podsapi/gen/v1alpha1"
+	"github.com/podsapi/podsapi/gen/v1alpha1/v1alpha1connect"
+	"github.com/podsapi/podsapi/internal/h2c"
+	"github.com/podsapi/podsapi/internal/podstest"
+	"github.com/podsapi/podsapi/server"
+	"github.com/podsapi/podsapi/service"
+	"github.com/podsapi/podsapi/store"
+)
+
+// snapshotProtocol is one protocol and codec a watch can be called with.
+type snapshotProtocol struct {
+	name        string
+	contentType string
+	json        bool
+	// binary says the server frames the snapshot itself, shared.
+	binary bool
+}
+
+var snapshotProtocols = []snapshotProtocol{
+	{name: "grpc", contentType: "application/grpc", binary: true},
+	{name: "grpc-web", contentType: "application/grpc-web+proto", binary: true},
+	{name: "connect", contentType: "application/connect+proto", binary: true},
+	// JSON is encoded by connect alone, one event at a time.
+	{name: "connect-json", contentType: "application/connect+json", json: true},
+}
+
+// snapshotWatch is one kind of watch of TestSnapshotShared.
+type snapshotWatch struct {
+	name    string
+	path    string
+	req     proto.Message
+	mask    string
+	newResp func() proto.Message
+	synced  func(proto.Message) bool
+}
+
+func typedWatch(name string, req *podsv1alpha1.PodWatchRequest, mask string) snapshotWatch {
+	return snapshotWatch{
+		name: name, path: podsv1alpha1connect.PodsWatchPodsProcedure, req: req, mask: mask,
+		newResp: func() proto.Message { return &podsv1alpha1.PodWatchResponse{} },
+		synced: func(m proto.Message) bool {
+			return m.(*podsv1alpha1.PodWatchResponse).GetType() == podsv1alpha1.EventType_EVENT_TYPE_INITIAL_SYNC_COMPLETE
+		},
+	}
+}
+
+func kubeletWatch(name, mask string) snapshotWatch {
+	return snapshotWatch{
+		name: name, path: v1alpha1connect.PodsWatchPodsProcedure, req: &v1alpha1.WatchPodsRequest{}, mask: mask,
+		newResp: func() proto.Message { return &v1alpha1.WatchPodsEvent{} },
+		synced: func(m proto.Message) bool {
+			return m.(*v1alpha1.WatchPodsEvent).GetType() == v1alpha1.EventType_INITIAL_SYNC_COMPLETE
+		},
+	}
+}
+
+// snapshotWatches are the watches of TestSnapshotShared: both wires, whole
+// and masked pods, and a selection. Each is a distinct shared snapshot.
+var snapshotWatches = []snapshotWatch{
+	typedWatch("typed", &podsv1alpha1.PodWatchRequest{}, ""),
+	typedWatch("typed-masked", &podsv1alpha1.PodWatchRequest{}, "status.phase, status.podIP"),
+	typedWatch("typed-selected", &podsv1alpha1.PodWatchRequest{Namespace: "ns-1"}, ""),
+	kubeletWatch("kubelet", ""),
+	kubeletWatch("kubelet-masked", "status.phase"),
+}
+
+// TestSnapshotShared starts several watchers of each kind at once, with each
+// protocol, and checks that every one receives, message for message and byte
+// for byte, the snapshot the service sends one event at a time through
+// connect when it is served without the server's transport; that the
+// snapshot of each kind is built once for all its watchers of the binary
+// protocols; and that a watch whose snapshot was written in one piece still
+// ends with its protocol's status.
+func TestSnapshotShared(t *testing.T) {
+	const watchers = 3
+	st := store.New()
+	for i := range 400 {
+		st.Upsert(podstest.Pod(fmt.Sprintf("ns-%d", i%3), fmt.Sprintf("pod-%03d", i), i))
+	}
+	st.MarkSynced()
+
+	reg := prometheus.NewRegistry()
+	sock := podstest.SocketPath(t)
+	srv, err := server.New(st, server.Config{Socket: sock, Registry: reg, QPS: -1, Logger: slog.New(slog.NewTextHandler(t.Output(), nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(sctx) }()
+	ref := serveReference(t, st)
+
+	type result struct {
+		msgs [][]byte
+		resp *http.Response
+		err  error
+	}
+	type call struct {
+		w snapshotWatch
+		p snapshotProtocol
+	}
+	real, plain := podstest.HTTPClient(t, sock), podstest.HTTPClient(t, ref)
+	var calls []call
+	for _, w := range snapshotWatches {
+		for _, p := range snapshotProtocols {
+			calls = append(calls, call{w, p})
+		}
+	}
+	want := make([][][]byte, len(calls))
+	for i, c := range calls {
+		msgs, resp, err := watchRaw(ctx(t), plain, c.w, c.p)
+		if err != nil {
+			t.Fatalf("%s %s from the plain handler: %v", c.w.name, c.p.name, err)
+		}
+		resp.Body.Close()
+		want[i] = msgs
+	}
+
+	// Every watcher starts at once.
+	got := make([][]result, len(calls))
+	begin := make(chan struct{})
+	var wg sync.WaitGroup
+	for i, c := range calls {
+		got[i] = make([]result, watchers)
+		for j := range watchers {
+			wg.Go(func() {
+				<-begin
+				r := &got[i][j]
+				r.msgs, r.resp, r.err = watchRaw(ctx(t), real, c.w, c.p)
+			})
+		}
+	}
+	close(begin)
+	wg.Wait()
+	for i, c := range calls {
+		for j, r := range got[i] {
+			if r.err != nil {
+				t.Fatalf("%s %s watcher %d: %v", c.w.name, c.p.name, j, r.err)
+			}
+			defer r.resp.Body.Close()
+			if len(r.msgs) != len(want[i]) {
+				t.Fatalf("%s %s watcher %d: %d messages to the sync, want %d", c.w.name, c.p.name, j, len(r.msgs), len(want[i]))
+			}
+			for k := range r.msgs {
+				if !bytes.Equal(r.msgs[k], want[i][k]) {
+					t.Fatalf("%s %s watcher %d: message %d differs from the one sent one event at a time:\n got %x\nwant %x", c.w.name, c.p.name, j, k, r.msgs[k][:min(len(r.msgs[k]), 64)], want[i][k][:min(len(want[i][k]), 64)])
+				}
+			}
+		}
+	}
+
+	// One snapshot per kind of watch, shared by its watchers of the binary
+	// protocols.
+	binary := 0
+	for _, p := range snapshotProtocols {
+		if p.binary {
+			binary++
+		}
+	}
+	view := func(name string) float64 {
+		return metricValue(t, reg, name, map[string]string{"view": "snapshot"})
+	}
+	kinds := len(snapshotWatches)
+	if computes, hits := view("podsapi_view_computes_total"), view("podsapi_view_cache_hits_total"); computes != float64(kinds) || hits != float64(kinds*(binary*watchers-1)) {
+		t.Fatalf("snapshots built %v times and reused %v times, want %d and %d", computes, hits, kinds, kinds*(binary*watchers-1))
+	}
+
+	// The server's shutdown ends the watches, after their snapshots, with
+	// UNAVAILABLE in each protocol's way.
+	stop()
+	for i, c := range calls {
+		for j, r := range got[i] {
+			if _, err := expectEnd(r.resp, c.p, 14, "unavailable"); err != nil {
+				t.Fatalf("%s %s watcher %d: %v", c.w.name, c.p.name, j, err)
+			}
+		}
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("Serve: %v", err)
+	}
+}
+
+// serveReference serves the Pods handlers of both wires of st on a fresh
+// socket, as connect alone serves them: without the server's transport, each
+// watch sends its events one at a time. It returns the socket.
+func serveReference(t *testing.T, st *store.Store) string {
+	t.Helper()
+	h := service.NewHandlers(st)
+	opts := service.HandlerOptions(service.FieldMasks())
+	mux := http.NewServeMux()
+	mux.Handle(podsv1alpha1connect.NewPodsHandler(h.Pods, opts...))
+	mux.Handle(v1alpha1connect.NewPodsHandler(h.Kubelet, opts...))
+	protocols := new(http.Protocols)
+	protocols.SetHTTP1(true)
+	protocols.SetUnencryptedHTTP2(true)
+	srv := &http.Server{Handler: mux, Protocols: protocols}
+	sock := podstest.SocketPath(t)
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		srv.Serve(l)
+	}()
+	t.Cleanup(func() {
+		srv.Close()
+		<-done
+	})
+	return sock
+}
+
+// watchRaw calls w with protocol p and returns the messages of the response,
+// each with its 5-byte prefix, up to and including INITIAL_SYNC_COMPLETE,
+// and the response, whose body is left to read.
+func watchRaw(ctx context.Context, c *http.Client, w snapshotWatch, p snapshotProtocol) ([][]byte, *http.Response, error) {
+	resp, err := openWatch(ctx, c, w, p)
+	if err != nil {
+		return nil, nil, err
+	}
+	var msgs [][]byte
+	for {
+		msg, err := readEnvelope(resp.Body)
+		if err != nil {
+			resp.Body.Close()
+			return nil, nil, fmt.Errorf("after %d messages: %w", len(msgs), err)
+		}
+		if msg[0] != 0 {
+			resp.Body.Close()
+			return nil, nil, fmt.Errorf("message %d has flags %#x before the sync", len(msgs), msg[0])
+		}
+		msgs = append(msgs, msg)
+		synced, err := w.isSynced(msg, p)
+		if err != nil {
+			resp.Body.Close()
+			return nil, nil, fmt.Errorf("message %d: %w", len(msgs)-1, err)
+		}
+		if synced {
+			return msgs, resp, nil
+		}
+	}
+}
+
+// isSynced reports whether msg, with its prefix, is INITIAL_SYNC_COMPLETE.
+func (w snapshotWatch) isSynced(msg []byte, p snapshotProtocol) (bool, error) {
+	m := w.newResp()
+	var err error
+	if p.json {
+		err = protojson.Unmarshal(msg[5:], m)
+	} else {
+		err = proto.Unmarshal(msg[5:], m)
+	}
+	return err == nil && w.synced(m), err
+}
+
+// openWatch calls w with protocol p and returns the response, whose body is
+// left to read.
+func openWatch(ctx context.Context, c *http.Client, w snapshotWatch, p snapshotProtocol) (*http.Response, error) {
+	var req []byte
+	var err error
+	if p.json {
+		req, err = protojson.Marshal(w.req)
+	} else {
+		req, err = proto.Marshal(w.req)
+	}
+	if err != nil {
+		return nil, err
+	}
+	body := binary.BigEndian.AppendUint32([]byte{0}, uint32(len(req)))
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, h2c.BaseURL+w.path, bytes.NewReader(append(body, req...)))
+	if err != nil {
+		return nil, err
+	}
+	hreq.Header.Set("Content-Type", p.contentType)
+	hreq.Header.Set("Te", "trailers")
+	// Clients may accept gzip, as connect-go's do by default: the server
+	// still never compresses.
+	hreq.Header.Set("Grpc-Accept-Encoding", "gzip")
+	hreq.Header.Set("Connect-Accept-Encoding", "gzip")
+	if w.mask != "" {
+		hreq.Header.Set("X-Kubernetes-Fieldmask", w.mask)
+	}
+	resp, err := c.Do(hreq)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != p.contentType {
+		resp.Body.Close()
+		return nil, fmt.Errorf("status %d, content type %q", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	return resp, nil
+}
+
+// readEnvelope reads one message with its 5-byte prefix.
+func readEnvelope(r io.Reader) ([]byte, error) {
+	prefix := make([]byte, 5)
+	if _, err := io.ReadFull(r, prefix); err != nil {
+		return nil, err
+	}
+	n := binary.BigEndian.Uint32(prefix[1:])
+	if n > podstest.MaxMessageBytes {
+		return nil, fmt.Errorf("message of %d bytes", n)
+	}
+	msg := make([]byte, 5+int(n))
+	copy(msg, prefix)
+	if _, err := io.ReadFull(r, msg[5:]); err != nil {
+		return nil, err
+	}
+	return msg, nil
+}
+
+// expectEnd reads the rest of a watch and checks that it ends with the gRPC
+// code code (named name in the Connect protocol) as protocol p says it. It
+// returns the messages read before the end.
+func expectEnd(resp *http.Response, p snapshotProtocol, code int, name string) ([][]byte, error) {
+	var msgs [][]byte
+	for {
+		msg, err := readEnvelope(resp.Body)
+		switch {
+		case errors.Is(err, io.EOF) && p.name == "grpc":
+			if got := resp.Trailer.Get("Grpc-Status"); got != strconv.Itoa(code) {
+				return msgs, fmt.Errorf("grpc-status %q, want %d (%s)", got, code, name)
+			}
+			return msgs, nil
+		case err != nil:
+			return msgs, fmt.Errorf("no end of stream: %w", err)
+		case msg[0] == 0x80 && p.name == "grpc-web":
+			if !strings.Contains(strings.ToLower(string(msg[5:])), fmt.Sprintf("grpc-status: %d\r\n", code)) {
+				return msgs, fmt.Errorf("trailers %q, want grpc-status %d (%s)", msg[5:], code, name)
+			}
+			return msgs, nil
+		case msg[0] == 0x02 && strings.HasPrefix(p.name, "connect"):
+			if !strings.Contains(string(msg[5:]), fmt.Sprintf(`"code":%q`, name)) {
+				return msgs, fmt.Errorf("end of stream %s, want code %s", msg[5:], name)
+			}
+			return msgs, nil
+		case msg[0] != 0:
+			return msgs, fmt.Errorf("message with flags %#x", msg[0])
+		}
+		msgs = append(msgs, msg)
+	}
+}
+
+// TestSnapshotFellBehind drops a watcher whose client stopped reading in the
+// middle of its snapshot: the watch checks between the chunks it writes, and
+// ends before INITIAL_SYNC_COMPLETE with FELL_BEHIND in each protocol's way,
+// after whole messages only.
+func TestSnapshotFellBehind(t *testing.T) {
+	const pods = 400 // about 1.2 MB of events: many chunks
+	var initial []*corev1.Pod
+	for i := range pods {
+		initial = append(initial, podstest.Pod("default", fmt.Sprintf("pod-%03d", i), i))
+	}
+	w := snapshotWatches[0]
+	for _, p := range snapshotProtocols {
+		t.Run(p.name, func(t *testing.T) {
+			f := start(t, server.Config{WatchQueue: 1, QPS: -1}, false, initial...)
+			// The client's flow-control windows hold 64 KiB: the server
+			// cannot write a whole chunk while the client does not read.
+			hc := podstest.HTTPClient(t, f.socket)
+			hc.Transport.(*http.Transport).HTTP2 = &http.HTTP2Config{
+				MaxReceiveBufferPerStream:     64 << 10,
+				MaxReceiveBufferPerConnection: 64 << 10,
+			}
+			resp, err := openWatch(ctx(t), hc, w, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			// The first event says the watch has its snapshot; two changes
+			// then overflow its queue of one.
+			if _, err := readEnvelope(resp.Body); err != nil {
+				t.Fatal(err)
+			}
+			f.store.Upsert(podstest.Pod("default", "new-1", 1000))
+			f.store.Upsert(podstest.Pod("default", "new-2", 1001))
+			msgs, err := expectEnd(resp, p, 8, "resource_exhausted")
+			if err != nil {
+				t.Fatalf("after %d more messages: %v", len(msgs), err)
+			}
+			if len(msgs)+1 >= pods {
+				t.Fatalf("%d events before FELL_BEHIND, want it within the snapshot of %d", len(msgs)+1, pods)
+			}
+			for i, msg := range msgs {
+				if synced, err := w.isSynced(msg, p); err != nil || synced {
+					t.Fatalf("message %d: synced %v, %v; want an ADDED event", i, synced, err)
+				}
+			}
+		})
+	}
+}
+
+// TestSnapshotBounded watches with more distinct field masks than snapshots
+// are kept for one store version: the watches beyond the bound send their
+// events one at a time, and receive the same snapshot.
+func TestSnapshotBounded(t *testing.T) {
+	const kept = 16 // the bound of the service
+	pods := samplePods()
+	reg := prometheus.NewRegistry()
+	f := start(t, server.Config{Registry: reg, QPS: -1}, false, pods...)
+	paths := []string{"status.phase", "status.podIP", "metadata.labels", "metadata.annotations", "spec.nodeName", "status.hostIP"}
+	var masks []string
+	for i, a := range paths {
+		masks = append(masks, a)
+		for _, b := range paths[i+1:] {
+			masks = append(masks, a+","+b)
+		}
+	}
+	masks = append(masks[:kept+1], masks[0]) // one more than kept, then the first again
+	c := clientKinds[0].dial(t, f.socket)
+	view := func(name string) float64 {
+		return metricValue(t, reg, name, map[string]string{"view": "snapshot"})
+	}
+	for i, mask := range masks {
+		w, err := c.Watch(ctx(t), http.Header{"X-Kubernetes-Fieldmask": {mask}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for j, p := range pods {
+			ev := recv(t, w)
+			if ev.GetType() != podsv1alpha1.EventType_EVENT_TYPE_ADDED || ev.GetPod().GetMetadata().GetName() != p.Name {
+				t.Fatalf("watch %d (%s): event %d is %v of %q, want ADDED of %q", i, mask, j, ev.GetType(), ev.GetPod().GetMetadata().GetName(), p.Name)
+			}
+		}
+		if ev := recv(t, w); ev.GetType() != podsv1alpha1.EventType_EVENT_TYPE_INITIAL_SYNC_COMPLETE {
+			t.Fatalf("watch %d (%s): %v after the snapshot, want INITIAL_SYNC_COMPLETE", i, mask, ev.GetType())
+		}
+	}
+	if computes, hits := view("podsapi_view_computes_total"), view("podsapi_view_cache_hits_total"); computes != kept || hits != 1 {
+		t.Fatalf("snapshots built %v times and reused %v times, want %d and 1", computes, hits, kept)
+	}
+}

@@ -1,0 +1,226 @@
+package service
+
+import (
+	"context"
+	"encoding/binary"
+	"math"
+	"sync"
+
+	"github.com/podsapi/podsapi/store"
+)
+
+// envelopeLen is the length of the prefix of every message of a stream: a
+// flags byte, then the message's length as a big-endian uint32.
+const envelopeLen = 5
+
+// snapshotChunk is about the most bytes of framed events a watch writes at
+// once (a chunk ends after the event that reaches it). Between chunks the
+// watch checks whether it fell behind or its client left, as it does between
+// events when it sends them one at a time. It is the default HTTP/2 window
+// of grpc-go clients, and keeps each write short enough that the stall guard
+// (--write-stall-timeout) still tells a client that stopped reading from a
+// slow one: larger chunks measured no faster (1000 pods, 100 watchers).
+const snapshotChunk = 64 << 10
+
+// maxSnapshots bounds the number of framed snapshots kept for one store
+// version: one per wire, field mask and selection.
+const maxSnapshots = 16
+
+// maxSnapshotBytes bounds the bytes of the framed snapshots kept for one
+// store version. A snapshot that would not fit is not built: its watchers
+// send their events one at a time, as they do without the transport's help.
+const maxSnapshotBytes = 64 << 20
+
+// framedSnapshot is the snapshot of a watch, built once per store version,
+// wire, field mask and selection and shared by every watcher starting then:
+// an ADDED event for every pod selected, in the store's order, each framed
+// as the message of its wire and enveloped, ready for the socket.
+type framedSnapshot struct {
+	// first is the first event, not framed: the watch sends it through
+	// connect, which writes the response headers with it.
+	first []byte
+	// rest are the other events, each an enveloped message.
+	rest []byte
+	// chunks are the ends of the chunks rest is written in, the last one
+	// len(rest); every chunk ends at the end of an event.
+	chunks []int
+}
+
+// snapshotCache keeps the framed snapshots of the latest store version a
+// watch started at. A watch starting at a newer version empties it.
+type snapshotCache struct {
+	mu      sync.Mutex
+	version uint64
+	bytes   int // of the snapshots of version, built or being built
+	entries map[string]*snapshotEntry
+}
+
+// snapshotEntry is one framed snapshot, built once; nil when it was not
+// built because it would not fit.
+type snapshotEntry struct {
+	once sync.Once
+	s    *framedSnapshot
+	err  error
+}
+
+// get returns the snapshot of version for key, building it with build at
+// most once per version and key. build asks reserve for the bytes of the
+// snapshot before it allocates them. get returns nil when no more snapshots
+// are kept for version, or when build found no room, and reports whether the
+// snapshot was built by this call.
+func (c *snapshotCache) get(version uint64, key string, build func(reserve func(n int) bool) (*framedSnapshot, error)) (s *framedSnapshot, built bool, err error) {
+	c.mu.Lock()
+	if c.version != version || c.entries == nil {
+		if version < c.version {
+			// A watch that started before the latest one: its snapshot
+			// is not kept.
+			c.mu.Unlock()
+			return nil, false, nil
+		}
+		c.version, c.bytes = version, 0
+		c.entries = make(map[string]*snapshotEntry)
+	}
+	e, ok := c.entries[key]
+	if !ok {
+		if len(c.entries) >= maxSnapshots {
+			c.mu.Unlock()
+			return nil, false, nil
+		}
+		e = &snapshotEntry{}
+		c.entries[key] = e
+	}
+	c.mu.Unlock()
+	e.once.Do(func() {
+		built = true
+		e.s, e.err = build(func(n int) bool { return c.reserve(version, n) })
+	})
+	return e.s, built && e.s != nil, e.err
+}
+
+// reserve counts n more bytes against the snapshots of version, and reports
+// whether they fit.
+func (c *snapshotCache) reserve(version uint64, n int) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.version != version || c.bytes+n > maxSnapshotBytes {
+		return false
+	}
+	c.bytes += n
+	return true
+}
+
+// sendSnapshot sends an ADDED event for every pod of the snapshot sel
+// selects, at store version version. With the transport's EnvelopeWriter it
+// writes the shared framed snapshot of version in chunks; otherwise, or when
+// the snapshot is not shared, it sends the events one at a time through
+// connect. Either way the client receives the same messages, and the watch
+// checks between writes whether it fell behind or its client left.
+func (h *handler) sendSnapshot(ctx context.Context, f framing, wire watchWire, w *store.Watcher, pods []*store.Pod, pr *projection, sel *selector, version uint64, fellBehind func() error) error {
+	if ew, ok := batcherFrom(ctx).(EnvelopeWriter); ok && len(pods) > 0 {
+		s, built, err := h.snapshots.get(version, f.name+"|"+pr.view+"|"+sel.cacheKey(), func(reserve func(int) bool) (*framedSnapshot, error) {
+			return h.frameSnapshot(f, wire, pods, pr, sel, version, reserve)
+		})
+		// A snapshot that failed to build is sent one event at a time,
+		// which ends the watch at the failing pod as it always has.
+		if err == nil && s != nil {
+			h.metrics.viewUsed(viewSnapshot, built)
+			return h.writeSnapshot(ctx, ew, wire, w, s, version, fellBehind)
+		}
+	}
+	for _, p := range pods {
+		if !sel.matches(p) {
+			continue
+		}
+		if err := h.check(ctx, w, fellBehind); err != nil {
+			return err
+		}
+		if err := h.send(ctx, f, wire.send, store.Added, p, pr, version); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeSnapshot sends s: its first event through connect, the others in
+// chunks through ew.
+func (h *handler) writeSnapshot(ctx context.Context, ew EnvelopeWriter, wire watchWire, w *store.Watcher, s *framedSnapshot, version uint64, fellBehind func() error) error {
+	if s.first == nil {
+		return nil
+	}
+	if err := h.check(ctx, w, fellBehind); err != nil {
+		return err
+	}
+	if err := sendErr(ctx, wire.send(s.first, version)); err != nil {
+		return err
+	}
+	start := 0
+	for _, end := range s.chunks {
+		if err := h.check(ctx, w, fellBehind); err != nil {
+			return err
+		}
+		if err := ew.WriteEnvelopes(s.rest[start:end]); err != nil {
+			return sendErr(ctx, errWrite)
+		}
+		start = end
+	}
+	return nil
+}
+
+// frameSnapshot builds the framed snapshot of the pods sel selects, or
+// returns nil when reserve finds no room for it.
+func (h *handler) frameSnapshot(f framing, wire watchWire, pods []*store.Pod, pr *projection, sel *selector, version uint64, reserve func(int) bool) (*framedSnapshot, error) {
+	var events [][]byte
+	size := 0
+	for _, p := range pods {
+		if !sel.matches(p) {
+			continue
+		}
+		ev, err := h.event(f, store.Added, p, pr)
+		if err != nil {
+			return nil, err
+		}
+		events = append(events, ev)
+		size += len(ev)
+	}
+	s := &framedSnapshot{}
+	if len(events) == 0 {
+		return s, nil
+	}
+	s.first = events[0]
+	events = events[1:]
+	size -= len(s.first)
+	// Every message of one snapshot wraps its event alike (the typed wire
+	// adds the same revision to each), so the first one tells the size of
+	// all.
+	msg, err := wire.appendMessage(nil, s.first, version)
+	if err != nil {
+		return nil, err
+	}
+	size += len(events) * (envelopeLen + len(msg) - len(s.first))
+	if !reserve(size) {
+		return nil, nil
+	}
+	b := make([]byte, 0, size)
+	chunk := 0
+	for _, ev := range events {
+		at := len(b)
+		b = append(b, make([]byte, envelopeLen)...)
+		if b, err = wire.appendMessage(b, ev, version); err != nil {
+			return nil, err
+		}
+		n := len(b) - at - envelopeLen
+		if uint64(n) > math.MaxUint32 {
+			return nil, errEncoding
+		}
+		binary.BigEndian.PutUint32(b[at+1:], uint32(n))
+		if len(b)-chunk >= snapshotChunk {
+			chunk = len(b)
+			s.chunks = append(s.chunks, chunk)
+		}
+	}
+	if chunk < len(b) {
+		s.chunks = append(s.chunks, len(b))
+	}
+	s.rest = b
+	return s, nil
+}
