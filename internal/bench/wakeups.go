@@ -43,7 +43,9 @@ type wakeupState struct {
 	Connections int    `json:"connections"`
 	Watchers    int    `json:"watchers"`
 	Threads     int    `json:"threads"`
-	// Seconds is the length of the window.
+	// Settle is how long the state was left alone before the window, and
+	// Seconds the length of the window.
+	Settle  float64 `json:"settleSeconds"`
 	Seconds float64 `json:"seconds"`
 	// Switches is the sum over the threads of voluntary_ctxt_switches and
 	// nonvoluntary_ctxt_switches (/proc/PID/task/*/status) over the window:
@@ -133,7 +135,7 @@ func measureWakeups(ctx context.Context, pid int, settle, window time.Duration) 
 		return w, err
 	}
 	sec := time.Since(t0).Seconds()
-	w.Seconds = sec
+	w.Settle, w.Seconds = settle.Seconds(), sec
 	w.Threads = s1.threads
 	w.Switches = max(s1.switches-s0.switches, 0)
 	w.WakeupsPerSec = float64(w.Switches) / sec
@@ -254,8 +256,7 @@ func runWakeups(ctx context.Context, o childOptions, impl string, pods int, sett
 // the last timers of the calls).
 const wakeupSettle = 2 * time.Second
 
-// switchesPerWake is the keepalive budget of one timer event in context
-// switches: an event wakes the netpoller's thread and a worker, and sysmon,
+// switchesPerWake is the budget of one keepalive in context switches: an event wakes the netpoller's thread and a worker, and sysmon,
 // which sleeps until the next timer, wakes with it and polls every 20 µs
 // while a P runs. The stall reaper's tick (the only timer of an idle server
 // without connections) measured 3 to 30 switches per tick on a 2-core
@@ -268,10 +269,18 @@ const switchesPerWake = 30
 const wakeupAllowance = 0.5
 
 // keepaliveBudget is the wakeups per second that the server's keepalives
-// may cause with conns connections: one ping per connection every
-// server.DefaultKeepaliveInterval.
-func keepaliveBudget(conns int) float64 {
-	return float64(conns) / server.DefaultKeepaliveInterval.Seconds() * switchesPerWake
+// may cause in the window of w: a connection is pinged after
+// server.DefaultKeepaliveInterval of silence, so each of w's connections,
+// silent since the settle began, is pinged at most once per interval of
+// the settle and the window. In the long run that is conns/60 pings per
+// second; a window that ends less than an interval after the connections
+// were last used holds no ping at all.
+func keepaliveBudget(w wakeupState) float64 {
+	if w.Seconds <= 0 {
+		return 0
+	}
+	pings := math.Floor((w.Settle + w.Seconds) / server.DefaultKeepaliveInterval.Seconds())
+	return float64(w.Connections) * pings * switchesPerWake / w.Seconds
 }
 
 // wakeupFloor returns the floor-rpc measurement of state, or nil.
@@ -295,7 +304,7 @@ func wakeupsBeyondKeepalives(r *Results) (float64, string) {
 		if w.Impl != ImplOurs || f == nil {
 			continue
 		}
-		x := w.WakeupsPerSec - f.WakeupsPerSec - keepaliveBudget(w.Connections)
+		x := w.WakeupsPerSec - f.WakeupsPerSec - keepaliveBudget(w)
 		if math.IsNaN(v) || x > v {
 			v, at = x, w.State
 		}
@@ -314,7 +323,7 @@ func wakeupsTable(r *Results) string {
 		diff, budget := "", ""
 		if f := r.wakeupFloor(w.State); w.Impl == ImplOurs && f != nil {
 			diff = fmt.Sprintf("%.2f", w.WakeupsPerSec-f.WakeupsPerSec)
-			budget = fmt.Sprintf("%.2f", keepaliveBudget(w.Connections))
+			budget = fmt.Sprintf("%.2f", keepaliveBudget(w))
 		}
 		fmt.Fprintf(&sb, "| %s | %s | %d | %d | %d | %.2f | %.2f | %.1f | %.1f | %s | %s |\n",
 			w.Impl, w.State, w.Connections, w.Watchers, w.Threads, w.WakeupsPerSec, w.TimeslicesPerSec, w.CPUUsPerSec, w.RunUsPerSec, diff, budget)
@@ -324,19 +333,23 @@ func wakeupsTable(r *Results) string {
 
 // wakeupsText explains the wakeup measurement and its target.
 func wakeupsText(r *Results) string {
-	return fmt.Sprintf(`Our server and floor-rpc (an http.Server with our settings and no goroutine or timer of its own: the Go
-runtime's baseline) each in a child process, left alone for a settle of up to %v and then measured over
+	return fmt.Sprintf(`Our server and floor-rpc (an h2c http.Server with no keepalive, no deadline, and no goroutine or timer of
+its own beyond the harness's child, which ours has too: the Go runtime's baseline) each in a child process,
+left alone for a settle of up to %v and then measured over
 %v in three states: no connection; %d idle grpc-go connections, each after one call (grpc-go sends no
 keepalive ping by default); %d idle watchers that have received their initial sync, one connection each
 (floor-rpc, which has no watch: %d idle connections). A wakeup is a context switch of any thread of the
 process (voluntary + nonvoluntary, /proc/PID/task/*/status); CPU is utime+stime (/proc/PID/stat, 10 ms
-ticks) and the time on a CPU from /proc/PID/task/*/schedstat (ns). The target allows, beyond floor-rpc's
-wakeups, the keepalives: one ping per connection every %v (server.DefaultKeepaliveInterval), at %d
-context switches per timer event (the netpoller's thread, a worker, and sysmon, which wakes with every
-timer and polls every 20 µs while a P runs: 3 to 30 switches per event measured), plus %.1f/s for the
-runtime's own background work (the forced GC every 2 minutes). Reproduce with
-`+"`go run ./cmd/bench --only wakeups`"+`.
+ticks) and the time on a CPU from /proc/PID/task/*/schedstat (ns).
+
+The target allows, beyond floor-rpc's wakeups in the same state, the keepalives and %.1f/s for the
+runtime's own background work (the forced GC every 2 minutes). A connection is pinged after %v of silence
+(server.DefaultKeepaliveInterval): conns/60 pings per second in the long run, and none in a window that
+ends less than a minute after the connections were last used (the budget column counts the pings that
+can fall in the settle and window, at %d context switches each: a timer event wakes the netpoller's
+thread and a worker, and sysmon, which sleeps until the next timer and then polls every 20 µs while a P
+runs; 3 to 30 switches per event were measured). Reproduce with `+"`go run ./cmd/bench --only wakeups`"+`.
 
 %s`, min(wakeupSettle, r.Options.WakeupWindow), r.Options.WakeupWindow, wakeupConns, wakeupWatchers, wakeupWatchers,
-		server.DefaultKeepaliveInterval, switchesPerWake, wakeupAllowance, wakeupsTable(r))
+		wakeupAllowance, server.DefaultKeepaliveInterval, switchesPerWake, wakeupsTable(r))
 }
