@@ -31,6 +31,7 @@ func TestRunTiny(t *testing.T) {
 		"--watchers", "2", "--watch-pods", "3", "--churn", "50", "--watch-duration", "300ms",
 		"--idle-pods", "3", "--idle-watchers", "2", "--decode-time", "1ms", "--selector-pods", "20", "--timeout", "150s",
 		"--paced-rate", "50", "--paced-duration", "100ms", "--storm-watchers", "3", "--storm-pods", "3",
+		"--wakeup-window", "200ms",
 		"--json", filepath.Join(dir, "r.json"), "--svg", filepath.Join(dir, "p.svg"), "--md", filepath.Join(dir, "b.md"),
 	}
 	// Generous bounds: the harness starts a dozen child processes, which
@@ -90,6 +91,20 @@ func TestRunTiny(t *testing.T) {
 	}
 	if res.Idle == nil || res.Idle.RSSBytes == 0 {
 		t.Errorf("no idle measurement")
+	}
+	// Idle wakeups: three states of ours and of the floor, each measured
+	// (a window of 200 ms may hold no wakeup, so only the window is
+	// checked), and the target evaluated.
+	if len(res.Wakeups) != 6 {
+		t.Errorf("%d wakeup measurements, want 6: %+v", len(res.Wakeups), res.Wakeups)
+	}
+	for _, w := range res.Wakeups {
+		if w.Seconds < 0.2 || w.Threads == 0 || w.WakeupsPerSec < 0 || w.CPUUsPerSec < 0 {
+			t.Errorf("wakeups %s %s: %+v", w.Impl, w.State, w)
+		}
+	}
+	if tg := res.target("idle wakeups per second beyond keepalives"); tg == nil || tg.Status == "NOT MEASURED" {
+		t.Errorf("idle wakeups target: %+v", tg)
 	}
 	if len(res.Targets) == 0 || len(res.Micro) == 0 {
 		t.Errorf("no targets or micro-benchmarks")
@@ -158,7 +173,7 @@ func TestOnlyFlag(t *testing.T) {
 		wantErr string
 	}{
 		{name: "default runs all", only: "", runs: sections},
-		{name: "two sections", only: "paced, storm", runs: []string{"paced", "storm"}, skips: []string{"closed", "watch", "idle", "micro", "floors", "selectors"}},
+		{name: "two sections", only: "paced, storm", runs: []string{"paced", "storm"}, skips: []string{"closed", "watch", "idle", "wakeups", "micro", "floors", "selectors"}},
 		{name: "unknown section", only: "paced,fast", wantErr: `unknown section "fast"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -184,4 +199,14 @@ func TestOnlyFlag(t *testing.T) {
 			}
 		})
 	}
+}
+
+// target returns the target named name, or nil.
+func (r *Results) target(name string) *Target {
+	for i := range r.Targets {
+		if r.Targets[i].Name == name {
+			return &r.Targets[i]
+		}
+	}
+	return nil
 }

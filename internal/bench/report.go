@@ -254,6 +254,7 @@ func writeTable(w io.Writer, r *Results) {
 	fmt.Fprintf(w, "\n## WatchPods\n\n%s", watchTable(r))
 	fmt.Fprintf(w, "\n## Sync storm\n\n%s", stormTable(r))
 	fmt.Fprintf(w, "\n## Idle watchers\n\n%s", idleText(r))
+	fmt.Fprintf(w, "\n## Idle wakeups\n\n%s", wakeupsTable(r))
 	fmt.Fprintf(w, "\n## Micro-benchmarks\n\n%s", microTable(r))
 	fmt.Fprintf(w, "\n## Selectors and resume\n\n%s", selectorsTable(r))
 	fmt.Fprintf(w, "\n## Targets\n\n%s", targetTable(r))
@@ -395,6 +396,9 @@ func evaluate(r *Results) []Target {
 	} else {
 		add("Idle: marginal RSS of one idle watcher (KiB)", math.NaN(), "<", 64, "")
 	}
+	wv, wat := wakeupsBeyondKeepalives(r)
+	add("idle wakeups per second beyond keepalives", wv, "<=", wakeupAllowance,
+		"ours − floor-rpc − keepalives due in the window, worst state: "+wat)
 	// Linearity: per-pod cost at the largest count over per-pod cost at 110.
 	if len(r.Options.Pods) > 1 {
 		big := slices.Max(r.Options.Pods)
@@ -581,6 +585,9 @@ INITIAL_SYNC_COMPLETE.
 ### Idle watchers
 
 %s
+### Idle wakeups (issue 15)
+
+%s
 ### Micro-benchmarks (client decode and response building, in process)
 
 %s
@@ -590,7 +597,7 @@ INITIAL_SYNC_COMPLETE.
 		r.Machine.CPU, r.Machine.NProc, r.Machine.GoVersion, r.Machine.OS,
 		o.Duration, o.MinRequests, o.WatchPods, o.Churn, o.WatchDuration,
 		requestTable(r), o.PacedRate, o.PacedDuration, pacedTable(r), watchTable(r), o.StormWatchers, o.StormPods, stormTable(r),
-		idleText(r), microTable(r), targetTable(r))
+		idleText(r), wakeupsText(r), microTable(r), targetTable(r))
 	fmt.Fprintf(&sb, "\n## Selectors and resume (issue 16)\n\n"+
 		"In process, against the real server on a UNIX socket: lists of every pod, of 10%% of them (by namespace,\n"+
 		"by label and field selectors) and of none, each after a change of one pod (so the response is assembled\n"+

@@ -50,7 +50,10 @@ type Options struct {
 	StormPods     int
 	// SelectorPods are the pods of the selector and resume measurements;
 	// 0 skips them.
-	SelectorPods  int
+	SelectorPods int
+	// WakeupWindow is the window of each idle wakeup measurement; 0 skips
+	// them.
+	WakeupWindow  time.Duration
 	Timeout       time.Duration
 	JSON          string
 	SVG           string
@@ -59,7 +62,7 @@ type Options struct {
 	InProcess     bool
 	Quick         bool
 	// Only names the sections to run (closed, paced, floors, watch,
-	// storm, idle, micro, selectors); empty runs them all.
+	// storm, idle, wakeups, micro, selectors); empty runs them all.
 	Only []string
 	// OursEnv is added to the environment of our server's children (for
 	// example GOGC=200), to measure the runtime's settings.
@@ -68,7 +71,7 @@ type Options struct {
 }
 
 // Sections of the benchmark, for --only.
-var sections = []string{"closed", "paced", "floors", "watch", "storm", "idle", "micro", "selectors"}
+var sections = []string{"closed", "paced", "floors", "watch", "storm", "idle", "wakeups", "micro", "selectors"}
 
 // runs reports whether section runs.
 func (o Options) runs(section string) bool {
@@ -122,6 +125,7 @@ func parseFlags(args []string, stderr io.Writer) (Options, error) {
 	fs.IntVar(&o.StormWatchers, "storm-watchers", 100, "watchers starting at once in the sync storm measurement (0 skips it)")
 	fs.IntVar(&o.StormPods, "storm-pods", 1000, "pods of the sync storm measurement")
 	fs.IntVar(&o.SelectorPods, "selector-pods", 1000, "pods of the selector and resume measurements (0 skips them)")
+	fs.DurationVar(&o.WakeupWindow, "wakeup-window", 10*time.Second, "window of each idle wakeup measurement, after a settle of up to 2 s (0 skips them)")
 	fs.DurationVar(&o.Timeout, "timeout", 15*time.Minute, "bound of the whole run")
 	fs.StringVar(&o.JSON, "json", "", "write the results as JSON to this file")
 	fs.StringVar(&o.SVG, "svg", "", "draw ListPods latency versus pod count to this SVG file")
@@ -151,6 +155,7 @@ func parseFlags(args []string, stderr io.Writer) (Options, error) {
 		def("decode-time", func() { o.DecodeTime = 200 * time.Millisecond })
 		def("paced-duration", func() { o.PacedDuration = time.Second })
 		def("storm-pods", func() { o.StormPods = 110 })
+		def("wakeup-window", func() { o.WakeupWindow = 3 * time.Second })
 		def("timeout", func() { o.Timeout = 3 * time.Minute })
 	}
 	var err error
@@ -216,6 +221,8 @@ type Results struct {
 	Watch   []watchResult `json:"watch"`
 	Storms  []stormResult `json:"storms"`
 	Idle    *idleResult   `json:"idle,omitempty"`
+	// Wakeups are the idle wakeups of ours and floor-rpc (issue 15).
+	Wakeups []wakeupState `json:"wakeups"`
 	Micro   []microResult `json:"micro"`
 	Targets []Target      `json:"targets"`
 	Errors  []string      `json:"errors,omitempty"`
@@ -438,6 +445,26 @@ func runBench(ctx context.Context, o Options, stdout, stderr io.Writer) error {
 		} else {
 			res.Idle = &r
 			logf("idle: RSS %d MiB with %d watchers, %d MiB without: %.1f KiB per watcher", r.RSSBytes>>20, r.Watchers, r.RSS0Bytes>>20, r.PerWatcherByte/1024)
+		}
+	}
+
+	// Idle wakeups: ours against floor-rpc, the Go runtime's baseline.
+	if o.WakeupWindow > 0 && o.runs("wakeups") {
+		settle := min(wakeupSettle, o.WakeupWindow)
+		for _, impl := range []string{ImplFloorRPC, ImplOurs} {
+			if ctx.Err() != nil {
+				break
+			}
+			logf("wakeups %s: settle %v, window %v per state", impl, settle, o.WakeupWindow)
+			ws, err := runWakeups(ctx, co, impl, o.WatchPods, settle, o.WakeupWindow)
+			res.Wakeups = append(res.Wakeups, ws...)
+			for _, w := range ws {
+				logf("wakeups %-9s %-16s conns=%-3d watchers=%-3d threads=%-2d %7.2f wakeups/s %7.2f timeslices/s cpu %8.1fµs/s (schedstat %8.1fµs/s)",
+					w.Impl, w.State, w.Connections, w.Watchers, w.Threads, w.WakeupsPerSec, w.TimeslicesPerSec, w.CPUUsPerSec, w.RunUsPerSec)
+			}
+			if err != nil {
+				fail("wakeups "+impl, err)
+			}
 		}
 	}
 

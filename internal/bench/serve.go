@@ -97,6 +97,7 @@ type instance struct {
 	src     podSource
 	reg     *prometheus.Registry
 	rate    atomic.Uint64 // updates per 1000 s
+	wake    chan struct{} // a new rate, for the churn idle without a ticker
 	churnMu sync.Mutex    // held by a batch of updates, so that setRate waits for it
 	updates atomic.Int64
 	seq     atomic.Int64
@@ -147,7 +148,7 @@ func serveChild(ctx context.Context, args []string, stdout, stderr io.Writer) er
 // serve runs the server cfg describes until ctx is done. ready is called
 // once the server and its control socket accept connections.
 func serve(ctx context.Context, cfg serveConfig, ready func()) error {
-	in := &instance{cfg: cfg, pods: benchPods(cfg.Pods)}
+	in := &instance{cfg: cfg, pods: benchPods(cfg.Pods), wake: make(chan struct{}, 1)}
 	in.setRate(cfg.Churn)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -253,6 +254,10 @@ func listenUnix(path string) (net.Listener, error) {
 // is applied.
 func (in *instance) setRate(r float64) {
 	in.rate.Store(uint64(max(r, 0) * 1000))
+	select {
+	case in.wake <- struct{}{}:
+	default: // a wake is pending: churn reads the rate after it
+	}
 	in.churnMu.Lock() // wait for the update in progress
 	in.churnMu.Unlock()
 }
@@ -260,18 +265,34 @@ func (in *instance) setRate(r float64) {
 // churn applies status updates at the current rate, in batches every 5 ms,
 // so that the rate holds on a busy machine. Each update sets
 // metadata.resourceVersion to the time of the update (Unix nanoseconds) and
-// bumps a container's restart count.
+// bumps a container's restart count. The ticker runs only while the rate is
+// not 0, so that an idle child wakes only for its server (the wakeups
+// measurement).
 func (in *instance) churn(ctx context.Context) {
-	t := time.NewTicker(5 * time.Millisecond)
-	defer t.Stop()
+	var t *time.Ticker
+	var tick <-chan time.Time
+	defer func() {
+		if t != nil {
+			t.Stop()
+		}
+	}()
 	var start time.Time
 	var done int64
 	var rate uint64
 	for {
+		switch r := in.rate.Load(); {
+		case r == 0 && t != nil:
+			t.Stop()
+			t, tick, rate = nil, nil, 0
+		case r != 0 && t == nil:
+			t = time.NewTicker(5 * time.Millisecond)
+			tick = t.C
+		}
 		select {
 		case <-ctx.Done():
 			return
-		case now := <-t.C:
+		case <-in.wake:
+		case now := <-tick:
 			r := in.rate.Load()
 			if r != rate {
 				rate, start, done = r, now, 0
