@@ -31,7 +31,7 @@ func TestRunTiny(t *testing.T) {
 		"--watchers", "2", "--watch-pods", "3", "--churn", "50", "--watch-duration", "300ms",
 		"--idle-pods", "3", "--idle-watchers", "2", "--decode-time", "1ms", "--selector-pods", "20", "--timeout", "150s",
 		"--paced-rate", "50", "--paced-duration", "100ms", "--storm-watchers", "3", "--storm-pods", "3",
-		"--wakeup-window", "200ms",
+		"--wakeup-window", "200ms", "--wakeup-settle", "100ms",
 		"--json", filepath.Join(dir, "r.json"), "--svg", filepath.Join(dir, "p.svg"), "--md", filepath.Join(dir, "b.md"),
 	}
 	// Generous bounds: the harness starts a dozen child processes, which

@@ -23,6 +23,7 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/podsapi/podsapi/internal/podstest"
+	"github.com/podsapi/podsapi/server"
 )
 
 // Options are the flags of the benchmark.
@@ -53,7 +54,10 @@ type Options struct {
 	SelectorPods int
 	// WakeupWindow is the window of each idle wakeup measurement; 0 skips
 	// them.
-	WakeupWindow  time.Duration
+	WakeupWindow time.Duration
+	// WakeupSettle is how long each state is left alone before its
+	// window.
+	WakeupSettle  time.Duration
 	Timeout       time.Duration
 	JSON          string
 	SVG           string
@@ -125,7 +129,8 @@ func parseFlags(args []string, stderr io.Writer) (Options, error) {
 	fs.IntVar(&o.StormWatchers, "storm-watchers", 100, "watchers starting at once in the sync storm measurement (0 skips it)")
 	fs.IntVar(&o.StormPods, "storm-pods", 1000, "pods of the sync storm measurement")
 	fs.IntVar(&o.SelectorPods, "selector-pods", 1000, "pods of the selector and resume measurements (0 skips them)")
-	fs.DurationVar(&o.WakeupWindow, "wakeup-window", 10*time.Second, "window of each idle wakeup measurement, after a settle of up to 2 s (0 skips them)")
+	fs.DurationVar(&o.WakeupWindow, "wakeup-window", 10*time.Second, "window of each idle wakeup measurement (0 skips them)")
+	fs.DurationVar(&o.WakeupSettle, "wakeup-settle", server.DefaultRequestReadTimeout+time.Second, "time each idle state is left alone before its window: longer than the request deadline the last calls armed")
 	fs.DurationVar(&o.Timeout, "timeout", 15*time.Minute, "bound of the whole run")
 	fs.StringVar(&o.JSON, "json", "", "write the results as JSON to this file")
 	fs.StringVar(&o.SVG, "svg", "", "draw ListPods latency versus pod count to this SVG file")
@@ -156,6 +161,7 @@ func parseFlags(args []string, stderr io.Writer) (Options, error) {
 		def("paced-duration", func() { o.PacedDuration = time.Second })
 		def("storm-pods", func() { o.StormPods = 110 })
 		def("wakeup-window", func() { o.WakeupWindow = 3 * time.Second })
+		def("wakeup-settle", func() { o.WakeupSettle = 2 * time.Second })
 		def("timeout", func() { o.Timeout = 3 * time.Minute })
 	}
 	var err error
@@ -450,7 +456,7 @@ func runBench(ctx context.Context, o Options, stdout, stderr io.Writer) error {
 
 	// Idle wakeups: ours against floor-rpc, the Go runtime's baseline.
 	if o.WakeupWindow > 0 && o.runs("wakeups") {
-		settle := min(wakeupSettle, o.WakeupWindow)
+		settle := o.WakeupSettle
 		for _, impl := range []string{ImplFloorRPC, ImplOurs} {
 			if ctx.Err() != nil {
 				break

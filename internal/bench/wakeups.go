@@ -251,11 +251,6 @@ func runWakeups(ctx context.Context, o childOptions, impl string, pods int, sett
 	return out, add(wakeWatchers, wakeupWatchers, wakeupWatchers)
 }
 
-// wakeupSettle is how long a state is left alone before its window: long
-// enough for the runtime to finish the work of the setup (GC, scavenger,
-// the last timers of the calls).
-const wakeupSettle = 2 * time.Second
-
 // switchesPerWake is the budget of one keepalive in context switches: an event wakes the netpoller's thread and a worker, and sysmon,
 // which sleeps until the next timer, wakes with it and polls every 20 µs
 // while a P runs. The stall reaper's tick (the only timer of an idle server
@@ -335,7 +330,8 @@ func wakeupsTable(r *Results) string {
 func wakeupsText(r *Results) string {
 	return fmt.Sprintf(`Our server and floor-rpc (an h2c http.Server with no keepalive, no deadline, and no goroutine or timer of
 its own beyond the harness's child, which ours has too: the Go runtime's baseline) each in a child process,
-left alone for a settle of up to %v and then measured over
+left alone for a settle of %v (longer than the %v request deadline that the last calls armed: the one
+timer a burst of calls leaves behind) and then measured over
 %v in three states: no connection; %d idle grpc-go connections, each after one call (grpc-go sends no
 keepalive ping by default); %d idle watchers that have received their initial sync, one connection each
 (floor-rpc, which has no watch: %d idle connections). A wakeup is a context switch of any thread of the
@@ -350,6 +346,6 @@ can fall in the settle and window, at %d context switches each: a timer event wa
 thread and a worker, and sysmon, which sleeps until the next timer and then polls every 20 µs while a P
 runs; 3 to 30 switches per event were measured). Reproduce with `+"`go run ./cmd/bench --only wakeups`"+`.
 
-%s`, min(wakeupSettle, r.Options.WakeupWindow), r.Options.WakeupWindow, wakeupConns, wakeupWatchers, wakeupWatchers,
+%s`, r.Options.WakeupSettle, server.DefaultRequestReadTimeout, r.Options.WakeupWindow, wakeupConns, wakeupWatchers, wakeupWatchers,
 		wakeupAllowance, server.DefaultKeepaliveInterval, switchesPerWake, wakeupsTable(r))
 }
