@@ -94,6 +94,28 @@ func (h *history) grow() {
 	h.ring, h.start = ring, 0
 }
 
+// shedViews drops the shared views of the pod versions that the change lag
+// changes before the latest one retains, once no live watcher can still
+// have that change queued: its new version unless current says it is still
+// the pod's current version, and the version it replaced. The history then
+// holds no more than it counts (historySize): each of its changes would
+// otherwise keep every masked view and framed event computed for the live
+// watchers, several times the pod's encoding. A watcher still delivering
+// such a change, or a resumed one, computes the view again, without keeping
+// it (Pod.shed).
+func (h *history) shedViews(lag int, current func(*Pod) bool) {
+	if lag >= h.n {
+		return
+	}
+	ev := &h.ring[(h.start+h.n-1-lag)%len(h.ring)]
+	if ev.Prev != nil {
+		ev.Prev.shed()
+	}
+	if !current(ev.Pod) {
+		ev.Pod.shed()
+	}
+}
+
 // since returns a copy of the changes after version, and whether the
 // history holds every one of them: current is the store's version.
 func (h *history) since(version, current uint64) ([]Event, bool) {

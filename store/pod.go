@@ -34,6 +34,16 @@ type Pod struct {
 
 	mu    sync.Mutex
 	views map[string]*view
+	// shedded says the version has left the queues of the live watchers
+	// (history.shedViews): its views are computed, not kept.
+	shedded bool
+}
+
+// shed drops the views of p and keeps no more.
+func (p *Pod) shed() {
+	p.mu.Lock()
+	p.views, p.shedded = nil, true
+	p.mu.Unlock()
 }
 
 // view is a lazily computed, shared derivation of a Pod's encoding.
@@ -63,7 +73,7 @@ func (p *Pod) Fields() fields.Fields { return p.fields }
 func (p *Pod) View(key string, compute func(raw []byte) ([]byte, error)) ([]byte, error) {
 	p.mu.Lock()
 	v, ok := p.views[key]
-	if !ok && len(p.views) < maxViews {
+	if !ok && len(p.views) < maxViews && !p.shedded {
 		if p.views == nil {
 			p.views = make(map[string]*view)
 		}

@@ -25,6 +25,9 @@ type Store struct {
 	encodes  atomic.Uint64
 	instance string
 	history  history
+	// viewLag is the largest queue of a watcher so far: a change older
+	// than that has left every live watcher's queue.
+	viewLag int
 }
 
 // Option configures a Store.
@@ -179,3 +182,7 @@ func comparePods(a, b *Pod) int {
 		cmp.Compare(a.UID, b.UID),
 	)
 }
+
+// current reports whether p is the current version of its pod. The store
+// must be locked.
+func (s *Store) current(p *Pod) bool { return s.pods[p.UID] == p }

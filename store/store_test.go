@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"errors"
+	"strconv"
 	"sync/atomic"
 	"testing"
 
@@ -129,4 +130,56 @@ func names(pods []*store.Pod) []string {
 		out = append(out, p.Namespace+"/"+p.Name)
 	}
 	return out
+}
+
+// TestHistorySheds checks that the history keeps the shared views of a pod
+// version only while a live watcher may still have its change queued: an
+// older, replaced version computes its views again instead of keeping them,
+// so that the history holds no more than it counts, while a current version,
+// however old, keeps its views.
+func TestHistorySheds(t *testing.T) {
+	const queue, changes = 4, 20
+	st := store.New()
+	_, w := st.Watch(queue, nil)
+	defer w.Stop()
+	computes := 0
+	view := func(p *store.Pod) {
+		t.Helper()
+		if _, err := p.View("k", func(raw []byte) ([]byte, error) { computes++; return raw, nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	still := podstest.Pod("ns", "still", 1)
+	st.Upsert(still)
+	stillPod := w.Take(nil)[0].Pod
+	view(stillPod)
+
+	pod := podstest.Pod("ns", "a", 2)
+	var events []store.Event
+	for i := range changes {
+		p := pod.DeepCopy()
+		p.ResourceVersion = strconv.Itoa(i + 1)
+		st.Upsert(p)
+		evs := w.Take(nil)
+		if len(evs) != 1 {
+			t.Fatalf("change %d: %d events", i, len(evs))
+		}
+		view(evs[0].Pod)
+		events = append(events, evs[0])
+	}
+	for i, ev := range events {
+		before := computes
+		view(ev.Pod)
+		kept := computes == before
+		// A full queue holds the latest queue changes, the current
+		// version among them; an older change is in no live queue.
+		if wantKept := i >= changes-queue; kept != wantKept {
+			t.Errorf("change %d of %d: view kept %v, want %v", i+1, changes, kept, wantKept)
+		}
+	}
+	before := computes
+	view(stillPod)
+	if computes != before {
+		t.Error("a current version lost its view because other pods changed")
+	}
 }

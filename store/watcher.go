@@ -42,6 +42,7 @@ func (s *Store) Watch(queue int, onDrop func(lost int)) ([]*Pod, *Watcher) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.viewLag = max(s.viewLag, w.limit)
 	w.since = s.version
 	s.watchers[w] = struct{}{}
 	return s.list(), w
@@ -76,6 +77,7 @@ func (s *Store) WatchFrom(rev string, queue int, onDrop func(lost int)) ([]Event
 	if !ok {
 		return nil, nil, fmt.Errorf("%w: the server no longer holds the changes after revision %q", ErrRevisionTooOld, rev)
 	}
+	s.viewLag = max(s.viewLag, w.limit)
 	w.since = s.version
 	s.watchers[w] = struct{}{}
 	return events, w, nil
@@ -134,6 +136,7 @@ func (w *Watcher) push(ev Event) (lost int, ok bool) {
 // those whose queue is full. s.mu is held.
 func (s *Store) broadcast(ev Event) {
 	s.history.add(ev)
+	s.history.shedViews(s.viewLag, s.current)
 	for w := range s.watchers {
 		lost, ok := w.push(ev)
 		if ok {
