@@ -1,6 +1,7 @@
 package bench
 
 import (
+	_ "embed"
 	"fmt"
 	"io"
 	"math"
@@ -605,8 +606,16 @@ INITIAL_SYNC_COMPLETE.
 		"a full resync, timed to INITIAL_SYNC_COMPLETE; the heap held by a full history of the default size. Times\n"+
 		"include the connect-go client decoding typed pods. See [benchmarks-selectors.md](benchmarks-selectors.md).\n\n%s",
 		selectorsTable(r))
+	fmt.Fprintf(&sb, "\n%s", changes)
 	if len(r.Errors) > 0 {
 		fmt.Fprintf(&sb, "\nErrors:\n\n- %s\n", strings.Join(r.Errors, "\n- "))
 	}
 	return sb.String()
 }
+
+// changes is the record of what was changed for the targets, and what each
+// change measured: written by hand, since a change is measured against the
+// code before it, which a single run cannot.
+//
+//go:embed changes.md
+var changes string
