@@ -37,10 +37,13 @@ func main() {
 	run, args := Run, os.Args[1:]
 	if len(args) > 0 && args[0] == "probe" {
 		run, args = Probe, args[1:]
-	} else if _, err := memlimit.Set(memlimit.DefaultFraction, memlimit.CgroupFile, memlimit.CgroupV1File); err != nil {
-		// The process's own limit, for the whole process: set here, not in
-		// Run, which tests call in one process.
-		fmt.Fprintln(os.Stderr, "podsapi-server: memory limit of the cgroup:", err)
+	} else {
+		// The process's own settings, for the whole process: set here,
+		// not in Run, which tests call in one process.
+		if _, err := memlimit.Set(memlimit.DefaultFraction, memlimit.CgroupFile, memlimit.CgroupV1File); err != nil {
+			fmt.Fprintln(os.Stderr, "podsapi-server: memory limit of the cgroup:", err)
+		}
+		memlimit.SetGCPercent(memlimit.DefaultGCPercent)
 	}
 	if err := run(ctx, args, os.Stdout, os.Stderr); err != nil {
 		if !errors.Is(err, flag.ErrHelp) {
@@ -220,7 +223,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		"socket", srv.SocketPath(), "metrics", addrString(srv.MetricsAddr()), "source", src.Name(), "node", *nodeName,
 		"qps", *qps, "burst", *burst, "watchQueue", *watchQueue,
 		"allowedUIDs", *allowedUIDs, "allowedGIDs", *allowedGIDs, "perClientQPS", *perClientQPS, "rateLimitDelay", *limitDelay,
-		"maxWatchers", *maxWatchers, "maxConnections", *maxConns, "goMemLimit", debug.SetMemoryLimit(-1))
+		"maxWatchers", *maxWatchers, "maxConnections", *maxConns, "goMemLimit", debug.SetMemoryLimit(-1), "goGC", memlimit.GCPercent())
 
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)

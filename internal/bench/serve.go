@@ -39,6 +39,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podsapi/podsapi/fieldmask"
+	"github.com/podsapi/podsapi/internal/memlimit"
 	"github.com/podsapi/podsapi/internal/podstest"
 	"github.com/podsapi/podsapi/server"
 	"github.com/podsapi/podsapi/store"
@@ -158,6 +159,9 @@ func serve(ctx context.Context, cfg serveConfig, ready func()) error {
 
 	switch cfg.Impl {
 	case ImplOurs:
+		// The runtime settings of podsapi-server (its main sets them),
+		// unless --ours-env sets GOGC.
+		memlimit.SetGCPercent(memlimit.DefaultGCPercent)
 		st := store.New()
 		for _, p := range in.pods {
 			st.Upsert(p)

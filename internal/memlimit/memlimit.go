@@ -1,9 +1,10 @@
-// Package memlimit sets the Go runtime's soft memory limit from the memory
-// limit of the process's cgroup, so that a node daemon under a container
-// limit (the DaemonSet's 256Mi, the systemd unit's MemoryMax) collects
-// garbage harder as it nears the limit instead of being killed by the
-// kernel. The runtime does this for GOMAXPROCS and CPU limits, not for
-// memory.
+// Package memlimit sets the Go runtime's memory settings for a node daemon:
+// the soft memory limit from the memory limit of the process's cgroup, so
+// that the server under a container limit (the DaemonSet's 256Mi, the
+// systemd unit's MemoryMax) collects garbage harder as it nears the limit
+// instead of being killed by the kernel (the runtime does this for
+// GOMAXPROCS and CPU limits, not for memory), and the collector's target
+// (DefaultGCPercent).
 package memlimit
 
 import (

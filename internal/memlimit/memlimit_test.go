@@ -59,3 +59,33 @@ func TestSet(t *testing.T) {
 		t.Errorf("with GOMEMLIMIT set: Set = %d, runtime limit %d; want the operator's limit untouched", got, debug.SetMemoryLimit(-1))
 	}
 }
+
+func TestSetGCPercent(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		gogc string
+		want bool
+	}{
+		{name: "default", gogc: "", want: true},
+		{name: "the operator's GOGC wins", gogc: "200", want: false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("GOGC", tc.gogc)
+			before := debug.SetGCPercent(100)
+			defer debug.SetGCPercent(before)
+			if got := memlimit.SetGCPercent(37); got != tc.want {
+				t.Fatalf("SetGCPercent = %v, want %v", got, tc.want)
+			}
+			want := 100
+			if tc.want {
+				want = 37
+			}
+			if got := memlimit.GCPercent(); got != want {
+				t.Errorf("GCPercent = %d, want %d", got, want)
+			}
+			if got := debug.SetGCPercent(100); got != want {
+				t.Errorf("the collector's target is %d, want %d", got, want)
+			}
+		})
+	}
+}
