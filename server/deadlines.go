@@ -22,7 +22,8 @@ import (
 // is not woken.
 type readDeadlines struct {
 	timeout time.Duration
-	now     func() time.Time // time.Now, or a test's clock
+	now     func() time.Time    // time.Now, or a test's clock
+	arm     func(time.Duration) // has expire called after a while; a test's records it
 
 	mu      sync.Mutex
 	waiting list.List   // of *deadlineBody, oldest first
@@ -31,7 +32,18 @@ type readDeadlines struct {
 }
 
 func newReadDeadlines(timeout time.Duration) *readDeadlines {
-	return &readDeadlines{timeout: timeout, now: time.Now}
+	d := &readDeadlines{timeout: timeout, now: time.Now}
+	d.arm = d.armTimer
+	return d
+}
+
+// armTimer has expire called after wait. The lock is held.
+func (d *readDeadlines) armTimer(wait time.Duration) {
+	if d.timer == nil {
+		d.timer = time.AfterFunc(wait, d.expire)
+	} else {
+		d.timer.Reset(wait)
+	}
 }
 
 // add starts the clock of b, whose request must arrive within the timeout.
@@ -44,11 +56,7 @@ func (d *readDeadlines) add(b *deadlineBody) {
 		return
 	}
 	d.armed = true
-	if d.timer == nil {
-		d.timer = time.AfterFunc(d.timeout, d.expire)
-	} else {
-		d.timer.Reset(d.timeout)
-	}
+	d.arm(d.timeout)
 }
 
 // remove stops the clock of b: its request has arrived, or its call ended.
@@ -70,7 +78,7 @@ func (d *readDeadlines) expire() {
 	for e := d.waiting.Front(); e != nil; e = d.waiting.Front() {
 		b := e.Value.(*deadlineBody)
 		if left := b.started.Add(d.timeout).Sub(now); left > 0 {
-			d.timer.Reset(left)
+			d.arm(left)
 			break
 		}
 		d.waiting.Remove(e)

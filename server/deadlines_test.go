@@ -17,19 +17,17 @@ func (w *deadlineWriter) SetReadDeadline(t time.Time) error {
 	return nil
 }
 
-// TestReadDeadlines drives the reaper with a test clock, calling expire as
-// its timer would: only late requests are ended, each once, and the timer
+// TestReadDeadlines drives the reaper with a test clock and timer, calling
+// expire as its timer would: only late requests are ended, each once, and the timer
 // is armed only while calls wait.
 func TestReadDeadlines(t *testing.T) {
 	const timeout = 10 * time.Second
 	now := time.Unix(1000, 0)
 	d := newReadDeadlines(timeout)
 	d.now = func() time.Time { return now }
-	t.Cleanup(func() {
-		if d.timer != nil {
-			d.timer.Stop()
-		}
-	})
+	// The test is the timer: it calls expire itself.
+	var arms []time.Duration
+	d.arm = func(wait time.Duration) { arms = append(arms, wait) }
 	call := func() (*deadlineBody, *deadlineWriter) {
 		w := &deadlineWriter{}
 		b := &deadlineBody{w: w, deadlines: d, release: func() {}}
@@ -46,8 +44,8 @@ func TestReadDeadlines(t *testing.T) {
 			t.Fatalf("a call that had its request got read deadlines %v", w.deadlines)
 		}
 	}
-	if !d.armed || d.len() != 0 {
-		t.Fatalf("after 100 calls in time: armed %v, waiting %d; want armed once, none waiting", d.armed, d.len())
+	if !d.armed || len(arms) != 1 || arms[0] != timeout || d.len() != 0 {
+		t.Fatalf("after 100 calls in time: armed %v (%v), waiting %d; want armed once for the timeout, none waiting", d.armed, arms, d.len())
 	}
 	now = now.Add(timeout)
 	d.expire()
@@ -70,8 +68,8 @@ func TestReadDeadlines(t *testing.T) {
 	if len(w1.deadlines) != 1 || !w1.deadlines[0].Before(now) || len(w2.deadlines) != 0 {
 		t.Fatalf("at the first call's timeout: deadlines %v and %v; want a past deadline on the first only", w1.deadlines, w2.deadlines)
 	}
-	if !d.armed || d.len() != 1 {
-		t.Fatalf("armed %v, waiting %d; want the timer armed for the second call", d.armed, d.len())
+	if !d.armed || d.len() != 1 || arms[len(arms)-1] != 4*time.Second {
+		t.Fatalf("armed %v (%v), waiting %d; want the timer armed for the second call, 4 s later", d.armed, arms, d.len())
 	}
 	now = now.Add(4 * time.Second)
 	d.expire()
