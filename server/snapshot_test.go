@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -79,13 +80,15 @@ func kubeletWatch(name, mask string) snapshotWatch {
 }
 
 // snapshotWatches are the watches of TestSnapshotShared: both wires, whole
-// and masked pods, and a selection. Each is a distinct shared snapshot.
+// and masked pods, and a selection. Each is a distinct shared snapshot. The
+// masks keep the annotations, which TestSnapshotShared pads so that each
+// snapshot is more than a holder's windows.
 var snapshotWatches = []snapshotWatch{
 	typedWatch("typed", &podsv1alpha1.PodWatchRequest{}, ""),
-	typedWatch("typed-masked", &podsv1alpha1.PodWatchRequest{}, "status.phase, status.podIP"),
+	typedWatch("typed-masked", &podsv1alpha1.PodWatchRequest{}, "status.phase, status.podIP, metadata.annotations"),
 	typedWatch("typed-selected", &podsv1alpha1.PodWatchRequest{Namespace: "ns-1"}, ""),
 	kubeletWatch("kubelet", ""),
-	kubeletWatch("kubelet-masked", "status.phase"),
+	kubeletWatch("kubelet-masked", "status.phase, metadata.annotations"),
 }
 
 // TestSnapshotShared starts several watchers of each kind at once, with each
@@ -93,19 +96,28 @@ var snapshotWatches = []snapshotWatch{
 // for byte, the snapshot the service sends one event at a time through
 // connect when it is served without the server's transport; that the
 // snapshot of each kind is built once for all its watchers of the binary
-// protocols; and that a watch whose snapshot was written in one piece still
-// ends with its protocol's status.
+// protocols while a watcher holds it; that nothing is kept once no watcher
+// is sending a snapshot; and that a watch whose snapshot was written in one
+// piece still ends with its protocol's status.
+//
+// A snapshot is shared only while a watcher is writing it, so that the
+// counts do not depend on how the watchers overlap, a holder of each kind,
+// whose client has HTTP/2 windows of 64 KiB and does not read, keeps its
+// snapshot in flight while the others start.
 func TestSnapshotShared(t *testing.T) {
 	const watchers = 3
 	st := store.New()
 	for i := range 400 {
-		st.Upsert(podstest.Pod(fmt.Sprintf("ns-%d", i%3), fmt.Sprintf("pod-%03d", i), i))
+		p := podstest.Pod(fmt.Sprintf("ns-%d", i%3), fmt.Sprintf("pod-%03d", i), i)
+		p.Annotations = map[string]string{"example.com/padding": strings.Repeat("x", 1<<10)}
+		st.Upsert(p)
 	}
 	st.MarkSynced()
 
 	reg := prometheus.NewRegistry()
 	sock := podstest.SocketPath(t)
-	srv, err := server.New(st, server.Config{Socket: sock, Registry: reg, QPS: -1, Logger: slog.New(slog.NewTextHandler(t.Output(), nil))})
+	// The holders stop reading for the whole test: no stall guard.
+	srv, err := server.New(st, server.Config{Socket: sock, Registry: reg, QPS: -1, WriteStallTimeout: -1, Logger: slog.New(slog.NewTextHandler(t.Output(), nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +153,30 @@ func TestSnapshotShared(t *testing.T) {
 		want[i] = msgs
 	}
 
-	// Every watcher starts at once.
+	// A holder of each kind keeps its snapshot in flight: the events after
+	// the first are far more than its windows hold.
+	holder := snapshotProtocols[0]
+	var holders []*http.Response
+	for i, c := range calls {
+		if c.p != holder {
+			continue
+		}
+		if n := snapshotRest(want[i]); n < 2*holderWindow {
+			t.Fatalf("%s: %d bytes of snapshot after the first event, want at least %d to hold it", c.w.name, n, 2*holderWindow)
+		}
+		resp, err := openWatch(ctx(t), holderClient(t, sock), c.w, c.p)
+		if err != nil {
+			t.Fatalf("%s holder: %v", c.w.name, err)
+		}
+		defer resp.Body.Close()
+		holders = append(holders, resp)
+	}
+	kinds := len(snapshotWatches)
+	if got := gaugeValue(t, reg, "podsapi_watch_snapshots"); got != float64(kinds) {
+		t.Fatalf("%v snapshots in flight with a holder of each of the %d kinds", got, kinds)
+	}
+
+	// Every other watcher starts at once.
 	got := make([][]result, len(calls))
 	begin := make(chan struct{})
 	var wg sync.WaitGroup
@@ -174,8 +209,8 @@ func TestSnapshotShared(t *testing.T) {
 		}
 	}
 
-	// One snapshot per kind of watch, shared by its watchers of the binary
-	// protocols.
+	// One snapshot per kind of watch, built for its holder and shared by
+	// its watchers of the binary protocols.
 	binary := 0
 	for _, p := range snapshotProtocols {
 		if p.binary {
@@ -185,10 +220,15 @@ func TestSnapshotShared(t *testing.T) {
 	view := func(name string) float64 {
 		return metricValue(t, reg, name, map[string]string{"view": "snapshot"})
 	}
-	kinds := len(snapshotWatches)
-	if computes, hits := view("podsapi_view_computes_total"), view("podsapi_view_cache_hits_total"); computes != float64(kinds) || hits != float64(kinds*(binary*watchers-1)) {
-		t.Fatalf("snapshots built %v times and reused %v times, want %d and %d", computes, hits, kinds, kinds*(binary*watchers-1))
+	if computes, hits := view("podsapi_view_computes_total"), view("podsapi_view_cache_hits_total"); computes != float64(kinds) || hits != float64(kinds*binary*watchers) {
+		t.Fatalf("snapshots built %v times and reused %v times, want %d and %d", computes, hits, kinds, kinds*binary*watchers)
 	}
+
+	// Once the holders leave, no snapshot is kept.
+	for _, resp := range holders {
+		resp.Body.Close()
+	}
+	waitNoSnapshots(t, reg)
 
 	// The server's shutdown ends the watches, after their snapshots, with
 	// UNAVAILABLE in each protocol's way.
@@ -416,43 +456,140 @@ func TestSnapshotFellBehind(t *testing.T) {
 	}
 }
 
-// TestSnapshotBounded watches with more distinct field masks than snapshots
-// are kept for one store version: the watches beyond the bound send their
-// events one at a time, and receive the same snapshot.
+// TestSnapshotBounded holds as many snapshots in flight as the service
+// allows, each of a distinct field mask: a watch with one more mask sends
+// its events one at a time, and receives the same snapshot; a watch with the
+// mask of a snapshot in flight shares it; once the holders leave, nothing is
+// kept, and the snapshot is built again.
 func TestSnapshotBounded(t *testing.T) {
-	const kept = 16 // the bound of the service
-	pods := samplePods()
-	reg := prometheus.NewRegistry()
-	f := start(t, server.Config{Registry: reg, QPS: -1}, false, pods...)
-	paths := []string{"status.phase", "status.podIP", "metadata.labels", "metadata.annotations", "spec.nodeName", "status.hostIP"}
-	var masks []string
-	for i, a := range paths {
-		masks = append(masks, a)
-		for _, b := range paths[i+1:] {
-			masks = append(masks, a+","+b)
-		}
+	const inFlight = 16 // the bound of the service
+	const padding = 16 << 10
+	var pods []*corev1.Pod
+	for i := range 16 {
+		p := podstest.Pod("default", fmt.Sprintf("pod-%02d", i), i)
+		p.Annotations = map[string]string{"example.com/padding": strings.Repeat("x", padding)}
+		pods = append(pods, p)
 	}
-	masks = append(masks[:kept+1], masks[0]) // one more than kept, then the first again
-	c := clientKinds[0].dial(t, f.socket)
+	if n := (len(pods) - 1) * padding; n < 2*holderWindow {
+		t.Fatalf("%d bytes of snapshot after the first event, want at least %d to hold it", n, 2*holderWindow)
+	}
+	reg := prometheus.NewRegistry()
+	// The holders stop reading for the whole test: no stall guard.
+	f := start(t, server.Config{Registry: reg, QPS: -1, WriteStallTimeout: -1}, false, pods...)
+	// Every mask keeps the annotations, and a distinct subset of paths.
+	paths := []string{"status.phase", "status.podIP", "metadata.labels", "spec.nodeName", "status.hostIP"}
+	var masks []string
+	for bits := range 1 << len(paths) {
+		mask := []string{"metadata.annotations"}
+		for i, p := range paths {
+			if bits&(1<<i) != 0 {
+				mask = append(mask, p)
+			}
+		}
+		masks = append(masks, strings.Join(mask, ","))
+	}
+	masks = masks[:inFlight+1]
 	view := func(name string) float64 {
 		return metricValue(t, reg, name, map[string]string{"view": "snapshot"})
 	}
-	for i, mask := range masks {
-		w, err := c.Watch(ctx(t), http.Header{"X-Kubernetes-Fieldmask": {mask}})
+	expect := func(computes, hits float64) {
+		t.Helper()
+		if c, h := view("podsapi_view_computes_total"), view("podsapi_view_cache_hits_total"); c != computes || h != hits {
+			t.Fatalf("snapshots built %v times and reused %v times, want %v and %v", c, h, computes, hits)
+		}
+	}
+
+	// A holder of each of the first inFlight masks.
+	var holders []*http.Response
+	for _, mask := range masks[:inFlight] {
+		resp, err := openWatch(ctx(t), holderClient(t, f.socket), typedWatch("holder", &podsv1alpha1.PodWatchRequest{}, mask), snapshotProtocols[0])
+		if err != nil {
+			t.Fatalf("holder of %s: %v", mask, err)
+		}
+		defer resp.Body.Close()
+		holders = append(holders, resp)
+	}
+	expect(inFlight, 0)
+	if got := gaugeValue(t, reg, "podsapi_watch_snapshots"); got != inFlight {
+		t.Fatalf("%v snapshots in flight with %d holders", got, inFlight)
+	}
+
+	c := clientKinds[0].dial(t, f.socket)
+	watch := func(mask string) {
+		t.Helper()
+		wctx, cancel := context.WithCancel(ctx(t))
+		defer cancel()
+		w, err := c.Watch(wctx, http.Header{"X-Kubernetes-Fieldmask": {mask}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		for j, p := range pods {
 			ev := recv(t, w)
-			if ev.GetType() != podsv1alpha1.EventType_EVENT_TYPE_ADDED || ev.GetPod().GetMetadata().GetName() != p.Name {
-				t.Fatalf("watch %d (%s): event %d is %v of %q, want ADDED of %q", i, mask, j, ev.GetType(), ev.GetPod().GetMetadata().GetName(), p.Name)
+			if ev.GetType() != podsv1alpha1.EventType_EVENT_TYPE_ADDED || ev.GetPod().GetMetadata().GetName() != p.Name || ev.GetPod().GetMetadata().GetAnnotations()["example.com/padding"] != p.Annotations["example.com/padding"] {
+				t.Fatalf("watch of %s: event %d is %v of %q, want ADDED of %q with its annotation", mask, j, ev.GetType(), ev.GetPod().GetMetadata().GetName(), p.Name)
 			}
 		}
 		if ev := recv(t, w); ev.GetType() != podsv1alpha1.EventType_EVENT_TYPE_INITIAL_SYNC_COMPLETE {
-			t.Fatalf("watch %d (%s): %v after the snapshot, want INITIAL_SYNC_COMPLETE", i, mask, ev.GetType())
+			t.Fatalf("watch of %s: %v after the snapshot, want INITIAL_SYNC_COMPLETE", mask, ev.GetType())
 		}
 	}
-	if computes, hits := view("podsapi_view_computes_total"), view("podsapi_view_cache_hits_total"); computes != kept || hits != 1 {
-		t.Fatalf("snapshots built %v times and reused %v times, want %d and 1", computes, hits, kept)
+	// One more mask is not built: its events are sent one at a time.
+	watch(masks[inFlight])
+	expect(inFlight, 0)
+	// The mask of a holder shares its snapshot.
+	watch(masks[0])
+	expect(inFlight, 1)
+
+	// Once the holders leave, nothing is kept: the snapshot is built again.
+	for _, resp := range holders {
+		resp.Body.Close()
+	}
+	waitNoSnapshots(t, reg)
+	watch(masks[0])
+	expect(inFlight+1, 1)
+	waitNoSnapshots(t, reg)
+}
+
+// holderWindow is the HTTP/2 flow-control window, of the stream and of the
+// connection, of the clients of holderClient.
+const holderWindow = 64 << 10
+
+// holderClient returns an HTTP/2 client of socket, on a connection of its
+// own, whose flow-control windows hold holderWindow bytes: a watch of a
+// larger snapshot that does not read keeps the server's write blocked, and
+// the snapshot in flight.
+func holderClient(t *testing.T, socket string) *http.Client {
+	t.Helper()
+	hc := podstest.HTTPClient(t, socket)
+	hc.Transport.(*http.Transport).HTTP2 = &http.HTTP2Config{
+		MaxReceiveBufferPerStream:     holderWindow,
+		MaxReceiveBufferPerConnection: holderWindow,
+	}
+	return hc
+}
+
+// snapshotRest returns the bytes of the messages of a snapshot after the
+// first one, without INITIAL_SYNC_COMPLETE: those a watch writes in chunks.
+func snapshotRest(msgs [][]byte) int {
+	n := 0
+	for _, m := range msgs[1 : len(msgs)-1] {
+		n += len(m)
+	}
+	return n
+}
+
+// waitNoSnapshots waits until no snapshot is in flight, nor any byte of one
+// kept: the watches whose clients left notice it when their writes fail.
+func waitNoSnapshots(t *testing.T, reg prometheus.Gatherer) {
+	t.Helper()
+	c := ctx(t)
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for gaugeValue(t, reg, "podsapi_watch_snapshots") != 0 || gaugeValue(t, reg, "podsapi_watch_snapshots_bytes") != 0 {
+		select {
+		case <-c.Done():
+			t.Fatalf("%v snapshots of %v bytes still kept once no watcher sends one", gaugeValue(t, reg, "podsapi_watch_snapshots"), gaugeValue(t, reg, "podsapi_watch_snapshots_bytes"))
+		case <-tick.C:
+		}
 	}
 }

@@ -25,6 +25,10 @@ type Metrics struct {
 	dropped  prometheus.Counter
 	computes [numViews]prometheus.Counter
 	hits     [numViews]prometheus.Counter
+	// snapshots and snapshotBytes are the framed watch snapshots in
+	// flight, and their bytes.
+	snapshots     prometheus.Gauge
+	snapshotBytes prometheus.Gauge
 }
 
 // viewKind is a kind of shared view.
@@ -66,7 +70,15 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Name: "podsapi_view_cache_hits_total",
 		Help: "Number of times a shared view was reused instead of computed, by kind.",
 	}, []string{"view"})
-	reg.MustRegister(m.requests.vec, m.list.vec, m.get.vec, m.watch.vec, m.dropped, computes, hits)
+	m.snapshots = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "podsapi_watch_snapshots",
+		Help: "Number of framed watch snapshots in flight: built or being built, and being written to at least one watcher.",
+	})
+	m.snapshotBytes = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "podsapi_watch_snapshots_bytes",
+		Help: "Bytes of the framed watch snapshots in flight.",
+	})
+	reg.MustRegister(m.requests.vec, m.list.vec, m.get.vec, m.watch.vec, m.dropped, computes, hits, m.snapshots, m.snapshotBytes)
 	for k, label := range viewLabels {
 		m.computes[k] = computes.WithLabelValues(label)
 		m.hits[k] = hits.WithLabelValues(label)
@@ -140,6 +152,15 @@ func (m *Metrics) viewUsed(view viewKind, computed bool) {
 		m.computes[view].Inc()
 	default:
 		m.hits[view].Inc()
+	}
+}
+
+// snapshotsInFlight adds n snapshots of bytes bytes to those in flight. m
+// may be nil.
+func (m *Metrics) snapshotsInFlight(n, bytes int) {
+	if m != nil {
+		m.snapshots.Add(float64(n))
+		m.snapshotBytes.Add(float64(bytes))
 	}
 }
 

@@ -76,7 +76,7 @@ type handler struct {
 	shutdown <-chan struct{}
 	logger   *slog.Logger
 	lists    listCache
-	// snapshots are the framed snapshots of new watches.
+	// snapshots are the framed snapshots of the watches in flight.
 	snapshots snapshotCache
 	progress  *progressClock
 }
@@ -87,6 +87,7 @@ func newHandler(s Store, opts []Option) *handler {
 	for _, opt := range opts {
 		opt(h)
 	}
+	h.snapshots.metrics = h.metrics
 	return h
 }
 

@@ -22,19 +22,21 @@ const envelopeLen = 5
 // slow one: larger chunks measured no faster (1000 pods, 100 watchers).
 const snapshotChunk = 64 << 10
 
-// maxSnapshots bounds the number of framed snapshots kept for one store
-// version: one per wire, field mask and selection.
+// maxSnapshots bounds the number of framed snapshots in flight at once:
+// built or being built, and being written to at least one watcher. A watch
+// whose snapshot would be one more sends its events one at a time.
 const maxSnapshots = 16
 
-// maxSnapshotBytes bounds the bytes of the framed snapshots kept for one
-// store version. A snapshot that would not fit is not built: its watchers
-// send their events one at a time, as they do without the transport's help.
+// maxSnapshotBytes bounds the bytes of the framed snapshots in flight at
+// once. A snapshot that would not fit is not built: its watchers send their
+// events one at a time, as they do without the transport's help.
 const maxSnapshotBytes = 64 << 20
 
 // framedSnapshot is the snapshot of a watch, built once per store version,
-// wire, field mask and selection and shared by every watcher starting then:
-// an ADDED event for every pod selected, in the store's order, each framed
-// as the message of its wire and enveloped, ready for the socket.
+// wire, field mask and selection and shared by every watcher that starts
+// then while another still writes it: an ADDED event for every pod
+// selected, in the store's order, each framed as the message of its wire and
+// enveloped, ready for the socket.
 type framedSnapshot struct {
 	// first is the first event, not framed: the watch sends it through
 	// connect, which writes the response headers with it.
@@ -46,13 +48,23 @@ type framedSnapshot struct {
 	chunks []int
 }
 
-// snapshotCache keeps the framed snapshots of the latest store version a
-// watch started at. A watch starting at a newer version empties it.
+// snapshotCache holds the framed snapshots in flight: a snapshot lives
+// while a watcher is building or writing it, and every watcher that starts
+// at the same store version, wire, field mask and selection meanwhile shares
+// it (the watchers of a sync storm overlap). When its last watcher is done
+// the snapshot is dropped: an idle node keeps none. Only the snapshots of
+// the latest store version a watch started at are shared; the bounds count
+// the snapshots in flight of every version.
 type snapshotCache struct {
 	mu      sync.Mutex
 	version uint64
-	bytes   int // of the snapshots of version, built or being built
+	// entries are the snapshots in flight of version, by key.
 	entries map[string]*snapshotEntry
+	// count and bytes are the snapshots in flight of every version, and
+	// the bytes reserved for them.
+	count   int
+	bytes   int
+	metrics *Metrics
 }
 
 // snapshotEntry is one framed snapshot, built once; nil when it was not
@@ -61,52 +73,85 @@ type snapshotEntry struct {
 	once sync.Once
 	s    *framedSnapshot
 	err  error
+	// refs are the watchers holding the entry, and bytes those reserved
+	// for it; both guarded by the cache's mu.
+	refs  int
+	bytes int
 }
 
-// get returns the snapshot of version for key, building it with build at
-// most once per version and key. build asks reserve for the bytes of the
+// get returns the snapshot of version for key, building it with build
+// unless a watcher holds it already. build asks reserve for the bytes of the
 // snapshot before it allocates them. get returns nil when no more snapshots
-// are kept for version, or when build found no room, and reports whether the
-// snapshot was built by this call.
-func (c *snapshotCache) get(version uint64, key string, build func(reserve func(n int) bool) (*framedSnapshot, error)) (s *framedSnapshot, built bool, err error) {
+// fit in flight, when the snapshot would not be shared (version is older
+// than the latest), or when build found no room, and reports whether the
+// snapshot was built by this call. The caller holds the snapshot until it
+// calls release, which it must call once, whatever get returned.
+func (c *snapshotCache) get(version uint64, key string, build func(reserve func(n int) bool) (*framedSnapshot, error)) (s *framedSnapshot, built bool, release func(), err error) {
 	c.mu.Lock()
-	if c.version != version || c.entries == nil {
-		if version < c.version {
-			// A watch that started before the latest one: its snapshot
-			// is not kept.
-			c.mu.Unlock()
-			return nil, false, nil
-		}
-		c.version, c.bytes = version, 0
+	if version < c.version {
+		// A watch that started before the latest one: its snapshot is
+		// not shared.
+		c.mu.Unlock()
+		return nil, false, func() {}, nil
+	}
+	if version > c.version || c.entries == nil {
+		// The entries in flight of the older version stay counted until
+		// their last watcher releases them, but are no longer shared.
+		c.version = version
 		c.entries = make(map[string]*snapshotEntry)
 	}
 	e, ok := c.entries[key]
 	if !ok {
-		if len(c.entries) >= maxSnapshots {
+		if c.count >= maxSnapshots {
 			c.mu.Unlock()
-			return nil, false, nil
+			return nil, false, func() {}, nil
 		}
 		e = &snapshotEntry{}
 		c.entries[key] = e
+		c.count++
+		c.metrics.snapshotsInFlight(1, 0)
 	}
+	e.refs++
 	c.mu.Unlock()
 	e.once.Do(func() {
 		built = true
-		e.s, e.err = build(func(n int) bool { return c.reserve(version, n) })
+		e.s, e.err = build(func(n int) bool { return c.reserve(e, n) })
 	})
-	return e.s, built && e.s != nil, e.err
+	var once sync.Once
+	return e.s, built && e.s != nil, func() { once.Do(func() { c.release(key, e) }) }, e.err
 }
 
-// reserve counts n more bytes against the snapshots of version, and reports
-// whether they fit.
-func (c *snapshotCache) reserve(version uint64, n int) bool {
+// reserve counts n more bytes against the snapshots in flight, for e, and
+// reports whether they fit.
+func (c *snapshotCache) reserve(e *snapshotEntry, n int) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.version != version || c.bytes+n > maxSnapshotBytes {
+	if c.bytes+n > maxSnapshotBytes {
 		return false
 	}
 	c.bytes += n
+	e.bytes += n
+	c.metrics.snapshotsInFlight(0, n)
 	return true
+}
+
+// release drops a watcher's hold of e, the entry of key. The last one drops
+// e, and the bytes reserved for it; e is removed from entries only if it is
+// still there: the cache may have moved to a newer version, whose entry of
+// key is another.
+func (c *snapshotCache) release(key string, e *snapshotEntry) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e.refs--; e.refs > 0 {
+		return
+	}
+	if c.entries[key] == e {
+		delete(c.entries, key)
+	}
+	c.count--
+	c.bytes -= e.bytes
+	c.metrics.snapshotsInFlight(-1, -e.bytes)
+	e.bytes = 0
 }
 
 // sendSnapshot sends an ADDED event for every pod of the snapshot sel
@@ -117,15 +162,19 @@ func (c *snapshotCache) reserve(version uint64, n int) bool {
 // checks between writes whether it fell behind or its client left.
 func (h *handler) sendSnapshot(ctx context.Context, f framing, wire watchWire, w *store.Watcher, pods []*store.Pod, pr *projection, sel *selector, version uint64, fellBehind func() error) error {
 	if ew, ok := batcherFrom(ctx).(EnvelopeWriter); ok && len(pods) > 0 {
-		s, built, err := h.snapshots.get(version, f.name+"|"+pr.view+"|"+sel.cacheKey(), func(reserve func(int) bool) (*framedSnapshot, error) {
+		s, built, release, err := h.snapshots.get(version, f.name+"|"+pr.view+"|"+sel.cacheKey(), func(reserve func(int) bool) (*framedSnapshot, error) {
 			return h.frameSnapshot(f, wire, pods, pr, sel, version, reserve)
 		})
 		// A snapshot that failed to build is sent one event at a time,
 		// which ends the watch at the failing pod as it always has.
 		if err == nil && s != nil {
+			// The snapshot is held until it is written, or the write
+			// failed: the watchers starting meanwhile share it.
+			defer release()
 			h.metrics.viewUsed(viewSnapshot, built)
 			return h.writeSnapshot(ctx, ew, wire, w, s, version, fellBehind)
 		}
+		release()
 	}
 	for _, p := range pods {
 		if !sel.matches(p) {
