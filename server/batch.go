@@ -47,14 +47,31 @@ var binaryStreams = map[string]bool{
 
 // envelopeWriter is the batchWriter of a watch whose messages are binary
 // protobuf: it also writes messages the watch framed itself, straight to the
-// response, as one write however many they are.
+// response.
 type envelopeWriter struct{ *batchWriter }
 
-// WriteEnvelopes writes b, whole enveloped messages, to the response body.
-// The flushes stay held as the watch asked.
+// envelopeWrite is the most bytes of framed messages an envelopeWriter hands
+// to the response at once: the size of net/http's buffer for the body of an
+// HTTP/2 response. A larger write bypasses that buffer and goes out in DATA
+// frames as large as the client allows (16 KiB for grpc-go), and net/http's
+// framer keeps a write buffer as large as the largest frame it wrote for as
+// long as the connection lives: 21 KiB of heap for every idle watcher that
+// received a snapshot, against 5 KiB with frames of this size (1000 idle
+// watchers, `bench --only idle`).
+const envelopeWrite = 4 << 10
+
+// WriteEnvelopes writes b, whole enveloped messages, to the response body,
+// in writes of at most envelopeWrite bytes. The flushes stay held as the
+// watch asked.
 func (e envelopeWriter) WriteEnvelopes(b []byte) error {
-	_, err := e.ResponseWriter.Write(b)
-	return err
+	for len(b) > 0 {
+		n := min(len(b), envelopeWrite)
+		if _, err := e.ResponseWriter.Write(b[:n]); err != nil {
+			return err
+		}
+		b = b[n:]
+	}
+	return nil
 }
 
 // batchWriter holds back flushes between hold and release. Only the watch's

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/net/http2"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	corev1 "k8s.io/api/core/v1"
@@ -591,5 +592,89 @@ func waitNoSnapshots(t *testing.T, reg prometheus.Gatherer) {
 			t.Fatalf("%v snapshots of %v bytes still kept once no watcher sends one", gaugeValue(t, reg, "podsapi_watch_snapshots"), gaugeValue(t, reg, "podsapi_watch_snapshots_bytes"))
 		case <-tick.C:
 		}
+	}
+}
+
+// TestSnapshotFrameSize watches over a raw HTTP/2 connection that grants
+// every byte the server may send and allows 16 KiB frames: the shared
+// snapshot, about 100 KiB, must arrive in DATA frames no larger than net/http's
+// 4 KiB response buffer, because net/http keeps, for the life of the
+// connection, a write buffer as large as the largest frame it wrote there.
+func TestSnapshotFrameSize(t *testing.T) {
+	var pods []*corev1.Pod
+	for i := range 25 {
+		pods = append(pods, podstest.Pod("default", fmt.Sprintf("p-%02d", i), i))
+	}
+	f := start(t, server.Config{}, false, pods...)
+	c := dialH2(t, f.socket)
+	req, err := proto.Marshal(&podsv1alpha1.PodWatchRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := binary.BigEndian.AppendUint32([]byte{0}, uint32(len(req)))
+	body = append(body, req...)
+	id := c.open(podsv1alpha1connect.PodsWatchPodsProcedure)
+	if err := c.write(func(fr *http2.Framer) error { return fr.WriteData(id, true, body) }); err != nil {
+		t.Fatal(err)
+	}
+	var (
+		stream   []byte // the bytes of the response's DATA frames
+		largest  int
+		events   int
+		synced   bool
+		snapshot int // bytes up to INITIAL_SYNC_COMPLETE
+	)
+	for !synced {
+		fm, err := c.fr.ReadFrame()
+		if err != nil {
+			t.Fatalf("after %d events: %v", events, err)
+		}
+		switch fm := fm.(type) {
+		case *http2.DataFrame:
+			n := len(fm.Data())
+			largest = max(largest, n)
+			stream = append(stream, fm.Data()...)
+			if n > 0 {
+				if err := c.write(func(fr *http2.Framer) error {
+					if err := fr.WriteWindowUpdate(0, uint32(n)); err != nil {
+						return err
+					}
+					return fr.WriteWindowUpdate(id, uint32(n))
+				}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		case *http2.MetaHeadersFrame:
+			if fm.StreamEnded() {
+				t.Fatalf("the watch ended after %d events: %v", events, fm.Fields)
+			}
+		case *http2.PingFrame:
+			if !fm.IsAck() {
+				c.write(func(fr *http2.Framer) error { return fr.WritePing(true, fm.Data) })
+			}
+		}
+		for len(stream) >= 5 && len(stream) >= 5+int(binary.BigEndian.Uint32(stream[1:5])) {
+			n := 5 + int(binary.BigEndian.Uint32(stream[1:5]))
+			ev := &podsv1alpha1.PodWatchResponse{}
+			if err := proto.Unmarshal(stream[5:n], ev); err != nil {
+				t.Fatalf("event %d: %v", events, err)
+			}
+			snapshot += n
+			stream = stream[n:]
+			if ev.GetType() == podsv1alpha1.EventType_EVENT_TYPE_INITIAL_SYNC_COMPLETE {
+				synced = true
+				break
+			}
+			events++
+		}
+	}
+	if events != len(pods) {
+		t.Errorf("%d ADDED events before INITIAL_SYNC_COMPLETE, want %d", events, len(pods))
+	}
+	if snapshot < 64<<10 {
+		t.Fatalf("the snapshot is %d bytes: too small to tell 4 KiB writes from larger ones", snapshot)
+	}
+	if largest > 4<<10 {
+		t.Errorf("largest DATA frame: %d bytes, want at most 4096 (snapshot of %d bytes)", largest, snapshot)
 	}
 }
