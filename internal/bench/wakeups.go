@@ -175,17 +175,35 @@ func idleConns(ctx context.Context, socket, method string, n int) ([]*grpc.Clien
 		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		var resp []byte
 		err = c.Invoke(cctx, method, []byte{}, &resp)
+		if err == nil {
+			err = awaitReady(cctx, c)
+		}
 		cancel()
 		if err != nil {
 			closeConns(conns)
 			return nil, fmt.Errorf("call %s: %w", method, err)
 		}
-		if s := c.GetState(); s != connectivity.Ready {
-			closeConns(conns)
-			return nil, fmt.Errorf("connection %v after a call", s)
-		}
 	}
 	return conns, nil
+}
+
+// awaitReady waits until c reports READY. grpc-go hands a new connection to
+// calls before it reports the connection's state, so a call can succeed
+// while the state still says CONNECTING; a connection that failed says
+// TRANSIENT_FAILURE or SHUTDOWN instead.
+func awaitReady(ctx context.Context, c *grpc.ClientConn) error {
+	for {
+		s := c.GetState()
+		switch s {
+		case connectivity.Ready:
+			return nil
+		case connectivity.TransientFailure, connectivity.Shutdown:
+			return fmt.Errorf("connection %v after a call", s)
+		}
+		if !c.WaitForStateChange(ctx, s) {
+			return fmt.Errorf("connection still %v after a call: %w", s, ctx.Err())
+		}
+	}
 }
 
 func closeConns(conns []*grpc.ClientConn) {
