@@ -562,7 +562,8 @@ Profiles of every server child: add `+"`--cpuprofile DIR`"+`, then `+"`go tool p
   measurement, not a server. Its ×A compares with A's same call; for its empty call, with A's GetPod.
 
 Each server runs in its own process (`+"`bench serve --impl ...`"+`); server CPU is utime+stime from
-`+"`/proc/PID/stat`"+` over the measurement divided by requests (or events), RSS is `+"`VmRSS`"+`, allocations come
+`+"`/proc/PID/stat`"+` over the measurement divided by requests (or events) (paced calls, too few for its 10 ms
+ticks: the run time of the child's threads, `+"`/proc/PID/task/*/schedstat`"+` in ns), RSS is `+"`VmRSS`"+`, allocations come
 from `+"`runtime/metrics`"+` of the child (`+"`/gc/heap/allocs:objects`"+`). The client is grpc-go with a codec that
 keeps the raw bytes (nothing is decoded), closed loop with k concurrent requests on one connection, for
 %v per measurement (at least %d requests). Client decode cost is in the micro-benchmarks. Pods are

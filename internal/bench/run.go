@@ -377,8 +377,8 @@ func runBench(ctx context.Context, o Options, stdout, stderr io.Writer) error {
 						continue
 					}
 					res.Rows = append(res.Rows, Row{Op: m.op, Impl: impl, Pods: n, K: 1, loadResult: r})
-					logf("%-9s %-17s pods=%-5d %g/s  median %9.1fµs  p99 %9.1fµs  %9.0f B  cpu %8.1fµs/req",
-						impl, m.op, n, o.PacedRate, r.MedianUs, r.P99Us, r.Bytes, r.CPUUs)
+					logf("%-9s %-17s pods=%-5d %g/s  median %9.1fµs  p99 %9.1fµs  %9.0f B  cpu %8.1fµs/req (stat %8.1fµs/req)",
+						impl, m.op, n, o.PacedRate, r.MedianUs, r.P99Us, r.Bytes, r.CPUUs, r.StatCPUUs)
 				}
 				c.stop()
 			}
@@ -392,7 +392,7 @@ func runBench(ctx context.Context, o Options, stdout, stderr io.Writer) error {
 				fail("floor-rpc paced:empty", err)
 			} else {
 				res.Rows = append(res.Rows, Row{Op: "paced:empty", Impl: ImplFloorRPC, K: 1, loadResult: r})
-				logf("%-9s %-17s %g/s  median %9.1fµs  p99 %9.1fµs  cpu %8.1fµs/req", ImplFloorRPC, "paced:empty", o.PacedRate, r.MedianUs, r.P99Us, r.CPUUs)
+				logf("%-9s %-17s %g/s  median %9.1fµs  p99 %9.1fµs  cpu %8.1fµs/req (stat %8.1fµs/req)", ImplFloorRPC, "paced:empty", o.PacedRate, r.MedianUs, r.P99Us, r.CPUUs, r.StatCPUUs)
 			}
 			c.stop()
 		}
@@ -424,8 +424,8 @@ func runBench(ctx context.Context, o Options, stdout, stderr io.Writer) error {
 					continue
 				}
 				res.Rows = append(res.Rows, Row{Op: m.op, Impl: ImplFloorConn, Pods: m.pods, K: 1, loadResult: r})
-				logf("%-9s %-17s pods=%-5d %g/s  median %9.1fµs  p99 %9.1fµs  %9.0f B  cpu %8.1fµs/req",
-					ImplFloorConn, m.op, n, o.PacedRate, r.MedianUs, r.P99Us, r.Bytes, r.CPUUs)
+				logf("%-9s %-17s pods=%-5d %g/s  median %9.1fµs  p99 %9.1fµs  %9.0f B  cpu %8.1fµs/req (stat %8.1fµs/req)",
+					ImplFloorConn, m.op, n, o.PacedRate, r.MedianUs, r.P99Us, r.Bytes, r.CPUUs, r.StatCPUUs)
 			}
 			c.stop()
 		}
