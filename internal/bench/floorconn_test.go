@@ -171,11 +171,13 @@ func TestFloorConn(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
 		errs := make(chan error, 4)
 		for range cap(errs) {
 			go func() {
 				var resp []byte
-				err := conn.Invoke(context.Background(), methodList, nil, &resp)
+				err := conn.Invoke(ctx, methodList, nil, &resp)
 				if err == nil && !sameResponse(resp, want) {
 					err = errors.New("a list differs from ours")
 				}

@@ -349,7 +349,10 @@ func evaluate(r *Results) []Target {
 		if x == nil || a == nil || f(a) <= 0 {
 			return note
 		}
-		return fmt.Sprintf("%s (a one-goroutine transport measured %.2fx A)", note, f(x)/f(a))
+		if note != "" {
+			note += "; "
+		}
+		return fmt.Sprintf("%sa one-goroutine transport measured %.2fx A", note, f(x)/f(a))
 	}
 	pl, pa := r.row("paced:list", ImplOurs, 110, 1), r.row("paced:list", ImplBaselineA, 110, 1)
 	add("paced ListPods 110: median ÷ A", val(pl, med)/val(pa, med), "<=", 0.25, conn("paced:list", 110, pa, med, floor(pl, med, "median")))
