@@ -78,6 +78,14 @@ func TestRunTiny(t *testing.T) {
 	if r := res.row("paced:empty", ImplFloorRPC, 0, 1); r == nil || r.Requests < 2 {
 		t.Errorf("no paced measurement of the empty RPC: %+v", r)
 	}
+	for _, op := range []string{"paced:empty", "paced:list", "paced:get"} {
+		if r := res.row(op, ImplFloorConn, 5, 1); r == nil || r.Requests < 2 {
+			t.Errorf("no paced measurement of %s on floor-conn: %+v", op, r)
+		}
+	}
+	if a, fc := res.row("paced:list", ImplBaselineA, 5, 1), res.row("paced:list", ImplFloorConn, 5, 1); a != nil && fc != nil && (fc.Bytes < a.Bytes || fc.Bytes > a.Bytes+64) {
+		t.Errorf("bytes per list: floor-conn %v, A %v", fc.Bytes, a.Bytes)
+	}
 	if len(res.Storms) != 2 || res.Storms[0].SyncP99Ms <= 0 {
 		t.Errorf("sync storms: %+v, want one of ours and one of A", res.Storms)
 	}

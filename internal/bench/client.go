@@ -356,12 +356,19 @@ func rawFloor(socket string, size int) clientFactory {
 
 // loadResult is one closed-loop measurement.
 type loadResult struct {
-	Requests    int     `json:"requests"`
-	Seconds     float64 `json:"seconds"`
-	MedianUs    float64 `json:"medianUs"`
-	P99Us       float64 `json:"p99Us"`
-	Bytes       float64 `json:"bytesPerResponse"`
-	CPUUs       float64 `json:"serverCpuUsPerRequest"`
+	Requests int     `json:"requests"`
+	Seconds  float64 `json:"seconds"`
+	MedianUs float64 `json:"medianUs"`
+	P99Us    float64 `json:"p99Us"`
+	Bytes    float64 `json:"bytesPerResponse"`
+	// CPUUs is the server's CPU time per request: for paced measurements
+	// the time its threads ran on a CPU (/proc/PID/task/*/schedstat, ns),
+	// otherwise (or without schedstat) utime+stime (/proc/PID/stat, 10 ms
+	// ticks).
+	CPUUs float64 `json:"serverCpuUsPerRequest"`
+	// StatCPUUs is utime+stime per request, whatever CPUUs is.
+	StatCPUUs   float64 `json:"serverStatCpuUsPerRequest"`
+	CPUSource   string  `json:"serverCpuSource"` // "schedstat" or "stat"
 	Allocs      float64 `json:"serverAllocsPerRequest"`
 	AllocBytes  float64 `json:"serverAllocBytesPerRequest"`
 	RSSBytes    int64   `json:"serverRssBytes"`
@@ -392,7 +399,9 @@ func load(ctx context.Context, c *child, f clientFactory, k int, d time.Duration
 	if err != nil {
 		return r, err
 	}
-	cpu0, _ := procCPU(c.pid())
+	// The threads' counters: a thread that exits during the measurement
+	// takes its run time with it, which Go processes rarely do.
+	ps0, _ := sampleProc(c.pid())
 	var (
 		mu    sync.Mutex
 		lats  []time.Duration
@@ -444,7 +453,7 @@ func load(ctx context.Context, c *child, f clientFactory, k int, d time.Duration
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	cpu1, _ := procCPU(c.pid())
+	ps1, _ := sampleProc(c.pid())
 	st1, err := c.stats()
 	if err != nil {
 		return r, err
@@ -462,8 +471,16 @@ func load(ctx context.Context, c *child, f clientFactory, k int, d time.Duration
 	r.MedianUs = us(lats[n/2])
 	r.P99Us = us(lats[min(n-1, n*99/100)])
 	r.Bytes = float64(bytes) / float64(n)
-	r.CPUUs = us(cpu1-cpu0) / float64(n)
-	r.CPUFraction = (cpu1 - cpu0).Seconds() / elapsed.Seconds()
+	cpuTime := ps1.cpu - ps0.cpu
+	r.StatCPUUs = us(cpuTime) / float64(n)
+	r.CPUSource = "stat"
+	if pace > 0 && ps0.runNs >= 0 && ps1.runNs >= 0 && ps0.threads > 0 && ps1.threads > 0 {
+		// A paced measurement has few calls: 10 ms ticks are too coarse.
+		cpuTime = time.Duration(ps1.runNs - ps0.runNs)
+		r.CPUSource = "schedstat"
+	}
+	r.CPUUs = us(cpuTime) / float64(n)
+	r.CPUFraction = cpuTime.Seconds() / elapsed.Seconds()
 	r.Allocs = float64(st1.AllocObjects-st0.AllocObjects) / float64(n)
 	r.AllocBytes = float64(st1.AllocBytes-st0.AllocBytes) / float64(n)
 	r.RPS = float64(n) / elapsed.Seconds()

@@ -52,6 +52,9 @@ const (
 	ImplBaselineB = "baselineB"
 	ImplFloorRPC  = "floor-rpc"
 	ImplFloorRaw  = "floor-raw"
+	// ImplFloorConn answers cached bytes inline on a transport with one
+	// goroutine per connection (floorconn.go): a measurement, not a server.
+	ImplFloorConn = "floor-conn"
 )
 
 // Method names on the wire.
@@ -110,7 +113,7 @@ func serveChild(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var cfg serveConfig
-	fs.StringVar(&cfg.Impl, "impl", ImplOurs, "ours|baselineA|baselineB|floor-rpc|floor-raw")
+	fs.StringVar(&cfg.Impl, "impl", ImplOurs, "ours|baselineA|baselineB|floor-rpc|floor-raw|floor-conn")
 	fs.IntVar(&cfg.Pods, "pods", 110, "number of pods")
 	fs.StringVar(&cfg.Socket, "socket", "", "UNIX socket to serve on (the control socket is SOCKET.ctl)")
 	fs.Float64Var(&cfg.Churn, "churn", 0, "status updates per second from the start")
@@ -210,6 +213,16 @@ func serve(ctx context.Context, cfg serveConfig, ready func()) error {
 		hs := floorRPCServer()
 		wg.Go(func() { errc <- ignoreClosed(hs.Serve(l)) })
 		wg.Go(func() { <-ctx.Done(); hs.Close() })
+	case ImplFloorConn:
+		resp, err := newFloorResponses(in.pods)
+		if err != nil {
+			return err
+		}
+		l, err := listenUnix(cfg.Socket)
+		if err != nil {
+			return err
+		}
+		wg.Go(func() { errc <- serveFloorConn(ctx, l, resp) })
 	case ImplFloorRaw:
 		l, err := listenUnix(cfg.Socket)
 		if err != nil {
