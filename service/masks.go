@@ -3,6 +3,8 @@ package service
 import (
 	"context"
 	"math"
+	"net/http"
+	"strings"
 
 	"connectrpc.com/connect"
 
@@ -33,19 +35,36 @@ func HandlerOptions(interceptors ...connect.Interceptor) []connect.HandlerOption
 
 // FieldMasks returns the interceptor that parses and validates the field
 // mask of a request's metadata once per request or stream, and hands it to
-// the handlers; without it every response carries whole pods.
-func FieldMasks() connect.Interceptor { return fieldMask{} }
+// the handlers; without it every response carries whole pods. The masks of
+// the last 128 distinct headers stay parsed, shared by the calls that send
+// them again.
+func FieldMasks() connect.Interceptor { return fieldMask{newMaskCache()} }
 
 // fieldMask is the interceptor of FieldMasks.
-type fieldMask struct{}
+type fieldMask struct{ masks maskCache }
 
 type maskKey struct{}
 
-func (fieldMask) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
+// parse returns the mask of the field mask headers of h.
+func (f fieldMask) parse(h http.Header) (*fieldmask.Mask, error) {
+	texts, bins := h.Values(fieldmask.Header), h.Values(fieldmask.BinaryHeader)
+	if len(texts) == 0 && len(bins) == 0 {
+		return nil, nil
+	}
+	// NUL separates the values (it cannot be in one) and SOH the headers.
+	key := strings.Join(texts, "\x00") + "\x01" + strings.Join(bins, "\x00")
+	mask, err := get(f.masks, key, func() (*fieldmask.Mask, error) { return fieldmask.FromHeader(h) })
+	if err != nil {
+		return nil, errFieldMask(err)
+	}
+	return mask, nil
+}
+
+func (f fieldMask) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
 	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
-		mask, err := fieldmask.FromHeader(req.Header())
+		mask, err := f.parse(req.Header())
 		if err != nil {
-			return nil, errFieldMask(err)
+			return nil, err
 		}
 		return next(context.WithValue(ctx, maskKey{}, mask), req)
 	}
@@ -55,11 +74,11 @@ func (fieldMask) WrapStreamingClient(next connect.StreamingClientFunc) connect.S
 	return next
 }
 
-func (fieldMask) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
+func (f fieldMask) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
 	return func(ctx context.Context, conn connect.StreamingHandlerConn) error {
-		mask, err := fieldmask.FromHeader(conn.RequestHeader())
+		mask, err := f.parse(conn.RequestHeader())
 		if err != nil {
-			return errFieldMask(err)
+			return err
 		}
 		return next(context.WithValue(ctx, maskKey{}, mask), conn)
 	}

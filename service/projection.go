@@ -29,3 +29,26 @@ func newProjection(mask *fieldmask.Mask) *projection {
 	}
 	return p
 }
+
+// projection returns the projection of mask (nil: the whole pod), shared by
+// every call with the same mask.
+func (h *handler) projection(mask *fieldmask.Mask) *projection {
+	p, _ := get(h.projections, "call|"+mask.Key(), func() (*projection, error) { return newProjection(mask), nil })
+	return p
+}
+
+// watchProjection returns the projection of a watch with mask (nil: the
+// whole pod), shared by every watch with the same mask: a watch's mask is
+// widened to identityPaths, so that every event names its pod.
+func (h *handler) watchProjection(mask *fieldmask.Mask) (*projection, error) {
+	if mask == nil {
+		return h.projection(nil), nil
+	}
+	return get(h.projections, "watch|"+mask.Key(), func() (*projection, error) {
+		u, err := mask.Union(identityPaths...)
+		if err != nil {
+			return nil, err
+		}
+		return newProjection(u), nil
+	})
+}

@@ -78,12 +78,14 @@ type handler struct {
 	lists    listCache
 	// snapshots are the framed snapshots of the watches in flight.
 	snapshots snapshotCache
-	progress  *progressClock
+	// projections are the projections of the masks in use.
+	projections maskCache
+	progress    *progressClock
 }
 
 // newHandler returns a handler of s configured by opts.
 func newHandler(s Store, opts []Option) *handler {
-	h := &handler{store: s, queue: DefaultWatchQueue, logger: slog.Default(), progress: &progressClock{interval: DefaultProgressInterval}}
+	h := &handler{store: s, queue: DefaultWatchQueue, logger: slog.Default(), progress: &progressClock{interval: DefaultProgressInterval}, projections: newMaskCache()}
 	for _, opt := range opts {
 		opt(h)
 	}
@@ -138,7 +140,7 @@ func (h *handler) list(ctx context.Context, sel *selector) ([]byte, uint64, erro
 			}
 			pods = selected
 		}
-		pr := newProjection(mask)
+		pr := h.projection(mask)
 		views := make([][]byte, len(pods))
 		size := 0
 		for i, p := range pods {
@@ -172,7 +174,7 @@ func (h *handler) get(ctx context.Context, uid types.UID) ([]byte, error) {
 	if !ok {
 		return nil, errNotFound(uid)
 	}
-	v, err := h.view(p, newProjection(maskFrom(ctx)))
+	v, err := h.view(p, h.projection(maskFrom(ctx)))
 	if err != nil {
 		return nil, err
 	}

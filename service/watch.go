@@ -58,14 +58,10 @@ func newWatchWire[M proto.Message](send func(M) error, message func(ev []byte, v
 // wire together with the store version it reflects.
 func (h *handler) watch(ctx context.Context, f framing, opts watchOptions, wire watchWire) error {
 	send := wire.send
-	mask := maskFrom(ctx)
-	if mask != nil {
-		var err error
-		if mask, err = mask.Union(identityPaths...); err != nil {
-			return errFieldMask(err)
-		}
+	pr, err := h.watchProjection(maskFrom(ctx))
+	if err != nil {
+		return errFieldMask(err)
 	}
-	pr := newProjection(mask)
 	var (
 		snapshot []*store.Pod
 		replay   []store.Event
