@@ -17,7 +17,7 @@ const maxCachedKey = 2 << 10
 // maskCache keeps the values built from client-sent masks — a parsed mask,
 // a projection — by key, so that the clients sending the same mask share
 // one value instead of each call or watch building its own: a watch holds
-// its mask and projection for as long as it lives (about 2 KiB each).
+// its masks and projection for as long as it lives (about 2 KiB in all).
 // Values must not change once built. Safe for concurrent use.
 type maskCache struct{ c *lru.Cache }
 
