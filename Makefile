@@ -45,7 +45,7 @@ bench: ## Measure ours against the baselines over real sockets and write docs/be
 	go run ./cmd/bench --json docs/bench-results.json --svg docs/bench-list-latency.svg --md docs/benchmarks.md
 
 .PHONY: bench-quick
-bench-quick: ## The same measurements with small sizes (under a minute), written to build/.
+bench-quick: ## The same measurements with small sizes (about a minute and a half), written to build/.
 	@mkdir -p build
 	go run ./cmd/bench --quick --json build/bench-results.json --svg build/bench-list-latency.svg --md build/benchmarks.md
 

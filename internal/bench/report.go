@@ -536,7 +536,7 @@ are noisy and only the ratios are meant to be compared across runs.
 
 `+"```sh"+`
 make bench         # go run ./cmd/bench --json bench-results.json --svg docs/bench-list-latency.svg --md docs/benchmarks.md
-make bench-quick   # the same with --quick (under a minute; smaller sizes, shorter measurements)
+make bench-quick   # the same with --quick (about a minute and a half; smaller sizes, shorter measurements)
 go test -run '^$' -bench ListPods -benchmem ./internal/bench/   # in-process ours vs baseline A on a real socket
 `+"```"+`
 

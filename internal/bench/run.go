@@ -136,7 +136,7 @@ func parseFlags(args []string, stderr io.Writer) (Options, error) {
 	fs.StringVar(&o.SVG, "svg", "", "draw ListPods latency versus pod count to this SVG file")
 	fs.StringVar(&o.MD, "md", "", "write the report (reproduction, machine, table, targets) to this Markdown file")
 	fs.StringVar(&o.CPUProfileDir, "cpuprofile", "", "directory for CPU profiles of every server child")
-	fs.BoolVar(&o.Quick, "quick", false, "small sizes and short durations (under a minute)")
+	fs.BoolVar(&o.Quick, "quick", false, "small sizes and short durations (about a minute and a half)")
 	oursEnv := fs.String("ours-env", "", "space-separated NAME=VALUE added to the environment of our server's children (for example GOGC=200)")
 	only := fs.String("only", "", "comma-separated sections to run, of "+strings.Join(sections, ",")+" (default all)")
 	if err := fs.Parse(args); err != nil {
