@@ -611,62 +611,26 @@ func TestSnapshotFrameSize(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	body := binary.BigEndian.AppendUint32([]byte{0}, uint32(len(req)))
-	body = append(body, req...)
 	id := c.open(podsv1alpha1connect.PodsWatchPodsProcedure)
-	if err := c.write(func(fr *http2.Framer) error { return fr.WriteData(id, true, body) }); err != nil {
+	if err := c.write(func(fr *http2.Framer) error { return fr.WriteData(id, true, envelope(0, req)) }); err != nil {
 		t.Fatal(err)
 	}
-	var (
-		stream   []byte // the bytes of the response's DATA frames
-		largest  int
-		events   int
-		synced   bool
-		snapshot int // bytes up to INITIAL_SYNC_COMPLETE
-	)
-	for !synced {
-		fm, err := c.fr.ReadFrame()
+	r := &h2DataReader{c: c, id: id}
+	events, snapshot := 0, 0 // ADDED events, and bytes up to INITIAL_SYNC_COMPLETE
+	for {
+		msg, err := readEnvelope(r)
 		if err != nil {
 			t.Fatalf("after %d events: %v", events, err)
 		}
-		switch fm := fm.(type) {
-		case *http2.DataFrame:
-			n := len(fm.Data())
-			largest = max(largest, n)
-			stream = append(stream, fm.Data()...)
-			if n > 0 {
-				if err := c.write(func(fr *http2.Framer) error {
-					if err := fr.WriteWindowUpdate(0, uint32(n)); err != nil {
-						return err
-					}
-					return fr.WriteWindowUpdate(id, uint32(n))
-				}); err != nil {
-					t.Fatal(err)
-				}
-			}
-		case *http2.MetaHeadersFrame:
-			if fm.StreamEnded() {
-				t.Fatalf("the watch ended after %d events: %v", events, fm.Fields)
-			}
-		case *http2.PingFrame:
-			if !fm.IsAck() {
-				c.write(func(fr *http2.Framer) error { return fr.WritePing(true, fm.Data) })
-			}
+		snapshot += len(msg)
+		ev := &podsv1alpha1.PodWatchResponse{}
+		if err := proto.Unmarshal(msg[5:], ev); err != nil {
+			t.Fatalf("event %d: %v", events, err)
 		}
-		for len(stream) >= 5 && len(stream) >= 5+int(binary.BigEndian.Uint32(stream[1:5])) {
-			n := 5 + int(binary.BigEndian.Uint32(stream[1:5]))
-			ev := &podsv1alpha1.PodWatchResponse{}
-			if err := proto.Unmarshal(stream[5:n], ev); err != nil {
-				t.Fatalf("event %d: %v", events, err)
-			}
-			snapshot += n
-			stream = stream[n:]
-			if ev.GetType() == podsv1alpha1.EventType_EVENT_TYPE_INITIAL_SYNC_COMPLETE {
-				synced = true
-				break
-			}
-			events++
+		if ev.GetType() == podsv1alpha1.EventType_EVENT_TYPE_INITIAL_SYNC_COMPLETE {
+			break
 		}
+		events++
 	}
 	if events != len(pods) {
 		t.Errorf("%d ADDED events before INITIAL_SYNC_COMPLETE, want %d", events, len(pods))
@@ -674,7 +638,58 @@ func TestSnapshotFrameSize(t *testing.T) {
 	if snapshot < 64<<10 {
 		t.Fatalf("the snapshot is %d bytes: too small to tell 4 KiB writes from larger ones", snapshot)
 	}
-	if largest > 4<<10 {
-		t.Errorf("largest DATA frame: %d bytes, want at most 4096 (snapshot of %d bytes)", largest, snapshot)
+	if r.largest > 4<<10 {
+		t.Errorf("largest DATA frame: %d bytes, want at most 4096 (snapshot of %d bytes)", r.largest, snapshot)
 	}
+}
+
+// h2DataReader reads the response body of stream id of a raw connection:
+// it grants back every byte it receives, answers pings, and records the
+// largest DATA frame.
+type h2DataReader struct {
+	c       *h2Client
+	id      uint32
+	buf     []byte // received, not yet read
+	largest int
+}
+
+func (r *h2DataReader) Read(p []byte) (int, error) {
+	for len(r.buf) == 0 {
+		fm, err := r.c.fr.ReadFrame()
+		if err != nil {
+			return 0, err
+		}
+		switch fm := fm.(type) {
+		case *http2.DataFrame:
+			if fm.StreamID != r.id {
+				continue
+			}
+			n := len(fm.Data())
+			r.largest = max(r.largest, n)
+			r.buf = append(r.buf, fm.Data()...)
+			if n > 0 {
+				if err := r.c.write(func(fr *http2.Framer) error {
+					if err := fr.WriteWindowUpdate(0, uint32(n)); err != nil {
+						return err
+					}
+					return fr.WriteWindowUpdate(r.id, uint32(n))
+				}); err != nil {
+					return 0, err
+				}
+			}
+		case *http2.MetaHeadersFrame:
+			if fm.StreamID == r.id && fm.StreamEnded() {
+				return 0, fmt.Errorf("the stream ended: %v", fm.Fields)
+			}
+		case *http2.PingFrame:
+			if !fm.IsAck() {
+				if err := r.c.write(func(fr *http2.Framer) error { return fr.WritePing(true, fm.Data) }); err != nil {
+					return 0, err
+				}
+			}
+		}
+	}
+	n := copy(p, r.buf)
+	r.buf = r.buf[n:]
+	return n, nil
 }
