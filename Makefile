@@ -65,15 +65,21 @@ conformance: ## Run the conformance suite against our server, started and restar
 		--features conformance/features/podsapi-server-kubelet.yaml --known-failing conformance/features/podsapi-server-kubelet.known-failing \
 		--junit build/conformance-kubelet.xml --json build/conformance-kubelet.json
 
-FUZZTIME ?= 30s
+# FUZZTIME, when set, is every target's -fuzztime (a duration, or a count such
+# as 5000x). Unset, each target runs a count of inputs that takes 30 s or less
+# on a 2-core machine: counts, not durations, because Go 1.26's fuzzing
+# coordinator can fail a duration-bound run at its deadline with "context
+# deadline exceeded" and no failing input (golang/go#75804, fixed in Go 1.27).
+FUZZTIME ?=
+fuzztime = $(if $(FUZZTIME),$(FUZZTIME),$(1))
 .PHONY: fuzz
-fuzz: ## Run each fuzz target for FUZZTIME (default 30s); go test -fuzz takes one package and one target at a time.
-	go test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./fieldmask
-	go test -run '^$$' -fuzz '^FuzzProject$$' -fuzztime $(FUZZTIME) ./fieldmask
-	go test -run '^$$' -fuzz '^FuzzFromHeader$$' -fuzztime $(FUZZTIME) ./fieldmask
-	go test -run '^$$' -fuzz '^FuzzRequest$$' -fuzztime $(FUZZTIME) ./server
-	go test -run '^$$' -fuzz '^FuzzDecodeFile$$' -fuzztime $(FUZZTIME) ./source/manifest
-	go test -run '^$$' -fuzz '^FuzzWatchPromise$$' -fuzztime $(FUZZTIME) ./store
+fuzz: ## Run each fuzz target for a count of inputs (about 30 s each), or for FUZZTIME; go test -fuzz takes one package and one target at a time.
+	go test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(call fuzztime,5000x) -timeout 10m ./fieldmask
+	go test -run '^$$' -fuzz '^FuzzProject$$' -fuzztime $(call fuzztime,10000x) -timeout 10m ./fieldmask
+	go test -run '^$$' -fuzz '^FuzzFromHeader$$' -fuzztime $(call fuzztime,50000x) -timeout 10m ./fieldmask
+	go test -run '^$$' -fuzz '^FuzzRequest$$' -fuzztime $(call fuzztime,8000x) -timeout 10m ./server
+	go test -run '^$$' -fuzz '^FuzzDecodeFile$$' -fuzztime $(call fuzztime,2500x) -timeout 10m ./source/manifest
+	go test -run '^$$' -fuzz '^FuzzWatchPromise$$' -fuzztime $(call fuzztime,20000x) -timeout 10m ./store
 
 STRESS_FLAGS ?=
 .PHONY: stress
