@@ -73,7 +73,7 @@ conformance: ## Run the conformance suite against our server, started and restar
 FUZZTIME ?=
 fuzztime = $(if $(FUZZTIME),$(FUZZTIME),$(1))
 .PHONY: fuzz
-fuzz: ## Run each fuzz target for a count of inputs (about 30 s each), or for FUZZTIME; go test -fuzz takes one package and one target at a time.
+fuzz: ## Run each fuzz target for a count of inputs (30 s or less each on a busy 2-core machine), or for FUZZTIME; go test -fuzz takes one package and one target at a time.
 	go test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(call fuzztime,5000x) -timeout 10m ./fieldmask
 	go test -run '^$$' -fuzz '^FuzzProject$$' -fuzztime $(call fuzztime,10000x) -timeout 10m ./fieldmask
 	go test -run '^$$' -fuzz '^FuzzFromHeader$$' -fuzztime $(call fuzztime,50000x) -timeout 10m ./fieldmask
