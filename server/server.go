@@ -15,7 +15,6 @@ import (
 	"os"
 	"os/user"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -29,6 +28,7 @@ import (
 	"github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1/podsv1alpha1connect"
 	"github.com/podsapi/podsapi/gen/v1alpha1/v1alpha1connect"
 	"github.com/podsapi/podsapi/guard"
+	"github.com/podsapi/podsapi/server/internal/transport"
 	"github.com/podsapi/podsapi/service"
 	"github.com/podsapi/podsapi/socket"
 )
@@ -58,6 +58,18 @@ const (
 	DefaultKeepaliveInterval    = time.Minute
 	DefaultKeepaliveTimeout     = 20 * time.Second
 	DefaultWriteStallTimeout    = 30 * time.Second
+	// DefaultRequestReadTimeout is how long a call may take to send its
+	// request.
+	DefaultRequestReadTimeout = 10 * time.Second
+	// DefaultMaxPendingPerUID is how many calls of one peer UID may wait
+	// for their request at once.
+	DefaultMaxPendingPerUID = 256
+	// DefaultMetricsTimeout bounds the reading of a scrape request and the
+	// writing of its answer, and closes a connection idle for that long.
+	DefaultMetricsTimeout = 10 * time.Second
+	// DefaultMetricsMaxConnections is the number of connections the
+	// metrics endpoint keeps open at once.
+	DefaultMetricsMaxConnections = 16
 	// DefaultRateLimitDelay is how long a call refused by a rate limit
 	// waits before it is answered.
 	DefaultRateLimitDelay = 100 * time.Millisecond
@@ -195,6 +207,9 @@ type Hooks struct {
 	// wire.
 	Pods    func(podsv1alpha1connect.PodsHandler) podsv1alpha1connect.PodsHandler
 	Kubelet func(v1alpha1connect.PodsHandler) v1alpha1connect.PodsHandler
+	// PeerCred reads the credentials of a connection's peer instead of
+	// SO_PEERCRED, so that tests may be any peer.
+	PeerCred func(net.Conn) (socket.Cred, error)
 }
 
 // Store is the pod store the server serves: the service's Store, plus a way
@@ -207,17 +222,14 @@ type Store interface {
 
 // Server serves the Pods API of one Store.
 type Server struct {
-	cfg      Config
-	store    Store
-	listener net.Listener
-	metrics  *connListener
-	http     *http.Server
-	mhttp    *http.Server
-	health   *grpchealth.StaticChecker
-	services []string            // the names of the Pods services served
-	policy   *guard.AccessPolicy // nil: every peer may call
-	shutdown chan struct{}
-	stall    *stallGuard
+	cfg       Config
+	store     Store
+	transport *transport.Transport
+	listener  net.Listener
+	http      *http.Server
+	metrics   *transport.Metrics // nil: no metrics endpoint
+	health    *health
+	shutdown  chan struct{}
 }
 
 // New listens on cfg.Socket (and cfg.MetricsAddress) and returns a Server
@@ -225,25 +237,105 @@ type Server struct {
 //
 // It is the one assembly of the server: podsapi-server, the tests and the
 // conformance suite's self-test all serve through it (the self-test plants
-// its faults with cfg.Hooks).
+// its faults with cfg.Hooks). It reads top to bottom: the access check, the
+// transport, the guards and interceptors, the handlers of both wires,
+// health and reflection on one mux, then the sockets.
 func New(st Store, cfg Config) (*Server, error) {
 	cfg = withDefaults(cfg)
-	s := &Server{cfg: cfg, store: st, shutdown: make(chan struct{})}
-	socketOpts, err := s.socketOptions()
+	socketOpts, err := socketOptions(cfg)
 	if err != nil {
 		return nil, err
 	}
-	s.http = s.httpServer(s.handler())
+	registerStoreMetrics(cfg.Registry, st)
+
+	// The one access check: the transport's gate, in front of every
+	// service but health.
+	var access *guard.AccessGuard
+	if !cfg.AllowAnyPeer {
+		access = guard.NewAccessGuard(&guard.AccessPolicy{UIDs: cfg.AllowedUIDs, GIDs: cfg.AllowedGIDs}, cfg.Registry, cfg.Logger)
+	}
+	tr := transport.New(transport.Config{
+		MaxConnections:       cfg.MaxConnections,
+		MaxDeniedConnections: DefaultMaxDeniedConnections,
+		Access:               access,
+		RequestReadTimeout:   cfg.RequestReadTimeout,
+		MaxPendingPerUID:     cfg.MaxPendingPerUID,
+		WriteStallTimeout:    cfg.WriteStallTimeout,
+		MaxStreams:           cfg.MaxStreams,
+		IdleTimeout:          cfg.IdleTimeout,
+		KeepaliveInterval:    cfg.KeepaliveInterval,
+		KeepaliveTimeout:     cfg.KeepaliveTimeout,
+		Streams:              []string{podsv1alpha1connect.PodsWatchPodsProcedure, v1alpha1connect.PodsWatchPodsProcedure},
+		PeerCred:             cfg.Hooks.PeerCred,
+		Registry:             cfg.Registry,
+		Logger:               cfg.Logger,
+	})
+
+	metrics := service.NewMetrics(cfg.Registry)
+	opts := service.HandlerOptions(interceptors(cfg, metrics, newGuards(cfg, st))...)
+	shutdown := make(chan struct{})
+	handlers := service.NewHandlers(st,
+		service.WithWatchQueue(cfg.WatchQueue),
+		service.WithProgressInterval(cfg.WatchProgressInterval),
+		service.WithMetrics(metrics),
+		service.WithShutdown(shutdown),
+		service.WithLogger(cfg.Logger),
+		service.WithStreams(func(ctx context.Context) service.Stream {
+			if s := tr.Stream(ctx); s != nil {
+				return s
+			}
+			return nil
+		}),
+	)
+	pods, kubelet := handlers.Pods, handlers.Kubelet
+	if cfg.Hooks.Pods != nil {
+		pods = cfg.Hooks.Pods(pods)
+	}
+	if cfg.Hooks.Kubelet != nil {
+		kubelet = cfg.Hooks.Kubelet(kubelet)
+	}
+
+	mux := http.NewServeMux()
+	services := []string{podsv1alpha1connect.PodsName}
+	mux.Handle(podsv1alpha1connect.NewPodsHandler(pods, opts...))
+	if !cfg.NoKubeletWire {
+		services = append(services, v1alpha1connect.PodsName)
+		mux.Handle(v1alpha1connect.NewPodsHandler(kubelet, opts...))
+	}
+	// Health stays open to any peer that can connect, for liveness probes:
+	// it tells nothing but whether the server serves. Reflection is
+	// behind the access check like the API. Their requests are as small as
+	// the API's; connect applies the cap to the inflated size of a
+	// compressed request.
+	limit := connect.WithReadMaxBytes(service.MaxRequestBytes)
+	h := newHealth(services)
+	mux.Handle(grpchealth.NewHandler(h.checker, limit))
+	reflector := grpcreflect.NewStaticReflector(append(services, grpchealth.HealthV1ServiceName)...)
+	mux.Handle(grpcreflect.NewHandlerV1(reflector, limit))
+	mux.Handle(grpcreflect.NewHandlerV1Alpha(reflector, limit))
+
 	l, err := socket.Listen(cfg.Socket, socketOpts...)
 	if err != nil {
 		return nil, err
 	}
-	cl := newConnListener(l, cfg.MaxConnections, true, apiConnMetrics, cfg.Registry, cfg.Logger)
-	cl.limitDenied(s.policy, DefaultMaxDeniedConnections)
-	cl.stall = s.stall
-	s.listener = cl
+	s := &Server{
+		cfg:       cfg,
+		store:     st,
+		transport: tr,
+		listener:  tr.Listen(l),
+		http:      tr.Server(mux),
+		health:    h,
+		shutdown:  shutdown,
+	}
 	if cfg.MetricsAddress != "" {
-		if s.metrics, s.mhttp, err = listenMetrics(cfg); err != nil {
+		s.metrics, err = transport.ListenMetrics(transport.MetricsConfig{
+			Address:        cfg.MetricsAddress,
+			Timeout:        cfg.MetricsTimeout,
+			MaxConnections: cfg.MetricsMaxConnections,
+			Registry:       cfg.Registry,
+			Logger:         cfg.Logger,
+		})
+		if err != nil {
 			l.Close()
 			return nil, err
 		}
@@ -252,10 +344,10 @@ func New(st Store, cfg Config) (*Server, error) {
 }
 
 // socketOptions returns the permissions of the socket.
-func (s *Server) socketOptions() ([]socket.Option, error) {
-	opts := []socket.Option{socket.WithMode(s.cfg.SocketMode)}
-	if s.cfg.SocketGroup != "" {
-		gid, err := lookupGroup(s.cfg.SocketGroup)
+func socketOptions(cfg Config) ([]socket.Option, error) {
+	opts := []socket.Option{socket.WithMode(cfg.SocketMode)}
+	if cfg.SocketGroup != "" {
+		gid, err := lookupGroup(cfg.SocketGroup)
 		if err != nil {
 			return nil, err
 		}
@@ -264,14 +356,35 @@ func (s *Server) socketOptions() ([]socket.Option, error) {
 	return opts, nil
 }
 
-// guards returns the guards of the Pods API, registering their gauges. One
-// set of guards serves both wires: one rate-limit bucket, one limit of open
-// watches, one access policy.
-func (s *Server) guards(access *guard.AccessGuard) guard.Guards {
-	cfg := s.cfg
+// registerStoreMetrics registers the metrics of what st tells about
+// itself, when it does.
+func registerStoreMetrics(reg prometheus.Registerer, st Store) {
+	if enc, ok := st.(interface{ Encodes() uint64 }); ok {
+		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "podsapi_pod_encodes_total",
+			Help: "Number of pod versions encoded by the store: each is encoded once, whatever the number of requests and watchers.",
+		}, func() float64 { return float64(enc.Encodes()) }))
+	}
+	if h, ok := st.(interface{ HistoryLen() (int, int64) }); ok {
+		reg.MustRegister(
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+				Name: "podsapi_watch_history_events",
+				Help: "Number of changes the store keeps for watches that resume (bounded by --watch-history).",
+			}, func() float64 { n, _ := h.HistoryLen(); return float64(n) }),
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+				Name: "podsapi_watch_history_bytes",
+				Help: "Bytes counted against --watch-history-bytes by the changes the store keeps: their pods' encodings plus 512 bytes each.",
+			}, func() float64 { _, b := h.HistoryLen(); return float64(b) }),
+		)
+	}
+}
+
+// newGuards returns the guards of the Pods API, registering their gauges.
+// One set of guards serves both wires: one rate-limit bucket, one limit of
+// open watches. Access is not among them: the transport checks it.
+func newGuards(cfg Config, st Store) guard.Guards {
 	g := guard.Guards{
-		Access:  access,
-		Ready:   s.store.Synced,
+		Ready:   st.Synced,
 		Tarpit:  guard.NewTarpit(cfg.RateLimitDelay, guard.DefaultTarpitCapacity),
 		Watches: guard.NewWatchLimit(cfg.MaxWatchers).PerUID(cfg.MaxWatchersPerUID),
 	}
@@ -302,13 +415,13 @@ const (
 )
 
 // interceptors returns the interceptor chain of the Pods API, outermost
-// first, as Hooks.Interceptors leaves it.
-func (s *Server) interceptors(metrics *service.Metrics, g guard.Guards) []connect.Interceptor {
+// first, as cfg.Hooks.Interceptors leaves it.
+func interceptors(cfg Config, metrics *service.Metrics, g guard.Guards) []connect.Interceptor {
 	chain := []guard.Named{{Name: InterceptorMetrics, Interceptor: metrics}}
 	chain = append(chain, guard.Chain(g)...)
 	chain = append(chain, guard.Named{Name: InterceptorFieldMasks, Interceptor: service.FieldMasks()})
-	if s.cfg.Hooks.Interceptors != nil {
-		chain = s.cfg.Hooks.Interceptors(chain)
+	if cfg.Hooks.Interceptors != nil {
+		chain = cfg.Hooks.Interceptors(chain)
 	}
 	is := make([]connect.Interceptor, len(chain))
 	for i, n := range chain {
@@ -316,128 +429,6 @@ func (s *Server) interceptors(metrics *service.Metrics, g guard.Guards) []connec
 	}
 	return is
 }
-
-// handler returns the HTTP handler of the socket: both wires of the Pods
-// API, health and reflection, behind the gate and the stall guard.
-func (s *Server) handler() http.Handler {
-	cfg := s.cfg
-	metrics := service.NewMetrics(cfg.Registry)
-	if enc, ok := s.store.(interface{ Encodes() uint64 }); ok {
-		cfg.Registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "podsapi_pod_encodes_total",
-			Help: "Number of pod versions encoded by the store: each is encoded once, whatever the number of requests and watchers.",
-		}, func() float64 { return float64(enc.Encodes()) }))
-	}
-	if h, ok := s.store.(interface{ HistoryLen() (int, int64) }); ok {
-		cfg.Registry.MustRegister(
-			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-				Name: "podsapi_watch_history_events",
-				Help: "Number of changes the store keeps for watches that resume (bounded by --watch-history).",
-			}, func() float64 { n, _ := h.HistoryLen(); return float64(n) }),
-			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-				Name: "podsapi_watch_history_bytes",
-				Help: "Bytes counted against --watch-history-bytes by the changes the store keeps: their pods' encodings plus 512 bytes each.",
-			}, func() float64 { _, b := h.HistoryLen(); return float64(b) }),
-		)
-	}
-	var access *guard.AccessGuard
-	if !cfg.AllowAnyPeer {
-		s.policy = &guard.AccessPolicy{UIDs: cfg.AllowedUIDs, GIDs: cfg.AllowedGIDs}
-		access = guard.NewAccessGuard(s.policy, cfg.Registry, cfg.Logger)
-	}
-	opts := service.HandlerOptions(s.interceptors(metrics, s.guards(access))...)
-	handlers := service.NewHandlers(s.store,
-		service.WithWatchQueue(cfg.WatchQueue),
-		service.WithProgressInterval(cfg.WatchProgressInterval),
-		service.WithMetrics(metrics),
-		service.WithShutdown(s.shutdown),
-		service.WithLogger(cfg.Logger),
-	)
-	pods, kubelet := handlers.Pods, handlers.Kubelet
-	if cfg.Hooks.Pods != nil {
-		pods = cfg.Hooks.Pods(pods)
-	}
-	if cfg.Hooks.Kubelet != nil {
-		kubelet = cfg.Hooks.Kubelet(kubelet)
-	}
-
-	mux := http.NewServeMux()
-	s.services = []string{podsv1alpha1connect.PodsName}
-	mux.Handle(podsv1alpha1connect.NewPodsHandler(pods, opts...))
-	if !cfg.NoKubeletWire {
-		s.services = append(s.services, v1alpha1connect.PodsName)
-		mux.Handle(v1alpha1connect.NewPodsHandler(kubelet, opts...))
-	}
-	s.health = grpchealth.NewStaticChecker(s.services...)
-	s.setHealth(grpchealth.StatusNotServing)
-	// Health stays open to any peer that can connect, for liveness probes:
-	// it tells nothing but whether the server serves. Reflection is guarded
-	// like the API. Their requests are as small as the API's; connect
-	// applies the cap to the inflated size of a compressed request.
-	limit := connect.WithReadMaxBytes(service.MaxRequestBytes)
-	mux.Handle(grpchealth.NewHandler(s.health, limit))
-	reflector := grpcreflect.NewStaticReflector(append(s.services, grpchealth.HealthV1ServiceName)...)
-	reflectionGuard := connect.WithHandlerOptions()
-	if access != nil {
-		reflectionGuard = connect.WithInterceptors(access)
-	}
-	mux.Handle(grpcreflect.NewHandlerV1(reflector, reflectionGuard, limit))
-	mux.Handle(grpcreflect.NewHandlerV1Alpha(reflector, reflectionGuard, limit))
-
-	// The transport wrappers, innermost first: watch flushes batched, the
-	// gate (peer check and request deadline before any body is read), the
-	// stall guard.
-	var handler http.Handler = newGate(batchWatchFlushes(mux), access, cfg.RequestReadTimeout, cfg.MaxPendingPerUID, cfg.Registry)
-	if cfg.WriteStallTimeout > 0 {
-		s.stall = newStallGuard(cfg.WriteStallTimeout, cfg.Registry, cfg.Logger)
-		handler = s.stall.wrap(handler)
-	}
-	return handler
-}
-
-// httpServer returns the HTTP/1.1 and h2c server of handler.
-func (s *Server) httpServer(handler http.Handler) *http.Server {
-	cfg := s.cfg
-	protocols := new(http.Protocols)
-	protocols.SetHTTP1(true)
-	protocols.SetUnencryptedHTTP2(true)
-	return &http.Server{
-		Handler:           handler,
-		Protocols:         protocols,
-		ReadHeaderTimeout: 10 * time.Second,
-		MaxHeaderBytes:    64 << 10,
-		IdleTimeout:       max(cfg.IdleTimeout, 0),
-		ConnContext:       connContext,
-		HTTP2: &http.HTTP2Config{
-			MaxConcurrentStreams:      cfg.MaxStreams,
-			MaxDecoderHeaderTableSize: 16 << 10,
-			// The windows and frames a client may send are sized for
-			// requests of at most service.MaxRequestBytes, not
-			// net/http's 1 MiB defaults: a connection buffers at most
-			// 64 KiB that no handler has read yet.
-			MaxReceiveBufferPerConnection: receiveWindowPerConnection,
-			MaxReceiveBufferPerStream:     receiveWindowPerStream,
-			MaxReadFrameSize:              maxReadFrameSize,
-			SendPingTimeout:               max(cfg.KeepaliveInterval, 0),
-			PingTimeout:                   cfg.KeepaliveTimeout,
-			// No WriteByteTimeout: it arms a timer around every write to
-			// the socket; the stall guard closes a connection whose
-			// writes stay blocked (newStallGuard).
-		},
-		ErrorLog: slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelDebug),
-	}
-}
-
-// The HTTP/2 settings the server advertises for what clients send: the
-// protocol's initial windows (RFC 9113, 6.9.2) and its smallest largest
-// frame (4.2). A stream's window is not set below the initial one: a client
-// may send up to the initial window before it has read the server's
-// SETTINGS, and net/http would reset its stream with FLOW_CONTROL_ERROR.
-const (
-	receiveWindowPerConnection = 65535
-	receiveWindowPerStream     = 65535
-	maxReadFrameSize           = 16 << 10
-)
 
 // withDefaults fills the zero fields of cfg.
 func withDefaults(cfg Config) Config {
@@ -525,10 +516,6 @@ func (s *Server) MetricsAddr() net.Addr {
 	if s.metrics == nil {
 		return nil
 	}
-	if path, ok := strings.CutPrefix(s.cfg.MetricsAddress, unixPrefix); ok {
-		// The listener's address is the name the socket was created under.
-		return &net.UnixAddr{Name: path, Net: "unix"}
-	}
 	return s.metrics.Addr()
 }
 
@@ -542,18 +529,16 @@ func (s *Server) Serve(ctx context.Context) error {
 	errc := make(chan error, 2)
 	var wg sync.WaitGroup
 	wg.Go(func() { errc <- serveHTTP(s.http, s.listener) })
-	if s.mhttp != nil {
-		wg.Go(func() { errc <- serveHTTP(s.mhttp, s.metrics) })
+	if s.metrics != nil {
+		wg.Go(func() { errc <- serveHTTP(s.metrics.Server, s.metrics.Listener) })
 	}
 	stopReaper := make(chan struct{})
-	if s.stall != nil {
-		wg.Go(func() { s.stall.run(stopReaper) })
-	}
+	wg.Go(func() { s.transport.Run(stopReaper) })
 	wg.Go(func() {
 		select {
 		case <-s.store.SyncedC():
 			log.Info("pod sources synced: serving")
-			s.setHealth(grpchealth.StatusServing)
+			s.health.set(grpchealth.StatusServing)
 		case <-s.shutdown:
 		}
 	})
@@ -564,7 +549,7 @@ func (s *Server) Serve(ctx context.Context) error {
 	case err = <-errc:
 	}
 	log.Info("shutting down", "timeout", s.cfg.ShutdownTimeout)
-	s.setHealth(grpchealth.StatusNotServing)
+	s.health.set(grpchealth.StatusNotServing)
 	close(s.shutdown)
 	sctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
 	defer cancel()
@@ -572,8 +557,8 @@ func (s *Server) Serve(ctx context.Context) error {
 		log.Warn("shutdown timed out: closing the remaining connections", "error", serr)
 		s.http.Close()
 	}
-	if s.mhttp != nil {
-		s.mhttp.Close()
+	if s.metrics != nil {
+		s.metrics.Server.Close()
 	}
 	s.listener.Close()
 	close(stopReaper)
@@ -581,11 +566,24 @@ func (s *Server) Serve(ctx context.Context) error {
 	return err
 }
 
-// setHealth sets the health of the server and of each service it serves.
-func (s *Server) setHealth(status grpchealth.Status) {
-	s.health.SetStatus("", status)
-	for _, name := range s.services {
-		s.health.SetStatus(name, status)
+// health is the gRPC health of the server and of each service it serves,
+// NOT_SERVING until the store has synced.
+type health struct {
+	checker  *grpchealth.StaticChecker
+	services []string
+}
+
+func newHealth(services []string) *health {
+	h := &health{checker: grpchealth.NewStaticChecker(services...), services: services}
+	h.set(grpchealth.StatusNotServing)
+	return h
+}
+
+// set sets the health of the server and of each service it serves.
+func (h *health) set(status grpchealth.Status) {
+	h.checker.SetStatus("", status)
+	for _, name := range h.services {
+		h.checker.SetStatus(name, status)
 	}
 }
 
