@@ -134,7 +134,7 @@ func (f *fixture) revision() string {
 }
 
 func TestListSelectors(t *testing.T) {
-	f := start(t, server.Config{QPS: -1}, false, selectorPods()...)
+	f := start(t, server.Config{Limits: server.LimitsConfig{QPS: -1}}, false, selectorPods()...)
 	cases := []struct {
 		name string
 		req  *podsv1alpha1.PodListRequest
@@ -184,7 +184,7 @@ func TestListSelectors(t *testing.T) {
 // of no pod encodes none.
 func TestListSelectorsMaskAndCache(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	f := start(t, server.Config{QPS: -1, Registry: reg}, false, selectorPods()...)
+	f := start(t, server.Config{Registry: reg, Limits: server.LimitsConfig{QPS: -1}}, false, selectorPods()...)
 	c := dialReq(t, 0, f.socket)
 	view := func(name, kind string) float64 {
 		return metricValue(t, reg, name, map[string]string{"view": kind})
@@ -220,7 +220,7 @@ func TestListSelectorsMaskAndCache(t *testing.T) {
 }
 
 func TestInvalidSelectors(t *testing.T) {
-	f := start(t, server.Config{QPS: -1}, false, selectorPods()...)
+	f := start(t, server.Config{Limits: server.LimitsConfig{QPS: -1}}, false, selectorPods()...)
 	cases := []struct {
 		name          string
 		ns, lab, fld  string
@@ -474,7 +474,7 @@ func TestDroppedWatcherResumes(t *testing.T) {
 			reg := prometheus.NewRegistry()
 			pod := podstest.Pod("default", "busy", 1)
 			pod.Annotations["padding"] = strings.Repeat("x", 64<<10)
-			f := start(t, server.Config{WatchQueue: 8, Registry: reg}, false, pod)
+			f := start(t, server.Config{Registry: reg, Watch: server.WatchConfig{Queue: 8}}, false, pod)
 			wctx, cancel := context.WithCancel(ctx(t))
 			defer cancel()
 			healthy, err := kind.dial(t, f.socket).Watch(wctx, nil)
@@ -547,7 +547,7 @@ func TestDroppedWatcherResumes(t *testing.T) {
 func TestProgressMarks(t *testing.T) {
 	for i, kind := range clientKinds {
 		t.Run(kind.name, func(t *testing.T) {
-			f := start(t, server.Config{WatchProgressInterval: 5 * time.Millisecond}, false, selectorPods()...)
+			f := start(t, server.Config{Watch: server.WatchConfig{ProgressInterval: 5 * time.Millisecond}}, false, selectorPods()...)
 			c := dialReq(t, i, f.socket)
 			w, err := c.WatchReq(ctx(t), &podsv1alpha1.PodWatchRequest{Namespace: "kube-system", ProgressNotify: true}, nil)
 			if err != nil {

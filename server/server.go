@@ -8,21 +8,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
-	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"os/user"
 	"strconv"
 	"sync"
-	"time"
 
 	"connectrpc.com/connect"
 	"connectrpc.com/grpchealth"
 	"connectrpc.com/grpcreflect"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"golang.org/x/time/rate"
 
 	"github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1/podsv1alpha1connect"
@@ -32,185 +27,6 @@ import (
 	"github.com/podsapi/podsapi/service"
 	"github.com/podsapi/podsapi/socket"
 )
-
-// Defaults of Config.
-const (
-	DefaultQPS             = 100
-	DefaultBurst           = 10
-	DefaultShutdownTimeout = 10 * time.Second
-	DefaultMetricsAddress  = "127.0.0.1:10265"
-	// DefaultMaxStreams and DefaultMaxConnections bound the streams that
-	// can be open at once, 25,600: every stream costs net/http a goroutine
-	// before any handler runs, and a root client holding that many fits the
-	// DaemonSet's 256 MiB (142 MiB peak measured; 100 × 1,000 was
-	// OOM-killed under 256 MiB with the former 1,000 streams per
-	// connection).
-	DefaultMaxStreams     = 100
-	DefaultMaxConnections = 256
-
-	DefaultMaxWatchers       = 10000
-	DefaultMaxWatchersPerUID = 1000
-	// DefaultMaxDeniedConnections is how many connections a peer UID that
-	// --allowed-uids and --allowed-gids deny may keep open: it may only
-	// call health.
-	DefaultMaxDeniedConnections = 8
-	DefaultIdleTimeout          = 5 * time.Minute
-	DefaultKeepaliveInterval    = time.Minute
-	DefaultKeepaliveTimeout     = 20 * time.Second
-	DefaultWriteStallTimeout    = 30 * time.Second
-	// DefaultRequestReadTimeout is how long a call may take to send its
-	// request.
-	DefaultRequestReadTimeout = 10 * time.Second
-	// DefaultMaxPendingPerUID is how many calls of one peer UID may wait
-	// for their request at once.
-	DefaultMaxPendingPerUID = 256
-	// DefaultMetricsTimeout bounds the reading of a scrape request and the
-	// writing of its answer, and closes a connection idle for that long.
-	DefaultMetricsTimeout = 10 * time.Second
-	// DefaultMetricsMaxConnections is the number of connections the
-	// metrics endpoint keeps open at once.
-	DefaultMetricsMaxConnections = 16
-	// DefaultRateLimitDelay is how long a call refused by a rate limit
-	// waits before it is answered.
-	DefaultRateLimitDelay = 100 * time.Millisecond
-	// DefaultPerClientBurst is the burst of each client's bucket when
-	// PerClientQPS is set without PerClientBurst.
-	DefaultPerClientBurst = 5
-)
-
-// DefaultAllowedUIDs returns the UIDs allowed by default: root and the
-// server's own user (the same when the server runs as root).
-func DefaultAllowedUIDs() []uint32 {
-	uids := []uint32{0}
-	if euid := os.Geteuid(); euid > 0 {
-		uids = append(uids, uint32(euid))
-	}
-	return uids
-}
-
-// Config configures a Server. Zero values take the documented defaults.
-type Config struct {
-	// Socket is the path of the UNIX socket. Default socket.DefaultPath.
-	Socket string
-	// MetricsAddress is the TCP address of the /metrics endpoint, or
-	// "unix:" followed by the path of a UNIX socket (created 0600); empty
-	// serves no metrics endpoint (metrics are still kept in Registry).
-	MetricsAddress string
-	// MetricsTimeout bounds the reading of a scrape request and the writing
-	// of its answer, and closes metrics connections idle that long.
-	// MetricsMaxConnections bounds the metrics connections open at once: a
-	// new one takes the slot of the oldest idle one, or is closed. Defaults
-	// DefaultMetricsTimeout and DefaultMetricsMaxConnections.
-	MetricsTimeout        time.Duration
-	MetricsMaxConnections int
-	// RequestReadTimeout is how long a call may take to send its request
-	// (for reflection, its first message) before it ends with
-	// DEADLINE_EXCEEDED, so that streams whose body never comes are not
-	// held. Default DefaultRequestReadTimeout; negative disables it.
-	RequestReadTimeout time.Duration
-	// MaxPendingPerUID bounds the calls of one peer UID waiting for their
-	// request at once; more are refused RESOURCE_EXHAUSTED before anything
-	// is read. Default DefaultMaxPendingPerUID; negative means no limit.
-	MaxPendingPerUID int
-	// MaxWatchersPerUID bounds the watches one peer UID may hold open at
-	// once (RESOURCE_EXHAUSTED beyond it), so that one client cannot take
-	// every watch slot. Default DefaultMaxWatchersPerUID; negative means
-	// no share.
-	MaxWatchersPerUID int
-	// QPS and Burst set the rate limit shared by ListPods and GetPod.
-	// Defaults DefaultQPS and DefaultBurst; a negative QPS disables the limit.
-	QPS   float64
-	Burst int
-	// WatchQueue is how many live events a watcher may have queued before it
-	// is dropped. Default service.DefaultWatchQueue.
-	WatchQueue int
-	// WatchProgressInterval is the interval between the progress marks of
-	// the typed watches that ask for them (progress_notify). Default
-	// service.DefaultProgressInterval.
-	WatchProgressInterval time.Duration
-	// MaxStreams is the number of concurrent HTTP/2 streams (calls, watches
-	// included) per connection. Default DefaultMaxStreams.
-	MaxStreams int
-	// ShutdownTimeout bounds the graceful shutdown. Default
-	// DefaultShutdownTimeout.
-	ShutdownTimeout time.Duration
-
-	// AllowedUIDs and AllowedGIDs are the peers (SO_PEERCRED) that may call
-	// the Pods API and reflection: a peer whose UID is in AllowedUIDs, or
-	// whose effective or supplementary group is in AllowedGIDs. Others get
-	// PERMISSION_DENIED. Health stays open to every peer that can connect.
-	// A nil AllowedUIDs means DefaultAllowedUIDs; AllowAnyPeer turns the
-	// check off.
-	AllowedUIDs  []uint32
-	AllowedGIDs  []uint32
-	AllowAnyPeer bool
-	// SocketMode is the permission of the socket file; default 0600, or 0660
-	// when SocketGroup is set. SocketGroup is a group name or number given
-	// to the socket (and to its directory when the server creates it).
-	SocketMode  fs.FileMode
-	SocketGroup string
-	// PerClientQPS and PerClientBurst set a rate limit of ListPods and
-	// GetPod per peer UID, applied before the shared one. 0 (the default)
-	// turns it off; PerClientBurst defaults to DefaultPerClientBurst.
-	PerClientQPS   float64
-	PerClientBurst int
-	// RateLimitDelay is how long a call refused by either rate limit waits
-	// before it is answered RESOURCE_EXHAUSTED (at most half of what is left
-	// of its deadline, and for at most service.DefaultTarpitCapacity calls
-	// at once): a client that retries at once is slowed to one call per
-	// delay and stream, so that a flood of refusals cannot take the CPUs
-	// from the watchers. Default DefaultRateLimitDelay; negative answers at
-	// once.
-	RateLimitDelay time.Duration
-	// MaxWatchers bounds the watches open at once (RESOURCE_EXHAUSTED beyond
-	// it); MaxConnections bounds the open connections (more are closed as
-	// soon as accepted). Defaults DefaultMaxWatchers and
-	// DefaultMaxConnections; negative means no limit.
-	MaxWatchers    int
-	MaxConnections int
-	// IdleTimeout closes a connection without open calls or watches after
-	// that long. Default DefaultIdleTimeout; negative disables it.
-	IdleTimeout time.Duration
-	// KeepaliveInterval is how long a connection may stay silent before the
-	// server pings it; a peer that does not answer within KeepaliveTimeout
-	// is closed. Defaults DefaultKeepaliveInterval and
-	// DefaultKeepaliveTimeout; a negative interval disables the pings.
-	KeepaliveInterval time.Duration
-	KeepaliveTimeout  time.Duration
-	// WriteStallTimeout is how long a write to a client may stay blocked
-	// (the client stopped reading) before its stream is reset, and before a
-	// connection on which nothing can be written is closed. Default
-	// DefaultWriteStallTimeout; negative disables it.
-	WriteStallTimeout time.Duration
-	// NoKubeletWire turns off the kubelet's own Pods API (v1alpha1.Pods, pods
-	// as bytes), which is served by default beside the typed one on the same
-	// socket, from the same store, guards and rate limit.
-	NoKubeletWire bool
-	// Hooks change the assembly for tests that plant faults in it. None by
-	// default.
-	Hooks Hooks
-	// Logger receives the server's logs. Default slog.Default().
-	Logger *slog.Logger
-	// Registry receives the server's metrics. Default a new registry with the
-	// Go and process collectors.
-	Registry *prometheus.Registry
-}
-
-// Hooks change the assembly of New for the tests that plant faults in it:
-// the conformance suite's self-test. A server that serves agents has none.
-type Hooks struct {
-	// Interceptors edits the interceptor chain of the Pods API, which it is
-	// given outermost first and named: InterceptorMetrics, the names of
-	// package guard (guard.NameAccess, ...), InterceptorFieldMasks.
-	Interceptors func([]guard.Named) []guard.Named
-	// Pods and Kubelet wrap the handlers of the typed and of the kubelet's
-	// wire.
-	Pods    func(podsv1alpha1connect.PodsHandler) podsv1alpha1connect.PodsHandler
-	Kubelet func(v1alpha1connect.PodsHandler) v1alpha1connect.PodsHandler
-	// PeerCred reads the credentials of a connection's peer instead of
-	// SO_PEERCRED, so that tests may be any peer.
-	PeerCred func(net.Conn) (socket.Cred, error)
-}
 
 // Store is the pod store the server serves: the service's Store, plus a way
 // to learn when it has synced.
@@ -241,7 +57,7 @@ type Server struct {
 // transport, the guards and interceptors, the handlers of both wires,
 // health and reflection on one mux, then the sockets.
 func New(st Store, cfg Config) (*Server, error) {
-	cfg = withDefaults(cfg)
+	cfg = cfg.withDefaults()
 	socketOpts, err := socketOptions(cfg)
 	if err != nil {
 		return nil, err
@@ -251,20 +67,20 @@ func New(st Store, cfg Config) (*Server, error) {
 	// The one access check: the transport's gate, in front of every
 	// service but health.
 	var access *guard.AccessGuard
-	if !cfg.AllowAnyPeer {
-		access = guard.NewAccessGuard(&guard.AccessPolicy{UIDs: cfg.AllowedUIDs, GIDs: cfg.AllowedGIDs}, cfg.Registry, cfg.Logger)
+	if !cfg.Access.AllowAnyPeer {
+		access = guard.NewAccessGuard(&guard.AccessPolicy{UIDs: cfg.Access.AllowedUIDs, GIDs: cfg.Access.AllowedGIDs}, cfg.Registry, cfg.Logger)
 	}
 	tr := transport.New(transport.Config{
-		MaxConnections:       cfg.MaxConnections,
+		MaxConnections:       cfg.Limits.MaxConnections,
 		MaxDeniedConnections: DefaultMaxDeniedConnections,
 		Access:               access,
-		RequestReadTimeout:   cfg.RequestReadTimeout,
-		MaxPendingPerUID:     cfg.MaxPendingPerUID,
-		WriteStallTimeout:    cfg.WriteStallTimeout,
-		MaxStreams:           cfg.MaxStreams,
-		IdleTimeout:          cfg.IdleTimeout,
-		KeepaliveInterval:    cfg.KeepaliveInterval,
-		KeepaliveTimeout:     cfg.KeepaliveTimeout,
+		RequestReadTimeout:   cfg.Transport.RequestReadTimeout,
+		MaxPendingPerUID:     cfg.Limits.MaxPendingPerUID,
+		WriteStallTimeout:    cfg.Transport.WriteStallTimeout,
+		MaxStreams:           cfg.Limits.MaxStreams,
+		IdleTimeout:          cfg.Transport.IdleTimeout,
+		KeepaliveInterval:    cfg.Transport.KeepaliveInterval,
+		KeepaliveTimeout:     cfg.Transport.KeepaliveTimeout,
 		Streams:              []string{podsv1alpha1connect.PodsWatchPodsProcedure, v1alpha1connect.PodsWatchPodsProcedure},
 		PeerCred:             cfg.Hooks.PeerCred,
 		Registry:             cfg.Registry,
@@ -275,8 +91,8 @@ func New(st Store, cfg Config) (*Server, error) {
 	opts := service.HandlerOptions(interceptors(cfg, metrics, newGuards(cfg, st))...)
 	shutdown := make(chan struct{})
 	handlers := service.NewHandlers(st,
-		service.WithWatchQueue(cfg.WatchQueue),
-		service.WithProgressInterval(cfg.WatchProgressInterval),
+		service.WithWatchQueue(cfg.Watch.Queue),
+		service.WithProgressInterval(cfg.Watch.ProgressInterval),
 		service.WithMetrics(metrics),
 		service.WithShutdown(shutdown),
 		service.WithLogger(cfg.Logger),
@@ -327,11 +143,11 @@ func New(st Store, cfg Config) (*Server, error) {
 		health:    h,
 		shutdown:  shutdown,
 	}
-	if cfg.MetricsAddress != "" {
+	if cfg.Metrics.Address != "" {
 		s.metrics, err = transport.ListenMetrics(transport.MetricsConfig{
-			Address:        cfg.MetricsAddress,
-			Timeout:        cfg.MetricsTimeout,
-			MaxConnections: cfg.MetricsMaxConnections,
+			Address:        cfg.Metrics.Address,
+			Timeout:        cfg.Metrics.Timeout,
+			MaxConnections: cfg.Metrics.MaxConnections,
 			Registry:       cfg.Registry,
 			Logger:         cfg.Logger,
 		})
@@ -345,9 +161,9 @@ func New(st Store, cfg Config) (*Server, error) {
 
 // socketOptions returns the permissions of the socket.
 func socketOptions(cfg Config) ([]socket.Option, error) {
-	opts := []socket.Option{socket.WithMode(cfg.SocketMode)}
-	if cfg.SocketGroup != "" {
-		gid, err := lookupGroup(cfg.SocketGroup)
+	opts := []socket.Option{socket.WithMode(cfg.Access.SocketMode)}
+	if cfg.Access.SocketGroup != "" {
+		gid, err := lookupGroup(cfg.Access.SocketGroup)
 		if err != nil {
 			return nil, err
 		}
@@ -385,14 +201,14 @@ func registerStoreMetrics(reg prometheus.Registerer, st Store) {
 func newGuards(cfg Config, st Store) guard.Guards {
 	g := guard.Guards{
 		Ready:   st.Synced,
-		Tarpit:  guard.NewTarpit(cfg.RateLimitDelay, guard.DefaultTarpitCapacity),
-		Watches: guard.NewWatchLimit(cfg.MaxWatchers).PerUID(cfg.MaxWatchersPerUID),
+		Tarpit:  guard.NewTarpit(cfg.Limits.RateLimitDelay, guard.DefaultTarpitCapacity),
+		Watches: guard.NewWatchLimit(cfg.Limits.MaxWatchers).PerUID(cfg.Limits.MaxWatchersPerUID),
 	}
-	if cfg.QPS >= 0 {
-		g.Limiter = rate.NewLimiter(rate.Limit(cfg.QPS), cfg.Burst)
+	if cfg.Limits.QPS >= 0 {
+		g.Limiter = rate.NewLimiter(rate.Limit(cfg.Limits.QPS), cfg.Limits.Burst)
 	}
-	if cfg.PerClientQPS > 0 {
-		g.PerClient = guard.NewPerClientLimiter(cfg.PerClientQPS, cfg.PerClientBurst)
+	if cfg.Limits.PerClientQPS > 0 {
+		g.PerClient = guard.NewPerClientLimiter(cfg.Limits.PerClientQPS, cfg.Limits.PerClientBurst)
 	}
 	cfg.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "podsapi_rate_limit_delayed",
@@ -428,84 +244,6 @@ func interceptors(cfg Config, metrics *service.Metrics, g guard.Guards) []connec
 		is[i] = n.Interceptor
 	}
 	return is
-}
-
-// withDefaults fills the zero fields of cfg.
-func withDefaults(cfg Config) Config {
-	if cfg.Socket == "" {
-		cfg.Socket = socket.DefaultPath
-	}
-	if cfg.QPS == 0 {
-		cfg.QPS = DefaultQPS
-	}
-	if cfg.Burst == 0 {
-		cfg.Burst = DefaultBurst
-	}
-	if cfg.WatchQueue == 0 {
-		cfg.WatchQueue = service.DefaultWatchQueue
-	}
-	if cfg.MaxStreams == 0 {
-		cfg.MaxStreams = DefaultMaxStreams
-	}
-	if cfg.ShutdownTimeout == 0 {
-		cfg.ShutdownTimeout = DefaultShutdownTimeout
-	}
-	if cfg.AllowedUIDs == nil {
-		cfg.AllowedUIDs = DefaultAllowedUIDs()
-	}
-	if cfg.SocketMode == 0 {
-		cfg.SocketMode = socket.Mode
-		if cfg.SocketGroup != "" {
-			cfg.SocketMode = 0o660
-		}
-	}
-	if cfg.PerClientBurst == 0 {
-		cfg.PerClientBurst = DefaultPerClientBurst
-	}
-	if cfg.MaxWatchers == 0 {
-		cfg.MaxWatchers = DefaultMaxWatchers
-	}
-	if cfg.MaxWatchersPerUID == 0 {
-		cfg.MaxWatchersPerUID = DefaultMaxWatchersPerUID
-	}
-	if cfg.MetricsTimeout == 0 {
-		cfg.MetricsTimeout = DefaultMetricsTimeout
-	}
-	if cfg.MetricsMaxConnections == 0 {
-		cfg.MetricsMaxConnections = DefaultMetricsMaxConnections
-	}
-	if cfg.MaxPendingPerUID == 0 {
-		cfg.MaxPendingPerUID = DefaultMaxPendingPerUID
-	}
-	if cfg.RequestReadTimeout == 0 {
-		cfg.RequestReadTimeout = DefaultRequestReadTimeout
-	}
-	if cfg.MaxConnections == 0 {
-		cfg.MaxConnections = DefaultMaxConnections
-	}
-	if cfg.IdleTimeout == 0 {
-		cfg.IdleTimeout = DefaultIdleTimeout
-	}
-	if cfg.KeepaliveInterval == 0 {
-		cfg.KeepaliveInterval = DefaultKeepaliveInterval
-	}
-	if cfg.KeepaliveTimeout == 0 {
-		cfg.KeepaliveTimeout = DefaultKeepaliveTimeout
-	}
-	if cfg.RateLimitDelay == 0 {
-		cfg.RateLimitDelay = DefaultRateLimitDelay
-	}
-	if cfg.WriteStallTimeout == 0 {
-		cfg.WriteStallTimeout = DefaultWriteStallTimeout
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
-	if cfg.Registry == nil {
-		cfg.Registry = prometheus.NewRegistry()
-		cfg.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	}
-	return cfg
 }
 
 // SocketPath returns the path of the socket the server listens on.
@@ -548,10 +286,10 @@ func (s *Server) Serve(ctx context.Context) error {
 	case <-ctx.Done():
 	case err = <-errc:
 	}
-	log.Info("shutting down", "timeout", s.cfg.ShutdownTimeout)
+	log.Info("shutting down", "timeout", s.cfg.Transport.ShutdownTimeout)
 	s.health.set(grpchealth.StatusNotServing)
 	close(s.shutdown)
-	sctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
+	sctx, cancel := context.WithTimeout(context.Background(), s.cfg.Transport.ShutdownTimeout)
 	defer cancel()
 	if serr := s.http.Shutdown(sctx); serr != nil {
 		log.Warn("shutdown timed out: closing the remaining connections", "error", serr)

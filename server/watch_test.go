@@ -143,7 +143,7 @@ func TestSlowWatcherDropped(t *testing.T) {
 			// events.
 			pod := podstest.Pod("default", "busy", 1)
 			pod.Annotations["padding"] = strings.Repeat("x", 64<<10)
-			f := start(t, server.Config{WatchQueue: 8, Registry: reg}, false, pod)
+			f := start(t, server.Config{Registry: reg, Watch: server.WatchConfig{Queue: 8}}, false, pod)
 			// Separate connections, as separate agents would have: a stalled
 			// stream also holds its connection's flow-control window.
 			wctx, cancel := context.WithCancel(ctx(t))
