@@ -40,17 +40,16 @@ func (b *logBuffer) String() string {
 	return b.buf.String()
 }
 
-// TestPeerDenied runs as root with only UID 4242 allowed: every call of the
-// Pods API and reflection is PERMISSION_DENIED, health still answers, each
+// TestPeerDenied is seen as root (asRoot), whatever the test's user, with
+// only UID 4242 allowed: every call of the Pods API and reflection is
+// PERMISSION_DENIED, health still answers, each
 // denied call is counted and the denials are logged once per UID and interval.
 func TestPeerDenied(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("the test allows UID 4242 only, which must not be the test's UID and gid 0 must not be ours: run as root")
-	}
 	reg := prometheus.NewRegistry()
 	logs := &logBuffer{}
 	pods := samplePods()
 	f := start(t, server.Config{
+		Hooks:    asRoot(),
 		Registry: reg,
 		Logger:   slog.New(slog.NewTextHandler(logs, nil)),
 		Access:   server.AccessConfig{AllowedUIDs: []uint32{4242}},
@@ -111,13 +110,10 @@ func TestPeerDenied(t *testing.T) {
 	}
 }
 
-// TestPeerAllowedByGroup allows the group 0 only: root, whose group is 0, is
-// served.
+// TestPeerAllowedByGroup allows the group 0 only: root (asRoot), whose
+// group is 0, is served.
 func TestPeerAllowedByGroup(t *testing.T) {
-	if os.Getegid() != 0 {
-		t.Skip("run as a member of group 0")
-	}
-	f := start(t, server.Config{Access: server.AccessConfig{AllowedUIDs: []uint32{4242}, AllowedGIDs: []uint32{0}}}, false, samplePods()...)
+	f := start(t, server.Config{Hooks: asRoot(), Access: server.AccessConfig{AllowedUIDs: []uint32{4242}, AllowedGIDs: []uint32{0}}}, false, samplePods()...)
 	for _, kind := range clientKinds {
 		if got, err := kind.dial(t, f.socket).List(ctx(t), nil); err != nil || len(got) != 3 {
 			t.Fatalf("%s: ListPods allowed by group: %d pods, %v", kind.name, len(got), err)

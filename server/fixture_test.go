@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"net"
 	"testing"
 	"time"
 
@@ -10,8 +11,10 @@ import (
 
 	corev1pb "github.com/podsapi/podsapi/gen/k8s.io/api/core/v1"
 	podsv1alpha1 "github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1"
+	"github.com/podsapi/podsapi/internal/hooks"
 	"github.com/podsapi/podsapi/internal/podstest"
 	"github.com/podsapi/podsapi/server"
+	"github.com/podsapi/podsapi/socket"
 	"github.com/podsapi/podsapi/store"
 )
 
@@ -40,6 +43,17 @@ func start(t *testing.T, cfg server.Config, unsynced bool, pods ...*corev1.Pod) 
 	}
 	srv := podstest.Start(t, st, cfg)
 	return &fixture{store: st, srv: srv, socket: srv.SocketPath()}
+}
+
+// asRoot returns the hooks that have the server see every peer as root
+// (uid 0, gid 0, no supplementary groups, its real pid), whatever the test's
+// user, so that the access tests run as any user.
+func asRoot() *hooks.Hooks {
+	return &hooks.Hooks{PeerCred: func(c net.Conn) (socket.Cred, error) {
+		cred, err := socket.PeerCred(c)
+		cred.UID, cred.GID, cred.Groups = 0, 0, nil
+		return cred, err
+	}}
 }
 
 // ctx returns a context cancelled at the end of the test. It has no

@@ -178,10 +178,7 @@ func envelope(flags byte, msg []byte) []byte {
 // only UID 4242 is allowed): health stays open to it.
 func TestHealthGzipBomb(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	cfg := server.Config{Registry: reg}
-	if os.Geteuid() == 0 {
-		cfg.Access.AllowedUIDs = []uint32{4242}
-	}
+	cfg := server.Config{Registry: reg, Hooks: asRoot(), Access: server.AccessConfig{AllowedUIDs: []uint32{4242}}}
 	f := start(t, cfg, false)
 	c := podstest.HTTPClient(t, f.socket)
 	for _, tc := range []struct {
@@ -442,11 +439,8 @@ func TestHeldStreamsPerUID(t *testing.T) {
 // before their body (none comes), and its connection gets a GOAWAY and is
 // closed once they end, though the read timeout is an hour.
 func TestHeldStreamsDenied(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("the test allows UID 4242 only, which must not be the test's UID: run as root")
-	}
 	reg := prometheus.NewRegistry()
-	f := start(t, server.Config{Registry: reg, Access: server.AccessConfig{AllowedUIDs: []uint32{4242}}, Transport: server.TransportConfig{RequestReadTimeout: time.Hour}}, false)
+	f := start(t, server.Config{Hooks: asRoot(), Registry: reg, Access: server.AccessConfig{AllowedUIDs: []uint32{4242}}, Transport: server.TransportConfig{RequestReadTimeout: time.Hour}}, false)
 	c := dialH2(t, f.socket)
 	const streams = 20
 	for range streams {
@@ -608,11 +602,8 @@ func TestFrameFloods(t *testing.T) {
 // DefaultMaxDeniedConnections connections (health needs one); more are
 // closed as soon as accepted, and closing one makes room.
 func TestDeniedConnectionShare(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("the test allows UID 4242 only, which must not be the test's UID: run as root")
-	}
 	reg := prometheus.NewRegistry()
-	f := start(t, server.Config{Registry: reg, Access: server.AccessConfig{AllowedUIDs: []uint32{4242}}}, false)
+	f := start(t, server.Config{Hooks: asRoot(), Registry: reg, Access: server.AccessConfig{AllowedUIDs: []uint32{4242}}}, false)
 	var held []*h2Client
 	for range server.DefaultMaxDeniedConnections {
 		held = append(held, dialH2(t, f.socket)) // each reads the server's SETTINGS
