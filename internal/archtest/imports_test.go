@@ -38,7 +38,7 @@ var rules = []struct {
 // support that assembles what the rule keeps apart.
 var exempt = []string{
 	// The self-test's implementations are servers built from our packages.
-	module + "conformance/testimpl",
+	module + "internal/testimpl",
 	// Test support of the sources: fakes of the kubelet and recorders.
 	module + "source/sourcetest",
 	// Faults planted in the assembly for the self-test.
