@@ -144,7 +144,7 @@ type Config struct {
 	PerClientBurst int
 	// RateLimitDelay is how long a call refused by either rate limit waits
 	// before it is answered RESOURCE_EXHAUSTED (at most half of what is left
-	// of its deadline, and for at most service.DefaultTarpitCapacity calls
+	// of its deadline, and for at most guard.DefaultTarpitCapacity calls
 	// at once): a client that retries at once is slowed to one call per
 	// delay and stream, so that a flood of refusals cannot take the CPUs
 	// from the watchers. Default DefaultRateLimitDelay; negative answers at

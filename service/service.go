@@ -103,8 +103,8 @@ type Handlers struct {
 }
 
 // New returns the typed Pods API served from s. Field masks reach it through
-// the context set by the interceptors of Interceptors; without them every
-// response carries whole pods.
+// the context set by the FieldMasks interceptor; without it every response
+// carries whole pods.
 func New(s Store, opts ...Option) podsv1alpha1connect.PodsHandler {
 	return podsHandler{newHandler(s, opts)}
 }
