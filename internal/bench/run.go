@@ -22,6 +22,7 @@ import (
 
 	"google.golang.org/protobuf/encoding/protowire"
 
+	"github.com/podsapi/podsapi/internal/childproc"
 	"github.com/podsapi/podsapi/internal/podstest"
 	"github.com/podsapi/podsapi/server"
 )
@@ -98,7 +99,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 // ChildMain serves when the process is a re-executed server child, and
 // reports whether it was one. Test binaries call it from TestMain.
 func ChildMain() (bool, int) {
-	if os.Getenv(childEnv) == "" || len(os.Args) < 2 || os.Args[1] != "serve" {
+	if childproc.Role() != roleServer || len(os.Args) < 2 || os.Args[1] != "serve" {
 		return false, 0
 	}
 	if err := serveChild(context.Background(), os.Args[2:], os.Stdout, os.Stderr); err != nil {
