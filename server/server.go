@@ -197,10 +197,10 @@ type Hooks struct {
 	Kubelet func(v1alpha1connect.PodsHandler) v1alpha1connect.PodsHandler
 }
 
-// Store is the pod store the server serves: the service's Store, plus a way
-// to learn when it has synced.
+// Store is the pod store the server serves: the service's PodReader, plus a
+// way to learn when it has synced.
 type Store interface {
-	service.Store
+	service.PodReader
 	// SyncedC returns a channel that is closed when the store has synced.
 	SyncedC() <-chan struct{}
 }

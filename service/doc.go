@@ -1,6 +1,6 @@
-// Package service implements the Pods API on top of a Store of encoded pods,
-// on both wires: the typed kubelet.pods.v1alpha1.Pods and the kubelet's own
-// v1alpha1.Pods (pods as bytes).
+// Package service implements the Pods API on top of a PodReader of encoded
+// pods (the store), on both wires: the typed kubelet.pods.v1alpha1.Pods and
+// the kubelet's own v1alpha1.Pods (pods as bytes).
 //
 // New and NewKubelet return the generated connect handler interface of each
 // wire; NewHandlers returns both, sharing one cache of responses. The
