@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/podsapi/podsapi/conformance"
-	"github.com/podsapi/podsapi/conformance/testimpl"
+	"github.com/podsapi/podsapi/internal/testimpl"
 )
 
 // start starts an in-process implementation with brk broken, stopped at the

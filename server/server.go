@@ -144,7 +144,7 @@ type Config struct {
 	PerClientBurst int
 	// RateLimitDelay is how long a call refused by either rate limit waits
 	// before it is answered RESOURCE_EXHAUSTED (at most half of what is left
-	// of its deadline, and for at most service.DefaultTarpitCapacity calls
+	// of its deadline, and for at most guard.DefaultTarpitCapacity calls
 	// at once): a client that retries at once is slowed to one call per
 	// delay and stream, so that a flood of refusals cannot take the CPUs
 	// from the watchers. Default DefaultRateLimitDelay; negative answers at
@@ -197,10 +197,10 @@ type Hooks struct {
 	Kubelet func(v1alpha1connect.PodsHandler) v1alpha1connect.PodsHandler
 }
 
-// Store is the pod store the server serves: the service's Store, plus a way
-// to learn when it has synced.
+// Store is the pod store the server serves: the service's PodReader, plus a
+// way to learn when it has synced.
 type Store interface {
-	service.Store
+	service.PodReader
 	// SyncedC returns a channel that is closed when the store has synced.
 	SyncedC() <-chan struct{}
 }

@@ -10,6 +10,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/podsapi/podsapi/podtypes"
 )
 
 // Store keeps the current version of every pod of the node. It is safe for
@@ -75,7 +77,7 @@ func (s *Store) Upsert(pod *corev1.Pod) {
 	s.version++
 	p := &Pod{
 		UID: pod.UID, Namespace: pod.Namespace, Name: pod.Name, Version: s.version, raw: raw,
-		labels: podLabels(pod, prev), fields: newPodFields(pod),
+		labels: podLabels(pod, prev), fields: podtypes.FieldsOf(pod),
 	}
 	s.pods[pod.UID] = p
 	if prev == nil || prev.Namespace != p.Namespace || prev.Name != p.Name {

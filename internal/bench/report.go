@@ -5,10 +5,63 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
+
+// Row is one closed-loop measurement.
+type Row struct {
+	Op   string `json:"op"` // list, list-masked, get, empty, raw
+	Impl string `json:"impl"`
+	Pods int    `json:"pods"`
+	K    int    `json:"concurrency"`
+	loadResult
+}
+
+// Results is everything one run measured.
+type Results struct {
+	Machine Machine       `json:"machine"`
+	Options Options       `json:"options"`
+	Started time.Time     `json:"started"`
+	Seconds float64       `json:"seconds"`
+	Rows    []Row         `json:"rows"`
+	Watch   []watchResult `json:"watch"`
+	Storms  []stormResult `json:"storms"`
+	Idle    *idleResult   `json:"idle,omitempty"`
+	// Wakeups are the idle wakeups of ours and floor-rpc (issue 15).
+	Wakeups []wakeupState `json:"wakeups"`
+	Micro   []microResult `json:"micro"`
+	Targets []Target      `json:"targets"`
+	Errors  []string      `json:"errors,omitempty"`
+
+	// Selectors are the measurements of issue 16 (selectors and resume).
+	Selectors []selectorResult `json:"selectors"`
+}
+
+// Machine describes where the run happened.
+type Machine struct {
+	CPU       string `json:"cpu"`
+	NProc     int    `json:"nproc"`
+	GoVersion string `json:"goVersion"`
+	OS        string `json:"os"`
+}
+
+func machine() Machine {
+	m := Machine{CPU: "unknown", NProc: runtime.NumCPU(), GoVersion: runtime.Version(), OS: runtime.GOOS + "/" + runtime.GOARCH}
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for l := range strings.SplitSeq(string(b), "\n") {
+			if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {
+				m.CPU = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	return m
+}
 
 // Target is one goal of issue 4, checked against ratios of one run.
 type Target struct {

@@ -4,8 +4,9 @@
 // (package internal/faults, through server.Hooks), so that the tests can
 // check that the suite catches it. Both wires are served, the typed
 // kubelet.pods.v1alpha1.Pods and the kubelet's v1alpha1.Pods, and a fault
-// is planted in whichever the suite judges. It is test support only: the
-// suite itself never uses it.
+// is planted in whichever the suite judges. It is test support only, and
+// internal so that implementers never see it beside the suite: the suite
+// itself never uses it.
 package testimpl
 
 import (
