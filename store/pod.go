@@ -31,6 +31,8 @@ type Pod struct {
 	// version when the store takes the pod.
 	labels labels.Set
 	fields podFields
+	// keys are what Find looks the version up by (find.go).
+	keys podKeys
 
 	mu    sync.Mutex
 	views map[string]*view
