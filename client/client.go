@@ -43,6 +43,7 @@ type Client struct {
 	list  *connect.Client[selectRequest, listResponse]
 	get   *connect.Client[getRequest, getResponse]
 	watch *connect.Client[selectRequest, watchResponse]
+	find  *connect.Client[findRequest, findResponse]
 
 	// The kubelet's wire, v1alpha1.Pods.
 	rawList  *connect.Client[emptyRequest, rawListResponse]
@@ -87,6 +88,7 @@ func New(endpoint string, opts ...Option) (*Client, error) {
 		list:     connect.NewClient[selectRequest, listResponse](hc, h2c.BaseURL+podsv1alpha1connect.PodsListPodsProcedure, copts...),
 		get:      connect.NewClient[getRequest, getResponse](hc, h2c.BaseURL+podsv1alpha1connect.PodsGetPodProcedure, copts...),
 		watch:    connect.NewClient[selectRequest, watchResponse](hc, h2c.BaseURL+podsv1alpha1connect.PodsWatchPodsProcedure, copts...),
+		find:     connect.NewClient[findRequest, findResponse](hc, h2c.BaseURL+findProcedure, copts...),
 		rawList:  connect.NewClient[emptyRequest, rawListResponse](hc, h2c.BaseURL+kubeletListProcedure, copts...),
 		rawGet:   connect.NewClient[getRequest, rawGetResponse](hc, h2c.BaseURL+kubeletGetProcedure, copts...),
 		rawWatch: connect.NewClient[emptyRequest, rawWatchEvent](hc, h2c.BaseURL+kubeletWatchProcedure, copts...),
