@@ -260,7 +260,7 @@ func TestFindPodsGrpcurl(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := findMatches(t, out); got != "default/web/app" || strings.Contains(out, "containerStatuses") || !strings.Contains(out, `"phase": "Running"`) {
+	if got := findMatches(t, out); got != "default/web/app" || strings.Contains(out, "containerStatuses") || !strings.Contains(strings.Join(strings.Fields(out), ""), `"phase":"Running"`) {
 		t.Errorf("FindPods with a mask = %s", out)
 	}
 	// FindPods is counted in the seed's metrics, with their labels.

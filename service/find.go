@@ -185,27 +185,39 @@ func (h *handler) findResponse(ctx context.Context, ms []store.Match) ([]byte, e
 	if err != nil {
 		return nil, errFieldMask(err)
 	}
-	var raw, match []byte
+	var raw []byte
 	for _, m := range ms {
 		v, err := h.view(m.Pod, pr)
 		if err != nil {
 			return nil, err
 		}
-		match = appendPod(match[:0], v)
+		// The match is written in place, its length first: the pod's
+		// view is copied once, as by GetPod.
+		size := protowire.SizeTag(matchPodField) + protowire.SizeBytes(len(v))
 		if m.Container != "" {
-			match = protowire.AppendTag(match, matchContainerField, protowire.BytesType)
-			match = protowire.AppendString(match, m.Container)
+			size += protowire.SizeTag(matchContainerField) + protowire.SizeBytes(len(m.Container))
 		}
 		if m.Deleted {
-			match = protowire.AppendTag(match, matchDeletedField, protowire.VarintType)
-			match = protowire.AppendVarint(match, 1)
+			size += protowire.SizeTag(matchDeletedField) + 1
 		}
 		if m.HostNetwork {
-			match = protowire.AppendTag(match, matchHostNetworkField, protowire.VarintType)
-			match = protowire.AppendVarint(match, 1)
+			size += protowire.SizeTag(matchHostNetworkField) + 1
 		}
 		raw = protowire.AppendTag(raw, findMatchesField, protowire.BytesType)
-		raw = protowire.AppendBytes(raw, match)
+		raw = protowire.AppendVarint(raw, uint64(size))
+		raw = appendPod(raw, v)
+		if m.Container != "" {
+			raw = protowire.AppendTag(raw, matchContainerField, protowire.BytesType)
+			raw = protowire.AppendString(raw, m.Container)
+		}
+		if m.Deleted {
+			raw = protowire.AppendTag(raw, matchDeletedField, protowire.VarintType)
+			raw = protowire.AppendVarint(raw, 1)
+		}
+		if m.HostNetwork {
+			raw = protowire.AppendTag(raw, matchHostNetworkField, protowire.VarintType)
+			raw = protowire.AppendVarint(raw, 1)
+		}
 	}
 	return raw, nil
 }

@@ -30,6 +30,7 @@ var rules = []struct {
 	{"the client is the server's peer, not its part; it names the kubelet wire's procedures itself, so that agents may link the kubelet's generated package (the same protobuf names as gen/v1alpha1)", "client", []string{"store", "service", "server", "guard", "source", "socket", "conformance", "cmd", "gen/v1alpha1"}},
 	{"the suite judges any implementation over its socket", "conformance", []string{"store", "service", "server", "source", "client", "socket", "cmd"}},
 	{"the socket package is a leaf", "socket", []string{"store", "service", "server", "source", "client", "conformance", "fieldmask", "cmd"}},
+	{"the cgroup parser is a leaf, for servers and clients", "podcgroup", []string{"store", "service", "server", "source", "client", "conformance", "fieldmask", "socket", "guard", "cmd"}},
 	{"the error reasons are a leaf, shared by servers and clients", "errinfo", []string{"store", "service", "server", "source", "client", "conformance", "fieldmask", "socket", "cmd"}},
 }
 

@@ -263,6 +263,7 @@ func writeTable(w io.Writer, r *Results) {
 	fmt.Fprintf(w, "\n## Idle wakeups\n\n%s", wakeupsTable(r))
 	fmt.Fprintf(w, "\n## Micro-benchmarks\n\n%s", microTable(r))
 	fmt.Fprintf(w, "\n## Selectors and resume\n\n%s", selectorsTable(r))
+	fmt.Fprintf(w, "\n## FindPods\n\n%s", findTable(r))
 	fmt.Fprintf(w, "\n## Targets\n\n%s", targetTable(r))
 	if len(r.Errors) > 0 {
 		fmt.Fprintf(w, "\nErrors:\n- %s\n", strings.Join(r.Errors, "\n- "))
@@ -628,6 +629,11 @@ INITIAL_SYNC_COMPLETE.
 		"a full resync, timed to INITIAL_SYNC_COMPLETE; the heap held by a full history of the default size. Times\n"+
 		"include the connect-go client decoding typed pods. See [benchmarks-selectors.md](benchmarks-selectors.md).\n\n%s",
 		selectorsTable(r))
+	fmt.Fprintf(&sb, "\n## FindPods (issue 22)\n\n"+
+		"FindPods by each key against GetPod of the same pod, on one server child of %d pods, one client paced at %g calls/s\n"+
+		"for %s each; the server's --host-proc is a fake tree whose process %d and the harness itself run in the pod's app\n"+
+		"container. Then, in process, the heap of the index per pod and the cost of a /proc lookup.\n\n%s",
+		o.SelectorPods, o.PacedRate, o.PacedDuration, findPID, findTable(r))
 	fmt.Fprintf(&sb, "\n%s", changes)
 	if len(r.Errors) > 0 {
 		fmt.Fprintf(&sb, "\nErrors:\n\n- %s\n", strings.Join(r.Errors, "\n- "))

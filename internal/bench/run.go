@@ -66,7 +66,7 @@ type Options struct {
 	InProcess     bool
 	Quick         bool
 	// Only names the sections to run (closed, paced, floors, watch,
-	// storm, idle, wakeups, micro, selectors); empty runs them all.
+	// storm, idle, wakeups, micro, selectors, find); empty runs them all.
 	Only []string
 	// OursEnv is added to the environment of our server's children (for
 	// example GOGC=200), to measure the runtime's settings.
@@ -75,7 +75,7 @@ type Options struct {
 }
 
 // Sections of the benchmark, for --only.
-var sections = []string{"closed", "paced", "floors", "watch", "storm", "idle", "wakeups", "micro", "selectors"}
+var sections = []string{"closed", "paced", "floors", "watch", "storm", "idle", "wakeups", "micro", "selectors", "find"}
 
 // runs reports whether section runs.
 func (o Options) runs(section string) bool {
@@ -235,6 +235,8 @@ type Results struct {
 
 	// Selectors are the measurements of issue 16 (selectors and resume).
 	Selectors []selectorResult `json:"selectors"`
+	// Find are the measurements of issue 22 (FindPods) beside its rows.
+	Find *findResults `json:"find,omitempty"`
 }
 
 // Machine describes where the run happened.
@@ -523,6 +525,25 @@ func runBench(ctx context.Context, o Options, stdout, stderr io.Writer) error {
 		res.Selectors = sel
 		for _, s := range sel {
 			logf("selectors %-60s %10.0f B %10.1fµs/op", s.Name, s.Bytes, s.NsPerOp/1e3)
+		}
+	}
+	// FindPods by each key against GetPod, paced; the index's memory and
+	// the cost of a /proc lookup (issue 22).
+	if o.SelectorPods > 0 && o.PacedRate > 0 && o.runs("find") && ctx.Err() == nil {
+		pace := time.Duration(float64(time.Second) / o.PacedRate)
+		rows, fr, err := runFind(ctx, co, o.SelectorPods, pace, o.PacedDuration, max(o.MinRequests, int(o.PacedDuration.Seconds()*o.PacedRate/2)))
+		if err != nil {
+			fail("find", err)
+		}
+		res.Rows, res.Find = append(res.Rows, rows...), fr
+		for _, x := range rows {
+			logf("%-9s %-22s pods=%-5d %g/s  median %9.1fµs  p99 %9.1fµs  %9.0f B  cpu %8.1fµs/req", x.Impl, x.Op, x.Pods, o.PacedRate, x.MedianUs, x.P99Us, x.Bytes, x.CPUUs)
+		}
+		if fr != nil {
+			logf("find index %.0f B/pod at %d pods", fr.IndexBytesPerPod, fr.Pods)
+			for _, m := range fr.Costs {
+				logf("find %-45s %8.1fµs/op %6.0f allocs/op", m.Name, m.NsPerOp/1e3, m.AllocsPerOp)
+			}
 		}
 	}
 	res.Seconds = time.Since(res.Started).Seconds()
