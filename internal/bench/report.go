@@ -86,7 +86,7 @@ func requestTable(r *Results) string {
 	var sb strings.Builder
 	sb.WriteString("| op | pods | k | impl | median | p99 | bytes/resp | server CPU/req | allocs/req | RSS | median ×A | ×B | ×floor | p99 ×A | CPU ×A | ×B | ×floor | allocs ×A |\n")
 	sb.WriteString("|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
-	rows := slices.DeleteFunc(slices.Clone(r.Rows), func(x Row) bool { return strings.HasPrefix(x.Op, "paced:") })
+	rows := slices.DeleteFunc(slices.Clone(r.Rows), func(x Row) bool { return strings.HasPrefix(x.Op, "paced:") || strings.HasPrefix(x.Op, "find:") })
 	order := map[string]int{"list": 0, "kubelet:list": 1, "list-masked": 2, "kubelet:list-masked": 3, "get": 4, "kubelet:get": 5,
 		"empty": 6, "raw:list": 7, "raw:list-masked": 8, "raw:get": 9}
 	implOrder := map[string]int{ImplOurs: 0, ImplBaselineA: 1, ImplBaselineB: 2, ImplFloorRaw: 3, ImplFloorRPC: 4}

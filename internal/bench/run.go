@@ -596,7 +596,7 @@ func runFloors(ctx context.Context, co childOptions, o Options, res *Results, me
 		fail("start floor-raw", err)
 	} else {
 		for _, r := range slices.Clone(res.Rows) {
-			if r.Impl != ImplOurs || r.K != o.Concurrency[0] || strings.HasPrefix(r.Op, "kubelet:") || strings.HasPrefix(r.Op, "paced:") {
+			if r.Impl != ImplOurs || r.K != o.Concurrency[0] || strings.HasPrefix(r.Op, "kubelet:") || strings.HasPrefix(r.Op, "paced:") || strings.HasPrefix(r.Op, "find:") {
 				continue // the same bytes as the typed, closed-loop rows
 			}
 			size := int(r.Bytes)
