@@ -4,8 +4,6 @@ import (
 	"errors"
 	"net/netip"
 	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -45,16 +43,10 @@ func TestFindPods(t *testing.T) {
 	proxy := podstest.Pod("kube-system", "kube-proxy", 0)
 	proxy.Spec.HostNetwork = true
 	proxy.Status.PodIPs = []corev1.PodIP{{IP: proxy.Status.HostIP}}
-	cgroup := "0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" + strings.ReplaceAll(string(web.UID), "-", "_") + ".slice/cri-containerd-" + cid + ".scope\n"
-	proc := t.TempDir()
-	for _, pid := range []int{42, os.Getpid()} {
-		dir := filepath.Join(proc, strconv.Itoa(pid))
-		if err := os.Mkdir(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, "cgroup"), []byte(cgroup), 0o644); err != nil {
-			t.Fatal(err)
-		}
+	cgroup := podstest.SystemdCgroup(web.UID, cid)
+	proc, err := podstest.WriteHostProc(t.TempDir(), map[int]string{42: cgroup + "\n", os.Getpid(): cgroup + "\n"})
+	if err != nil {
+		t.Fatal(err)
 	}
 	st := newStore(false, web, gone, proxy)
 	st.Delete(gone.UID)
@@ -114,4 +106,3 @@ func TestFindPodsKubeletWire(t *testing.T) {
 		t.Fatalf("FindPods on the kubelet's wire: %v", err)
 	}
 }
-

@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -172,21 +170,15 @@ func findPods() (web, gone *corev1.Pod, host []*corev1.Pod) {
 func hostProc(t *testing.T) string {
 	t.Helper()
 	usc := strings.ReplaceAll(findUID, "-", "_")
-	root := t.TempDir()
-	for pid, cgroup := range map[int]string{
-		100:         "0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" + usc + ".slice/cri-containerd-" + findCID + ".scope\n",
+	root, err := podstest.WriteHostProc(t.TempDir(), map[int]string{
+		100:         podstest.SystemdCgroup(findUID, findCID) + "\n",
 		101:         "11:memory:/kubepods/burstable/pod" + findUID + "/" + findCID + "\n1:name=systemd:/kubepods/burstable/pod" + findUID + "/" + findCID + "\n",
 		102:         "0::/../../kubepods-burstable-pod" + usc + ".slice/cri-containerd-" + strings.Repeat("5a", 32) + ".scope\n",
 		103:         "0::/system.slice/kubelet.service\n",
 		os.Getpid(): "0::/kubepods/burstable/pod" + findUID + "/" + findCID + "\n",
-	} {
-		dir := filepath.Join(root, strconv.Itoa(pid))
-		if err := os.Mkdir(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, "cgroup"), []byte(cgroup), 0o644); err != nil {
-			t.Fatal(err)
-		}
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 	return root
 }
@@ -266,6 +258,20 @@ func TestFindPodsGrpcurl(t *testing.T) {
 	// FindPods is counted in the seed's metrics, with their labels.
 	if n := metricValue(t, reg, "kubelet_pod_requests_total", map[string]string{"server_api_version": "v1alpha1", "status_code": "NotFound"}); n < 5 {
 		t.Errorf("kubelet_pod_requests_total{status_code=NotFound} = %v, want the NOT_FOUND calls counted", n)
+	}
+	// The deleted pod kept findable is in the gauges.
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	gauges := map[string]float64{}
+	for _, f := range families {
+		for _, m := range f.GetMetric() {
+			gauges[f.GetName()] = m.GetGauge().GetValue()
+		}
+	}
+	if gauges["podsapi_deleted_pods"] != 1 || gauges["podsapi_deleted_pods_bytes"] <= 512 {
+		t.Errorf("podsapi_deleted_pods = %v, podsapi_deleted_pods_bytes = %v; want 1 and its bytes", gauges["podsapi_deleted_pods"], gauges["podsapi_deleted_pods_bytes"])
 	}
 }
 

@@ -2,8 +2,6 @@ package main
 
 import (
 	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -23,16 +21,10 @@ func TestFind(t *testing.T) {
 	proxy := podstest.Pod("kube-system", "kube-proxy", 0)
 	proxy.Spec.HostNetwork = true
 	proxy.Status.PodIPs = []corev1.PodIP{{IP: proxy.Status.HostIP}}
-	cgroup := "0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" + strings.ReplaceAll(string(web.UID), "-", "_") + ".slice/cri-containerd-" + cid + ".scope"
-	proc := t.TempDir()
-	for _, pid := range []int{4242, os.Getpid()} {
-		dir := filepath.Join(proc, strconv.Itoa(pid))
-		if err := os.Mkdir(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, "cgroup"), []byte(cgroup+"\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
+	cgroup := podstest.SystemdCgroup(web.UID, cid)
+	proc, err := podstest.WriteHostProc(t.TempDir(), map[int]string{4242: cgroup + "\n", os.Getpid(): cgroup + "\n"})
+	if err != nil {
+		t.Fatal(err)
 	}
 	st, sock := startServer(t, server.Config{HostProc: proc, QPS: -1}, false, web, gone, proxy)
 	st.Delete(gone.UID)

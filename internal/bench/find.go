@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/podsapi/podsapi/internal/podstest"
 	"github.com/podsapi/podsapi/podcgroup"
 	"github.com/podsapi/podsapi/store"
 )
@@ -53,19 +54,8 @@ func findRequest(field protowire.Number, v any) []byte {
 // self (the harness, the peer of its calls) run in the app container of
 // pod, with the systemd driver's cgroup v2 line, and returns it.
 func findProc(dir string, pod *corev1.Pod, self int) (string, error) {
-	root := filepath.Join(dir, "hostproc")
-	line := "0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" + strings.ReplaceAll(string(pod.UID), "-", "_") +
-		".slice/cri-containerd-" + store.TrimRuntime(pod.Status.ContainerStatuses[0].ContainerID) + ".scope\n"
-	for _, pid := range []int{findPID, self} {
-		d := filepath.Join(root, strconv.Itoa(pid))
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			return "", err
-		}
-		if err := os.WriteFile(filepath.Join(d, "cgroup"), []byte(line), 0o644); err != nil {
-			return "", err
-		}
-	}
-	return root, nil
+	line := podstest.SystemdCgroup(pod.UID, store.TrimRuntime(pod.Status.ContainerStatuses[0].ContainerID)) + "\n"
+	return podstest.WriteHostProc(filepath.Join(dir, "hostproc"), map[int]string{findPID: line, self: line})
 }
 
 // runFind measures FindPods by each key against GetPod of the same pod on
