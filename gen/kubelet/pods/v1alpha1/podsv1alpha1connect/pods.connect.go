@@ -97,8 +97,12 @@ type PodsClient interface {
 	// matches more than one container with INVALID_ARGUMENT, reason
 	// AMBIGUOUS_CONTAINER_ID. A key that matches no pod fails with NOT_FOUND,
 	// reason NO_POD_MATCHES; a process that does not exist (or exits during
-	// the lookup) with NOT_FOUND, reason PROCESS_NOT_FOUND. FindPods is rate
-	// limited together with ListPods and GetPod.
+	// the lookup) with NOT_FOUND, reason PROCESS_NOT_FOUND. A process whose
+	// cgroups cannot be read in time fails with UNAVAILABLE (retry), or with
+	// FAILED_PRECONDITION when they cannot be read at all, reason
+	// PROCESS_LOOKUP_UNAVAILABLE; caller without a PID of the peer fails with
+	// FAILED_PRECONDITION, reason CALLER_UNKNOWN. FindPods is rate limited
+	// together with ListPods and GetPod.
 	FindPods(context.Context, *connect.Request[v1alpha1.PodFindRequest]) (*connect.Response[v1alpha1.PodFindResponse], error)
 }
 
@@ -208,8 +212,12 @@ type PodsHandler interface {
 	// matches more than one container with INVALID_ARGUMENT, reason
 	// AMBIGUOUS_CONTAINER_ID. A key that matches no pod fails with NOT_FOUND,
 	// reason NO_POD_MATCHES; a process that does not exist (or exits during
-	// the lookup) with NOT_FOUND, reason PROCESS_NOT_FOUND. FindPods is rate
-	// limited together with ListPods and GetPod.
+	// the lookup) with NOT_FOUND, reason PROCESS_NOT_FOUND. A process whose
+	// cgroups cannot be read in time fails with UNAVAILABLE (retry), or with
+	// FAILED_PRECONDITION when they cannot be read at all, reason
+	// PROCESS_LOOKUP_UNAVAILABLE; caller without a PID of the peer fails with
+	// FAILED_PRECONDITION, reason CALLER_UNKNOWN. FindPods is rate limited
+	// together with ListPods and GetPod.
 	FindPods(context.Context, *connect.Request[v1alpha1.PodFindRequest]) (*connect.Response[v1alpha1.PodFindResponse], error)
 }
 
