@@ -166,7 +166,8 @@ func findPods() (web, gone *corev1.Pod, host []*corev1.Pod) {
 // hostProc writes a fake --host-proc: processes 100 (the app container of
 // web, systemd driver, cgroup v2), 101 (the same, cgroupfs, cgroup v1), 102
 // (web's sandbox, relative to another cgroup namespace), 103 (of the host),
-// and the test process itself, in web's app container.
+// 104 (systemd, cgroup v1, CRI-O), 105 (cgroupfs, cgroup v2), and the test
+// process itself, in web's app container.
 func hostProc(t *testing.T) string {
 	t.Helper()
 	usc := strings.ReplaceAll(findUID, "-", "_")
@@ -175,6 +176,8 @@ func hostProc(t *testing.T) string {
 		101:         "11:memory:/kubepods/burstable/pod" + findUID + "/" + findCID + "\n1:name=systemd:/kubepods/burstable/pod" + findUID + "/" + findCID + "\n",
 		102:         "0::/../../kubepods-burstable-pod" + usc + ".slice/cri-containerd-" + strings.Repeat("5a", 32) + ".scope\n",
 		103:         "0::/system.slice/kubelet.service\n",
+		104:         "4:memory:/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" + usc + ".slice/crio-" + findCID + ".scope\n",
+		105:         "0::/kubepods/burstable/pod" + findUID + "/" + findCID + "\n",
 		os.Getpid(): "0::/kubepods/burstable/pod" + findUID + "/" + findCID + "\n",
 	})
 	if err != nil {
@@ -207,6 +210,8 @@ func TestFindPodsGrpcurl(t *testing.T) {
 		{"a PID, systemd, cgroup v2", `{"pid": 100}`, "default/web/app", 0, ""},
 		{"a PID, cgroupfs, cgroup v1", `{"pid": 101}`, "default/web/app", 0, ""},
 		{"a PID of the sandbox, namespace-relative", `{"pid": 102}`, "default/web", 0, ""},
+		{"a PID, systemd, cgroup v1", `{"pid": 104}`, "default/web/app", 0, ""},
+		{"a PID, cgroupfs, cgroup v2", `{"pid": 105}`, "default/web/app", 0, ""},
 		{"a cgroup line", `{"cgroupPath": "0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod` + usc + `.slice/cri-containerd-` + findCID + `.scope"}`, "default/web/app", 0, ""},
 		{"a cgroup path", `{"cgroupPath": "/kubepods/burstable/pod` + findUID + `/` + findCID + `"}`, "default/web/app", 0, ""},
 		{"the caller", `{"caller": true}`, "default/web/app", 0, ""},
