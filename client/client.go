@@ -35,6 +35,7 @@ type Client struct {
 	list  *connect.Client[selectRequest, listResponse]
 	get   *connect.Client[getRequest, getResponse]
 	watch *connect.Client[selectRequest, watchResponse]
+	find  *connect.Client[findRequest, findResponse]
 
 	// The kubelet's wire, v1alpha1.Pods, with the messages of the kubelet's
 	// published package: they keep the pods as their encodings, which the
@@ -81,6 +82,7 @@ func New(endpoint string, opts ...Option) (*Client, error) {
 		list:     connect.NewClient[selectRequest, listResponse](hc, h2c.BaseURL+podsv1alpha1connect.PodsListPodsProcedure, copts...),
 		get:      connect.NewClient[getRequest, getResponse](hc, h2c.BaseURL+podsv1alpha1connect.PodsGetPodProcedure, copts...),
 		watch:    connect.NewClient[selectRequest, watchResponse](hc, h2c.BaseURL+podsv1alpha1connect.PodsWatchPodsProcedure, copts...),
+		find:     connect.NewClient[findRequest, findResponse](hc, h2c.BaseURL+findProcedure, copts...),
 		rawList:  connect.NewClient[kubeletpods.ListPodsRequest, kubeletpods.ListPodsResponse](hc, h2c.BaseURL+v1alpha1connect.PodsListPodsProcedure, copts...),
 		rawGet:   connect.NewClient[kubeletpods.GetPodRequest, kubeletpods.GetPodResponse](hc, h2c.BaseURL+v1alpha1connect.PodsGetPodProcedure, copts...),
 		rawWatch: connect.NewClient[kubeletpods.WatchPodsRequest, kubeletpods.WatchPodsEvent](hc, h2c.BaseURL+v1alpha1connect.PodsWatchPodsProcedure, copts...),

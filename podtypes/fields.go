@@ -89,3 +89,9 @@ func (f Fields) get(field string) (string, bool) {
 		return "", false
 	}
 }
+
+// HostNetwork reports whether the pod uses the node's network (spec.hostNetwork).
+func (f Fields) HostNetwork() bool { return f.hostNetwork }
+
+// Phase returns the pod's status.phase.
+func (f Fields) Phase() string { return f.phase }

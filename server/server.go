@@ -29,6 +29,7 @@ import (
 	"github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1/podsv1alpha1connect"
 	"github.com/podsapi/podsapi/gen/v1alpha1/v1alpha1connect"
 	"github.com/podsapi/podsapi/guard"
+	"github.com/podsapi/podsapi/podcgroup"
 	"github.com/podsapi/podsapi/service"
 	"github.com/podsapi/podsapi/socket"
 )
@@ -174,6 +175,9 @@ type Config struct {
 	// as bytes), which is served by default beside the typed one on the same
 	// socket, from the same store, guards and rate limit.
 	NoKubeletWire bool
+	// HostProc is the proc file system FindPods reads the cgroups of
+	// processes from (keys pid and caller). Default podcgroup.DefaultProc.
+	HostProc string
 	// Hooks change the assembly for tests that plant faults in it. None by
 	// default.
 	Hooks Hooks
@@ -340,6 +344,9 @@ func (s *Server) handler() http.Handler {
 			}, func() float64 { _, b := h.HistoryLen(); return float64(b) }),
 		)
 	}
+	if d, ok := s.store.(interface{ DeletedLen() (int, int64) }); ok {
+		registerDeleted(cfg.Registry, d.DeletedLen)
+	}
 	var access *guard.AccessGuard
 	if !cfg.AllowAnyPeer {
 		s.policy = &guard.AccessPolicy{UIDs: cfg.AllowedUIDs, GIDs: cfg.AllowedGIDs}
@@ -352,6 +359,8 @@ func (s *Server) handler() http.Handler {
 		service.WithMetrics(metrics),
 		service.WithShutdown(s.shutdown),
 		service.WithLogger(cfg.Logger),
+		service.WithProcesses(podcgroup.NewReader(cfg.HostProc)),
+		service.WithCaller(callerPID),
 	)
 	pods, kubelet := handlers.Pods, handlers.Kubelet
 	if cfg.Hooks.Pods != nil {

@@ -14,6 +14,7 @@ import (
 	podsv1alpha1 "github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1"
 	"github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1/podsv1alpha1connect"
 	"github.com/podsapi/podsapi/gen/v1alpha1/v1alpha1connect"
+	"github.com/podsapi/podsapi/podcgroup"
 	"github.com/podsapi/podsapi/store"
 )
 
@@ -81,11 +82,14 @@ type handler struct {
 	// projections are the projections of the masks in use.
 	projections maskCache
 	progress    *progressClock
+	// processes and caller serve FindPods by pid and caller (find.go).
+	processes Processes
+	caller    func(ctx context.Context) (int32, bool)
 }
 
 // newHandler returns a handler of s configured by opts.
 func newHandler(s PodReader, opts []Option) *handler {
-	h := &handler{store: s, queue: DefaultWatchQueue, logger: slog.Default(), progress: &progressClock{interval: DefaultProgressInterval}, projections: newMaskCache()}
+	h := &handler{store: s, queue: DefaultWatchQueue, logger: slog.Default(), progress: &progressClock{interval: DefaultProgressInterval}, projections: newMaskCache(), processes: podcgroup.NewReader("")}
 	for _, opt := range opts {
 		opt(h)
 	}

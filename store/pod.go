@@ -33,6 +33,8 @@ type Pod struct {
 	// version when the store takes the pod.
 	labels labels.Set
 	fields podtypes.Fields
+	// keys are what Find looks the version up by (find.go).
+	keys podKeys
 
 	mu    sync.Mutex
 	views map[string]*view

@@ -25,6 +25,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/podsapi/podsapi/internal/memlimit"
+	"github.com/podsapi/podsapi/podcgroup"
 	"github.com/podsapi/podsapi/server"
 	"github.com/podsapi/podsapi/service"
 	"github.com/podsapi/podsapi/socket"
@@ -103,6 +104,11 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		pendingPerUID  = fs.Int("max-pending-per-uid", server.DefaultMaxPendingPerUID, "calls of one client UID that may wait for their request at once; more are refused RESOURCE_EXHAUSTED; negative disables the limit")
 		watchersPerUID = fs.Int("max-watchers-per-uid", server.DefaultMaxWatchersPerUID, "watches one client UID may hold open at once; beyond it WatchPods returns RESOURCE_EXHAUSTED; negative disables the share")
 		writeStall     = fs.Duration("write-stall-timeout", server.DefaultWriteStallTimeout, "reset a stream (close a connection) whose client has not read for this long while the server has data to write; negative disables it")
+
+		hostProc      = fs.String("host-proc", podcgroup.DefaultProc, "proc file system FindPods reads the cgroups of processes from (pid, caller): the host's, mounted at /host/proc by a DaemonSet, or /proc with hostPID")
+		deletedRetain = fs.Duration("deleted-pod-retention", store.DefaultDeletedRetention, "how long a deleted pod stays findable by FindPods with include_deleted; negative keeps none")
+		deletedPods   = fs.Int("max-deleted-pods", store.DefaultDeletedPods, "deleted pods kept findable at once; the oldest deletions go first; negative keeps none")
+		deletedBytes  = fs.Int64("max-deleted-pods-bytes", store.DefaultDeletedPodsBytes, "bytes (pod encodings and overhead) the deleted pods kept may hold; negative keeps none")
 	)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: podsapi-server [--source manifest] --manifest-dir DIR [flags]\n"+
@@ -178,7 +184,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	st := store.New(store.WithErrorHandler(func(err error) { logger.Error("cannot store pod", "error", err) }),
-		store.WithHistory(*history, *historyMem))
+		store.WithHistory(*history, *historyMem), store.WithDeletedPods(*deletedRetain, *deletedPods, *deletedBytes))
 	src := srcFlags.newSource(*nodeName, logger, reg)
 	srv, err := server.New(st, server.Config{
 		Socket:          *sock,
@@ -214,6 +220,8 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		RequestReadTimeout:    *requestRead,
 		MaxWatchersPerUID:     *watchersPerUID,
 		MaxPendingPerUID:      *pendingPerUID,
+
+		HostProc: *hostProc,
 	})
 	if err != nil {
 		// The libraries name no flags: say here which ones to change.

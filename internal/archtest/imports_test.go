@@ -31,6 +31,7 @@ var rules = []struct {
 	{"the suite judges any implementation over its socket", "conformance", []string{"store", "service", "server", "source", "client", "socket", "cmd"}},
 	{"the socket package is a leaf", "socket", []string{"store", "service", "server", "source", "client", "conformance", "fieldmask", "cmd"}},
 	{"the pods' vocabulary is a leaf, shared by the store and the client", "podtypes", []string{"store", "service", "server", "source", "client", "conformance", "fieldmask", "socket", "guard", "cmd", "gen", "internal"}},
+	{"the cgroup parser is a leaf, for servers and clients", "podcgroup", []string{"store", "service", "server", "source", "client", "conformance", "fieldmask", "socket", "guard", "cmd"}},
 	{"the error reasons are a leaf, shared by servers and clients", "errinfo", []string{"store", "service", "server", "source", "client", "conformance", "fieldmask", "socket", "cmd"}},
 }
 

@@ -291,6 +291,25 @@ func runBench(ctx context.Context, o Options, stdout, stderr io.Writer) error {
 			logf("selectors %-60s %10.0f B %10.1fµs/op", s.Name, s.Bytes, s.NsPerOp/1e3)
 		}
 	}
+	// FindPods by each key against GetPod, paced; the index's memory and
+	// the cost of a /proc lookup (issue 22).
+	if o.SelectorPods > 0 && o.PacedRate > 0 && o.runs("find") && ctx.Err() == nil {
+		pace := time.Duration(float64(time.Second) / o.PacedRate)
+		rows, fr, err := runFind(ctx, co, o.SelectorPods, pace, o.PacedDuration, max(o.MinRequests, int(o.PacedDuration.Seconds()*o.PacedRate/2)))
+		if err != nil {
+			fail("find", err)
+		}
+		res.Rows, res.Find = append(res.Rows, rows...), fr
+		for _, x := range rows {
+			logf("%-9s %-22s pods=%-5d %g/s  median %9.1fµs  p99 %9.1fµs  %9.0f B  cpu %8.1fµs/req", x.Impl, x.Op, x.Pods, o.PacedRate, x.MedianUs, x.P99Us, x.Bytes, x.CPUUs)
+		}
+		if fr != nil {
+			logf("find index %.0f B/pod at %d pods", fr.IndexBytesPerPod, fr.Pods)
+			for _, m := range fr.Costs {
+				logf("find %-45s %8.1fµs/op %6.0f allocs/op", m.Name, m.NsPerOp/1e3, m.AllocsPerOp)
+			}
+		}
+	}
 	res.Seconds = time.Since(res.Started).Seconds()
 	res.Targets = evaluate(res)
 	for i := range res.Targets {
@@ -341,7 +360,7 @@ func runFloors(ctx context.Context, co childOptions, o Options, res *Results, me
 		fail("start floor-raw", err)
 	} else {
 		for _, r := range slices.Clone(res.Rows) {
-			if r.Impl != ImplOurs || r.K != o.Concurrency[0] || strings.HasPrefix(r.Op, "kubelet:") || strings.HasPrefix(r.Op, "paced:") {
+			if r.Impl != ImplOurs || r.K != o.Concurrency[0] || strings.HasPrefix(r.Op, "kubelet:") || strings.HasPrefix(r.Op, "paced:") || strings.HasPrefix(r.Op, "find:") {
 				continue // the same bytes as the typed, closed-loop rows
 			}
 			size := int(r.Bytes)

@@ -66,6 +66,8 @@ type serveConfig struct {
 	WatchQueue int
 	CPUProfile string
 	MaxLife    time.Duration
+	// HostProc is our server's --host-proc (FindPods by pid and caller).
+	HostProc string
 }
 
 // benchPods returns the n synthetic pods every implementation serves.
@@ -108,6 +110,7 @@ func serveChild(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.IntVar(&cfg.WatchQueue, "watch-queue", 1000, "live events a watcher may have queued")
 	fs.StringVar(&cfg.CPUProfile, "cpuprofile", "", "write a CPU profile of the server to this file")
 	fs.DurationVar(&cfg.MaxLife, "max-life", 30*time.Minute, "exit after this long whatever happens")
+	fs.StringVar(&cfg.HostProc, "host-proc", "", "our server's --host-proc (default /proc)")
 	stdin := fs.Bool("stdin", true, "exit when stdin closes")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -166,7 +169,7 @@ func serve(ctx context.Context, cfg serveConfig, ready func()) error {
 			// of one UID: it measures what they cost, not the limits
 			// that admit them (256 connections, 1,000 watches per UID).
 			MaxConnections: 4096, MaxWatchersPerUID: -1,
-			Registry: in.reg, ShutdownTimeout: 2 * time.Second,
+			Registry: in.reg, ShutdownTimeout: 2 * time.Second, HostProc: cfg.HostProc,
 			Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		})
 		if err != nil {

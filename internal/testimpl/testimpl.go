@@ -74,6 +74,9 @@ const (
 	// TooOldInvalid answers a resume_from too old to resume from with
 	// INVALID_ARGUMENT instead of OUT_OF_RANGE, reason REVISION_TOO_OLD.
 	TooOldInvalid Break = "too-old-invalid"
+	// FindAlwaysDeleted answers FindPods as if include_deleted were always
+	// set: deleted pods match without it.
+	FindAlwaysDeleted Break = "find-always-deleted"
 )
 
 // Default rate limit and watch queue of every Impl.
@@ -249,6 +252,8 @@ func (im *Impl) Start(context.Context) error {
 	case IgnoreWatchSelectors:
 		sel := &faults.Selectors{IgnoreWatchSelectors: true}
 		cfg.Hooks.Pods = sel.Around(cfg.Hooks.Pods)
+	case FindAlwaysDeleted:
+		pods.FindAlwaysDeleted = true
 	case TooOldInvalid:
 		sel := &faults.Selectors{TooOldInvalid: true}
 		cfg.Hooks.Pods = sel.Around(cfg.Hooks.Pods)
