@@ -18,6 +18,16 @@ K8S_PROTOS := \
 	k8s.io/apimachinery/pkg/runtime/generated.proto \
 	k8s.io/apimachinery/pkg/runtime/schema/generated.proto \
 	k8s.io/apimachinery/pkg/util/intstr/generated.proto
+# KUBELET_PROTO is the kubelet's own Pods API (v1alpha1.Pods), the wire of
+# kubelets with the PodsAPI gate, which podsapi serves too. make protodeps puts
+# it at build/proto/$(KUBELET_PROTO), the path other languages generate that
+# wire from (examples/ does). Go code uses the kubelet's published package,
+# k8s.io/kubelet/pkg/apis/pods/v1alpha1; only its connect stubs are generated,
+# from build/kubelet-go/$(KUBELET_PROTO_GO): the path the kubelet compiled it
+# under (in the Kubernetes repository), which names the descriptor
+# (File_staging_src_..._api_proto) the stubs refer to.
+KUBELET_PROTO := k8s.io/kubelet/pkg/apis/pods/v1alpha1/api.proto
+KUBELET_PROTO_GO := staging/src/$(KUBELET_PROTO)
 
 .PHONY: help
 help: ## Describe the targets.
@@ -80,6 +90,7 @@ fuzz: ## Run each fuzz target for a count of inputs (30 s or less each on a busy
 	go test -run '^$$' -fuzz '^FuzzRequest$$' -fuzztime $(call fuzztime,8000x) -timeout 10m ./server
 	go test -run '^$$' -fuzz '^FuzzDecodeFile$$' -fuzztime $(call fuzztime,2500x) -timeout 10m ./source/manifest
 	go test -run '^$$' -fuzz '^FuzzWatchPromise$$' -fuzztime $(call fuzztime,20000x) -timeout 10m ./store
+	go test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(call fuzztime,50000x) -timeout 10m ./podcgroup
 
 STRESS_FLAGS ?=
 .PHONY: stress
@@ -90,18 +101,26 @@ stress: ## Attack a child server (flood, stalled watchers, churn, garbage, locko
 examples: protodeps ## Generate the TypeScript and Python example clients, run them against a temporary server, check their output.
 	BUF='$(BUF)' examples/run.sh
 
+# copy_protos copies K8S_PROTOS and KUBELET_PROTO, at the versions that the
+# go.mod $(1) pins, from the module cache to the directory $(2).
+define copy_protos
+go mod download -modfile=$(1) k8s.io/api k8s.io/apimachinery k8s.io/kubelet
+rm -rf $(2) && set -e; for f in $(K8S_PROTOS) $(KUBELET_PROTO); do \
+	mod=$${f%%/pkg/*}; mod=$${mod%%/core/*}; \
+	dir=$$(go list -modfile=$(1) -m -f '{{.Dir}}' "$$mod"); \
+	install -D -m 0644 "$$dir/$${f#$$mod/}" "$(2)/$$f"; \
+done
+endef
+
 .PHONY: protodeps
-protodeps: ## Copy the Kubernetes .proto files from the module cache (versions pinned in go.mod) to build/proto.
-	@go mod download k8s.io/api k8s.io/apimachinery
-	@rm -rf build/proto && set -e; for f in $(K8S_PROTOS); do \
-		mod=$${f%%/pkg/*}; mod=$${mod%%/core/*}; \
-		dir=$$(go list -m -f '{{.Dir}}' "$$mod"); \
-		install -D -m 0644 "$$dir/$${f#$$mod/}" "build/proto/$$f"; \
-	done
+protodeps: ## Copy the Kubernetes .proto files, the kubelet's Pods API among them, from the module cache (versions pinned in go.mod) to build/proto.
+	@$(call copy_protos,go.mod,build/proto)
+	@rm -rf build/kubelet-go && install -D -m 0644 build/proto/$(KUBELET_PROTO) build/kubelet-go/$(KUBELET_PROTO_GO)
 
 .PHONY: generate
-generate: protodeps ## Generate the Go code in gen/ from proto/ with buf and local plugins.
-	$(BUF) generate
+generate: protodeps ## Generate the Go code in gen/ from proto/ with buf and local plugins, and the connect stubs of the kubelet's published package.
+	$(BUF) generate --exclude-path build/proto/$(KUBELET_PROTO)
+	$(BUF) generate build/kubelet-go --template buf.gen.kubelet.yaml
 
 .PHONY: checkgenerate
 checkgenerate: generate ## Fail when gen/ differs from what `make generate` produces.
@@ -117,10 +136,15 @@ lint: protodeps ## Run go vet, buf lint and buf format.
 
 .PHONY: breaking
 BREAKING_AGAINST ?= main
-breaking: protodeps ## Check proto/ for breaking changes against the main branch (BREAKING_AGAINST=ref to change).
-	@rm -rf build/against && mkdir -p build/against/build
-	git archive "$(BREAKING_AGAINST)" buf.yaml proto | tar -x -C build/against
-	cp -r build/proto build/against/build/proto
+breaking: protodeps ## Check proto/ (our API) and the Kubernetes protos, the kubelet's wire among them, for breaking changes against the main branch (BREAKING_AGAINST=ref to change).
+	@rm -rf build/against && mkdir -p build/against
+	git archive "$(BREAKING_AGAINST)" buf.yaml proto go.mod go.sum | tar -x -C build/against
+	@# The Kubernetes protos at the versions the ref's go.mod pins.
+	@$(call copy_protos,build/against/go.mod,build/against/build/proto)
+	@# Until the kubelet's published api.proto replaced it, proto/v1alpha1/api.proto
+	@# was a copy of it (the same package, names and numbers, with our comments):
+	@# the ref's published one stands for it.
+	rm -rf build/against/proto/v1alpha1
 	$(BUF) breaking --against build/against
 
 # VERSION is the version make image stamps on the image; deploy/ names the

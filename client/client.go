@@ -11,8 +11,10 @@ import (
 	"connectrpc.com/grpcreflect"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	kubeletpods "k8s.io/kubelet/pkg/apis/pods/v1alpha1"
 
 	"github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1/podsv1alpha1connect"
+	"github.com/podsapi/podsapi/gen/v1alpha1/v1alpha1connect"
 	"github.com/podsapi/podsapi/internal/h2c"
 )
 
@@ -20,16 +22,6 @@ import (
 // is given an empty socket. It is the server's socket.DefaultPath, written
 // again so that the client does not import the server's packages.
 const DefaultSocket = "/var/lib/kubelet/pods-api/pods-api.sock"
-
-// The procedures of the kubelet's wire, v1alpha1.Pods. They are written here
-// rather than imported from gen/v1alpha1, which registers the same protobuf
-// names as the kubelet's generated package
-// (k8s.io/kubelet/pkg/apis/pods/v1alpha1): an agent may use both.
-const (
-	kubeletListProcedure  = "/v1alpha1.Pods/ListPods"
-	kubeletGetProcedure   = "/v1alpha1.Pods/GetPod"
-	kubeletWatchProcedure = "/v1alpha1.Pods/WatchPods"
-)
 
 // Client is a client of the Pods API. It is safe for concurrent use.
 type Client struct {
@@ -43,11 +35,14 @@ type Client struct {
 	list  *connect.Client[selectRequest, listResponse]
 	get   *connect.Client[getRequest, getResponse]
 	watch *connect.Client[selectRequest, watchResponse]
+	find  *connect.Client[findRequest, findResponse]
 
-	// The kubelet's wire, v1alpha1.Pods.
-	rawList  *connect.Client[emptyRequest, rawListResponse]
-	rawGet   *connect.Client[getRequest, rawGetResponse]
-	rawWatch *connect.Client[emptyRequest, rawWatchEvent]
+	// The kubelet's wire, v1alpha1.Pods, with the messages of the kubelet's
+	// published package: they keep the pods as their encodings, which the
+	// client masks and decodes itself.
+	rawList  *connect.Client[kubeletpods.ListPodsRequest, kubeletpods.ListPodsResponse]
+	rawGet   *connect.Client[kubeletpods.GetPodRequest, kubeletpods.GetPodResponse]
+	rawWatch *connect.Client[kubeletpods.WatchPodsRequest, kubeletpods.WatchPodsEvent]
 }
 
 // New returns a client of the Pods API served on the socket endpoint: a
@@ -87,9 +82,10 @@ func New(endpoint string, opts ...Option) (*Client, error) {
 		list:     connect.NewClient[selectRequest, listResponse](hc, h2c.BaseURL+podsv1alpha1connect.PodsListPodsProcedure, copts...),
 		get:      connect.NewClient[getRequest, getResponse](hc, h2c.BaseURL+podsv1alpha1connect.PodsGetPodProcedure, copts...),
 		watch:    connect.NewClient[selectRequest, watchResponse](hc, h2c.BaseURL+podsv1alpha1connect.PodsWatchPodsProcedure, copts...),
-		rawList:  connect.NewClient[emptyRequest, rawListResponse](hc, h2c.BaseURL+kubeletListProcedure, copts...),
-		rawGet:   connect.NewClient[getRequest, rawGetResponse](hc, h2c.BaseURL+kubeletGetProcedure, copts...),
-		rawWatch: connect.NewClient[emptyRequest, rawWatchEvent](hc, h2c.BaseURL+kubeletWatchProcedure, copts...),
+		find:     connect.NewClient[findRequest, findResponse](hc, h2c.BaseURL+findProcedure, copts...),
+		rawList:  connect.NewClient[kubeletpods.ListPodsRequest, kubeletpods.ListPodsResponse](hc, h2c.BaseURL+v1alpha1connect.PodsListPodsProcedure, copts...),
+		rawGet:   connect.NewClient[kubeletpods.GetPodRequest, kubeletpods.GetPodResponse](hc, h2c.BaseURL+v1alpha1connect.PodsGetPodProcedure, copts...),
+		rawWatch: connect.NewClient[kubeletpods.WatchPodsRequest, kubeletpods.WatchPodsEvent](hc, h2c.BaseURL+v1alpha1connect.PodsWatchPodsProcedure, copts...),
 	}, nil
 }
 

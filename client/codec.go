@@ -18,9 +18,10 @@ type wireMessage interface {
 	unmarshalWire(b []byte) error
 }
 
-// codec is the client's "proto" codec: it handles wireMessage values itself,
-// and any other protobuf message (such as the google.rpc.Status of an error,
-// which connect decodes with the client's codec) with protobuf-go.
+// codec is the client's "proto" codec: it handles wireMessage values (the
+// typed wire's) itself, and any other protobuf message (the kubelet wire's,
+// from its published package, and the google.rpc.Status of an error, which
+// connect decodes with the client's codec) with protobuf-go.
 type codec struct{}
 
 // Name returns "proto", so that the codec replaces connect's protobuf codec.
@@ -51,12 +52,6 @@ func (codec) Unmarshal(data []byte, msg any) error {
 	}
 }
 
-// emptyRequest is a request without fields: the kubelet wire's
-// ListPodsRequest and WatchPodsRequest.
-type emptyRequest struct{}
-
-func (emptyRequest) marshalWire() []byte { return nil }
-
 // selectRequest is PodListRequest and PodWatchRequest: namespace = 1,
 // label_selector = 2, field_selector = 3 and, for a watch, resume_from = 4.
 // Empty fields are not encoded, so that a request without selectors is
@@ -78,11 +73,8 @@ func (r selectRequest) marshalWire() []byte {
 func (*selectRequest) unmarshalWire(b []byte) error {
 	return errors.New("client codec: requests are not decoded")
 }
-func (*emptyRequest) unmarshalWire(b []byte) error {
-	return errors.New("client codec: requests are not decoded")
-}
 
-// getRequest is PodGetRequest.
+// getRequest is PodGetRequest: pod_uid = 1.
 type getRequest struct{ uid string }
 
 func (r getRequest) marshalWire() []byte {

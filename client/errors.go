@@ -18,7 +18,9 @@ var (
 	// server's rate limit was exceeded. Retry later, or watch instead of
 	// polling.
 	ErrRateLimited = errors.New("rate limited")
-	// ErrNotFound reports NOT_FOUND: the node has no pod with that UID.
+	// ErrNotFound reports NOT_FOUND: the node has no pod with that UID, or
+	// none that FindPods's key matches (also a process that does not
+	// exist).
 	ErrNotFound = errors.New("pod not found")
 	// ErrFellBehind reports RESOURCE_EXHAUSTED on a watch: the server dropped
 	// the watcher because it did not read its events fast enough. Watch
@@ -39,6 +41,12 @@ var (
 	// selector the server (or, on a server without selectors, the client)
 	// rejects: INVALID_ARGUMENT.
 	ErrInvalidSelector = errors.New("invalid selector")
+	// ErrInvalidFindKey reports a FindPods key the server rejects:
+	// INVALID_ARGUMENT.
+	ErrInvalidFindKey = errors.New("invalid find key")
+	// ErrAmbiguous reports a container ID prefix of FindPods that more than
+	// one container's ID starts with: INVALID_ARGUMENT. Give more of the ID.
+	ErrAmbiguous = errors.New("ambiguous container ID prefix")
 )
 
 // reasons maps the reasons of the server's ErrorInfo (package errinfo) to
@@ -53,6 +61,11 @@ var reasons = map[string]error{
 	errinfo.PeerDenied:        ErrPermissionDenied,
 	errinfo.RevisionTooOld:    ErrRevisionTooOld,
 	errinfo.InvalidSelector:   ErrInvalidSelector,
+
+	errinfo.NoPodMatches:         ErrNotFound,
+	errinfo.ProcessNotFound:      ErrNotFound,
+	errinfo.InvalidFindKey:       ErrInvalidFindKey,
+	errinfo.AmbiguousContainerID: ErrAmbiguous,
 }
 
 // ResumeRevision returns the revision a watch ended by err may resume from

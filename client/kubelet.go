@@ -11,6 +11,7 @@ import (
 	"connectrpc.com/connect"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	kubeletpods "k8s.io/kubelet/pkg/apis/pods/v1alpha1"
 )
 
 // The calls of the kubelet's wire, v1alpha1.Pods. They send the field mask
@@ -38,7 +39,7 @@ func (c *Client) listKubelet(ctx context.Context, o callOptions, m *matcher) ([]
 		}
 		o = callOptions{fields: withIdentity.Paths()}
 	}
-	res, err := c.rawList.CallUnary(ctx, newRequest(&emptyRequest{}, o))
+	res, err := c.rawList.CallUnary(ctx, newRequest(&kubeletpods.ListPodsRequest{}, o))
 	if err != nil {
 		return nil, wrapError(err, false)
 	}
@@ -47,8 +48,8 @@ func (c *Client) listKubelet(ctx context.Context, o callOptions, m *matcher) ([]
 		id  podIdentity
 		raw []byte
 	}
-	entries := make([]entry, len(res.Msg.pods))
-	for i, raw := range res.Msg.pods {
+	entries := make([]entry, len(res.Msg.GetPods()))
+	for i, raw := range res.Msg.GetPods() {
 		id, err := identityOf(raw)
 		if err != nil {
 			return nil, err
@@ -82,11 +83,11 @@ func (c *Client) getKubelet(ctx context.Context, uid types.UID, o callOptions) (
 	if err != nil {
 		return nil, err
 	}
-	res, err := c.rawGet.CallUnary(ctx, newRequest(&getRequest{uid: string(uid)}, o))
+	res, err := c.rawGet.CallUnary(ctx, newRequest(&kubeletpods.GetPodRequest{PodUID: string(uid)}, o))
 	if err != nil {
 		return nil, wrapError(err, false)
 	}
-	return dec.decode(res.Msg.pod)
+	return dec.decode(res.Msg.GetPod())
 }
 
 // watchKubelet opens the stream of Watch on the kubelet's wire.
@@ -103,7 +104,7 @@ func (c *Client) watchKubelet(ctx context.Context, o callOptions, m *matcher) (e
 	if m != nil {
 		o = callOptions{}
 	}
-	stream, err := c.rawWatch.CallServerStream(ctx, newRequest(&emptyRequest{}, o))
+	stream, err := c.rawWatch.CallServerStream(ctx, newRequest(&kubeletpods.WatchPodsRequest{}, o))
 	if err != nil {
 		return nil, wrapError(err, true)
 	}
@@ -119,7 +120,7 @@ func (c *Client) watchKubelet(ctx context.Context, o callOptions, m *matcher) (e
 
 // rawEventStream is the stream of a watch on the kubelet's wire.
 type rawEventStream struct {
-	stream *connect.ServerStreamForClient[rawWatchEvent]
+	stream *connect.ServerStreamForClient[kubeletpods.WatchPodsEvent]
 	dec    *podDecoder
 	// views holds the masked encoding of every pod by UID, when there is a
 	// mask: a Modified event that leaves it unchanged is skipped, as podsapi
@@ -135,18 +136,18 @@ func (s *rawEventStream) receive() (Event, error) {
 			return Event{}, streamError(s.stream.Err())
 		}
 		msg := s.stream.Msg()
-		typ, err := eventType(msg.typ)
+		typ, err := eventType(uint64(msg.GetType()))
 		if err != nil {
 			return Event{}, err
 		}
 		if typ == Synced {
 			return Event{Type: Synced}, nil
 		}
-		if len(msg.pod) == 0 {
-			return Event{}, fmt.Errorf("client: watch event of type %d without a pod", msg.typ)
+		if len(msg.GetPod()) == 0 {
+			return Event{}, fmt.Errorf("client: watch event of type %d without a pod", msg.GetType())
 		}
 		if s.filter != nil {
-			whole, err := decodePod(msg.pod)
+			whole, err := decodePod(msg.GetPod())
 			if err != nil {
 				return Event{}, errDecode(err)
 			}
@@ -156,7 +157,7 @@ func (s *rawEventStream) receive() (Event, error) {
 			}
 			typ = ev.Type
 		}
-		view, err := s.dec.project(msg.pod)
+		view, err := s.dec.project(msg.GetPod())
 		if err != nil {
 			return Event{}, err
 		}

@@ -25,7 +25,7 @@ func WithReadMaxBytes(n int) Option {
 	return func(o *clientOptions) { o.readMaxBytes = n }
 }
 
-// CallOption configures a call of List, Get or Watch. The options that also
+// CallOption configures a call of List, Get, Watch or FindPods. The options that also
 // make sense for a Cache (WithFields) are CacheOptions too.
 type CallOption interface {
 	applyCall(*callOptions)
@@ -36,6 +36,8 @@ type callOptions struct {
 	fields []string
 	selection
 	resumeFrom string
+	// includeDeleted is WithDeleted, of FindPods.
+	includeDeleted bool
 }
 
 // FieldsOption is the option WithFields returns. It is both a CallOption and

@@ -3,7 +3,6 @@ package client
 import (
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 
 	"connectrpc.com/connect"
@@ -11,22 +10,13 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/podsapi/podsapi/podtypes"
 )
 
 // SelectableFields are the pod fields WithFieldSelector may name: those of
 // the API server's pod field selectors, as the server supports them.
-var SelectableFields = []string{
-	"metadata.name",
-	"metadata.namespace",
-	"spec.nodeName",
-	"spec.restartPolicy",
-	"spec.schedulerName",
-	"spec.serviceAccountName",
-	"spec.hostNetwork",
-	"status.phase",
-	"status.podIP",
-	"status.nominatedNodeName",
-}
+var SelectableFields = podtypes.SelectableFields
 
 // selection is the namespace, label selector and field selector of a call,
 // as given.
@@ -92,7 +82,7 @@ func (m *matcher) matches(pod *corev1.Pod) bool {
 	if m.labels != nil && !m.labels.Matches(labels.Set(pod.Labels)) {
 		return false
 	}
-	return m.fields == nil || m.fields.Matches(podFields(pod))
+	return m.fields == nil || m.fields.Matches(podtypes.FieldsOf(pod))
 }
 
 // filter returns the pods m selects, in place.
@@ -101,27 +91,6 @@ func (m *matcher) filter(pods []*corev1.Pod) []*corev1.Pod {
 		return pods
 	}
 	return slices.DeleteFunc(pods, func(p *corev1.Pod) bool { return !m.matches(p) })
-}
-
-// podFields returns the selectable fields of pod, with the API server's
-// values (status.podIP is the first of status.podIPs).
-func podFields(pod *corev1.Pod) fields.Set {
-	podIP := ""
-	if len(pod.Status.PodIPs) > 0 {
-		podIP = pod.Status.PodIPs[0].IP
-	}
-	return fields.Set{
-		"metadata.name":            pod.Name,
-		"metadata.namespace":       pod.Namespace,
-		"spec.nodeName":            pod.Spec.NodeName,
-		"spec.restartPolicy":       string(pod.Spec.RestartPolicy),
-		"spec.schedulerName":       pod.Spec.SchedulerName,
-		"spec.serviceAccountName":  pod.Spec.ServiceAccountName,
-		"spec.hostNetwork":         strconv.FormatBool(pod.Spec.HostNetwork),
-		"status.phase":             string(pod.Status.Phase),
-		"status.podIP":             podIP,
-		"status.nominatedNodeName": pod.Status.NominatedNodeName,
-	}
 }
 
 // eventFilter turns the events of every pod into those of the selected

@@ -8,7 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/podsapi/podsapi/client"
-	"github.com/podsapi/podsapi/store"
 )
 
 // selectorPods returns default/web-1 (tier=web), default/web-2
@@ -166,13 +165,5 @@ func TestInvalidSelectors(t *testing.T) {
 				})
 			}
 		}
-	}
-}
-
-// TestSelectableFieldsAsServer checks that the client selects on the
-// fields the server supports.
-func TestSelectableFieldsAsServer(t *testing.T) {
-	if !equalStrings(client.SelectableFields, store.SelectableFields) {
-		t.Fatalf("client.SelectableFields = %q, the server's are %q", client.SelectableFields, store.SelectableFields)
 	}
 }

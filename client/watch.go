@@ -7,42 +7,29 @@ import (
 
 	"connectrpc.com/connect"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/podsapi/podsapi/podtypes"
 )
 
-// EventType says what a watch event reports.
-type EventType int
+// EventType says what a watch event reports (podtypes.EventType, which the
+// server's store shares).
+type EventType = podtypes.EventType
 
+// The types of watch events.
 const (
 	// Added reports a pod new to the watcher: part of the initial snapshot,
 	// or a pod that appeared later.
-	Added EventType = iota + 1
+	Added = podtypes.Added
 	// Modified reports a new state of a pod the watcher knows.
-	Modified
+	Modified = podtypes.Modified
 	// Deleted reports a pod that is gone, with its last known state (a
 	// kubelet's carries only the pod's namespace, name and UID).
-	Deleted
+	Deleted = podtypes.Deleted
 	// Synced follows the initial snapshot of Added events (the server's
 	// EVENT_TYPE_INITIAL_SYNC_COMPLETE): the watcher now knows every current
 	// pod. Its event has no pod.
-	Synced
+	Synced = podtypes.Synced
 )
-
-// String returns the name of the event type: ADDED, MODIFIED, DELETED or
-// SYNCED.
-func (t EventType) String() string {
-	switch t {
-	case Added:
-		return "ADDED"
-	case Modified:
-		return "MODIFIED"
-	case Deleted:
-		return "DELETED"
-	case Synced:
-		return "SYNCED"
-	default:
-		return fmt.Sprintf("EventType(%d)", int(t))
-	}
-}
 
 // Event is one event of a watch.
 type Event struct {

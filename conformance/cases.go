@@ -31,6 +31,7 @@ const (
 	NeedFieldMasks     Need = "fieldMasks"
 	NeedSelectors      Need = "selectors"
 	NeedWatchResume    Need = "watchResume"
+	NeedFindPods       Need = "findPods"
 )
 
 // Case is one conformance case.
@@ -508,6 +509,7 @@ func init() {
 	registerOptionalCases()
 	registerSelectorCases()
 	registerResumeCases()
+	registerFindCases()
 }
 
 // sortPods sorts pods as ListPods does.

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/podsapi/podsapi/conformance"
-	"github.com/podsapi/podsapi/conformance/testimpl"
+	"github.com/podsapi/podsapi/internal/testimpl"
 )
 
 // start starts an in-process implementation with brk broken, stopped at the
@@ -33,7 +33,7 @@ func features(im *testimpl.Impl) conformance.Features {
 	f.RateLimit = conformance.RateLimit{QPS: im.QPS, Burst: testimpl.Burst}
 	f.WatchQueue = testimpl.WatchQueue
 	f.Reflection, f.Health = true, true
-	f.Selectors, f.WatchResume = true, true
+	f.Selectors, f.WatchResume, f.FindPods = true, true, true
 	return f
 }
 
@@ -164,6 +164,7 @@ func TestBroken(t *testing.T) {
 			[]string{"WatchPods/Selector/Moves", "WatchPods/Selector/NonMatching"}, []string{"ListPods/Selector/Label"}, ""},
 		{testimpl.TooOldInvalid, true, "^WatchPods/Resume/",
 			[]string{"WatchPods/Resume/TooOld", "WatchPods/Resume/Restart"}, []string{"WatchPods/Resume/History"}, ""},
+		{testimpl.FindAlwaysDeleted, false, "^FindPods/(Deleted|ContainerID)$", []string{"FindPods/Deleted"}, []string{"FindPods/ContainerID"}, ""},
 		// The faults of the kubelet wire.
 		kubelet(brokenCase{brk: testimpl.EmptyUIDInvalid, run: "^GetPod/(EmptyUIDNotFound|UnknownUID)$", mustFail: []string{"GetPod/EmptyUIDNotFound"}, mustPass: []string{"GetPod/UnknownUID"}}),
 		kubelet(brokenCase{brk: testimpl.UnknownForMissing, run: "^GetPod/(UnknownUID|Pod|EmptyUIDNotFound)$", mustFail: []string{"GetPod/UnknownUID", "GetPod/EmptyUIDNotFound"}, mustPass: []string{"GetPod/Pod"}}),

@@ -44,6 +44,9 @@ type podSpec struct {
 	phase     corev1.PodPhase // empty: no status in the manifest
 	labels    map[string]string
 	padding   int // bytes of an annotation to make the pod large
+	// findable gives the status (phase must be set) container IDs and an
+	// IP of the pod's own, for the FindPods cases (cases_find.go).
+	findable bool
 }
 
 // name is the pod's metadata.name in the manifest.
@@ -105,6 +108,9 @@ func (d *manifestDriver) pod(s podSpec) *corev1.Pod {
 				{Name: "sidecar", Image: "registry.k8s.io/busybox:1.36", Ready: false, RestartCount: 3,
 					State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}},
 			},
+		}
+		if s.findable {
+			d.findKeys(p, s.name)
 		}
 	}
 	return p

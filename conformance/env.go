@@ -337,6 +337,10 @@ func (e *env) missing(tc *Case) string {
 			if !e.cfg.Features.WatchResume {
 				return "needs revisions and watch resume (resume_from): the features declare watchResume: false"
 			}
+		case NeedFindPods:
+			if !e.cfg.Features.FindPods {
+				return "needs FindPods: the features declare findPods: false"
+			}
 		case NeedManifestStatus:
 			if !e.cfg.Features.ManifestStatus {
 				return "needs manifest statuses served as written: the features declare manifestStatus: false"

@@ -58,6 +58,10 @@ type Features struct {
 	// REVISION_TOO_OLD (podsapi-server). Default false: the resume cases
 	// are skipped.
 	WatchResume bool `json:"watchResume"`
+	// FindPods: the typed wire serves FindPods (podsapi-server): pods found
+	// by container ID, IP and cgroup, deleted ones with include_deleted.
+	// Default false: the FindPods cases are skipped.
+	FindPods bool `json:"findPods"`
 }
 
 // RateLimit is a token bucket.

@@ -59,6 +59,30 @@ const (
 	// after resume_from (its history is bounded, or it restarted since):
 	// list or watch again without resume_from. Metadata "revision".
 	RevisionTooOld = "REVISION_TOO_OLD"
+	// InvalidFindKey (INVALID_ARGUMENT): FindPods without a key, or with a
+	// malformed one. Metadata "key", the key at fault (container_id, ip,
+	// pid, cgroup_path, caller, or key when none is set).
+	InvalidFindKey = "INVALID_FIND_KEY"
+	// AmbiguousContainerID (INVALID_ARGUMENT): FindPods of a container ID
+	// prefix that more than one container's ID starts with. Metadata
+	// "container_id".
+	AmbiguousContainerID = "AMBIGUOUS_CONTAINER_ID"
+	// NoPodMatches (NOT_FOUND): FindPods of a key no pod on the node
+	// matches (a process outside any pod included). Metadata "key" and,
+	// when known, "value".
+	NoPodMatches = "NO_POD_MATCHES"
+	// ProcessNotFound (NOT_FOUND): FindPods of a PID (or the caller's) that
+	// no process has, or whose process exited during the lookup. Metadata
+	// "key" and "pid".
+	ProcessNotFound = "PROCESS_NOT_FOUND"
+	// ProcessLookupUnavailable (UNAVAILABLE when the cgroups of the process
+	// could not be read in time: retry; FAILED_PRECONDITION when the
+	// server cannot read them at all): FindPods by pid or caller. Metadata
+	// "pid".
+	ProcessLookupUnavailable = "PROCESS_LOOKUP_UNAVAILABLE"
+	// CallerUnknown (FAILED_PRECONDITION): FindPods of the caller when the
+	// server knows no PID of the peer of the connection.
+	CallerUnknown = "CALLER_UNKNOWN"
 	// ShuttingDown (UNAVAILABLE): the server is shutting down; reconnect.
 	ShuttingDown = "SHUTTING_DOWN"
 	// TooManyPending (RESOURCE_EXHAUSTED): too many calls of the client's

@@ -48,8 +48,11 @@ step "npm ci (the versions of examples/typescript/package-lock.json)"
 (cd examples/typescript && timeout 600 npm ci --no-audit --no-fund)
 
 step "buf generate (local plugins: protoc-gen-es, protoc's python, grpc_python_plugin)"
+# Our typed API, and the kubelet's own (v1alpha1.Pods) from its published
+# api.proto, which make protodeps copies from the k8s.io/kubelet module.
 for lang in typescript python; do
-	timeout 600 $BUF generate --template "examples/$lang/buf.gen.yaml" --path proto/kubelet/pods/v1alpha1/pods.proto
+	timeout 600 $BUF generate --template "examples/$lang/buf.gen.yaml" --path proto/kubelet/pods/v1alpha1/pods.proto \
+		--path build/proto/k8s.io/kubelet/pkg/apis/pods/v1alpha1/api.proto
 done
 
 step "tsc (type-check and compile the TypeScript client)"
@@ -102,6 +105,12 @@ check() {
 			fail "$lang: no WatchPods ADDED event for pod $name"
 	done
 	grep -qx "list: ${#names[@]} pods" <<<"$out" || fail "$lang: ListPods did not return ${#names[@]} pods"
+	if [[ $lang == python ]]; then
+		local sorted
+		sorted=$(printf '%s\n' "${names[@]}" | LC_ALL=C sort | xargs)
+		grep -qx "kubelet list: ${#names[@]} pods: $sorted" <<<"$out" ||
+			fail "$lang: the kubelet wire's ListPods did not return the ${#names[@]} pods $sorted"
+	fi
 	! grep -q 'spec present' <<<"$out" || fail "$lang: the field mask was not applied"
 	[[ $(tail -n 1 <<<"$out") == "watch INITIAL_SYNC_COMPLETE" ]] ||
 		fail "$lang: the watch did not end its snapshot with INITIAL_SYNC_COMPLETE"

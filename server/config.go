@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/podsapi/podsapi/internal/hooks"
+	"github.com/podsapi/podsapi/podcgroup"
 	"github.com/podsapi/podsapi/service"
 	"github.com/podsapi/podsapi/socket"
 )
@@ -25,6 +26,9 @@ type Config struct {
 	// as bytes), which is served by default beside the typed one on the same
 	// socket, from the same store, guards and rate limit.
 	NoKubeletWire bool
+	// HostProc is the proc file system FindPods reads the cgroups of
+	// processes from (keys pid and caller). Default podcgroup.DefaultProc.
+	HostProc string
 
 	Access    AccessConfig
 	Limits    LimitsConfig
@@ -46,6 +50,9 @@ type Config struct {
 func (cfg Config) withDefaults() Config {
 	if cfg.Socket == "" {
 		cfg.Socket = socket.DefaultPath
+	}
+	if cfg.HostProc == "" {
+		cfg.HostProc = podcgroup.DefaultProc
 	}
 	cfg.Access = cfg.Access.withDefaults()
 	cfg.Limits = cfg.Limits.withDefaults()

@@ -23,15 +23,16 @@ import (
 	"github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1/podsv1alpha1connect"
 	"github.com/podsapi/podsapi/gen/v1alpha1/v1alpha1connect"
 	"github.com/podsapi/podsapi/guard"
+	"github.com/podsapi/podsapi/podcgroup"
 	"github.com/podsapi/podsapi/server/internal/transport"
 	"github.com/podsapi/podsapi/service"
 	"github.com/podsapi/podsapi/socket"
 )
 
-// Store is the pod store the server serves: the service's Store, plus a way
-// to learn when it has synced.
+// Store is the pod store the server serves: the service's PodReader, plus a
+// way to learn when it has synced.
 type Store interface {
-	service.Store
+	service.PodReader
 	// SyncedC returns a channel that is closed when the store has synced.
 	SyncedC() <-chan struct{}
 }
@@ -96,6 +97,8 @@ func New(st Store, cfg Config) (*Server, error) {
 		service.WithMetrics(metrics),
 		service.WithShutdown(shutdown),
 		service.WithLogger(cfg.Logger),
+		service.WithProcesses(podcgroup.NewReader(cfg.HostProc)),
+		service.WithCaller(callerPID),
 		service.WithStreams(func(ctx context.Context) service.Stream {
 			if s := tr.Stream(ctx); s != nil {
 				return s
@@ -180,6 +183,9 @@ func registerStoreMetrics(reg prometheus.Registerer, st Store) {
 			Name: "podsapi_pod_encodes_total",
 			Help: "Number of pod versions encoded by the store: each is encoded once, whatever the number of requests and watchers.",
 		}, func() float64 { return float64(enc.Encodes()) }))
+	}
+	if d, ok := st.(interface{ DeletedLen() (int, int64) }); ok {
+		registerDeleted(reg, d.DeletedLen)
 	}
 	if h, ok := st.(interface{ HistoryLen() (int, int64) }); ok {
 		reg.MustRegister(

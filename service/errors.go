@@ -74,3 +74,55 @@ func errResume(revision string, err error) error {
 	return errinfo.New(connect.CodeInvalidArgument, errinfo.InvalidRevision,
 		fmt.Errorf("resume_from: %w: pass a revision this server sent", err), md)
 }
+
+// The errors of FindPods.
+var (
+	errFindUnimplemented = connect.NewError(connect.CodeUnimplemented, errors.New("this server's store cannot find pods"))
+	errCallerUnknown     = errinfo.New(connect.CodeFailedPrecondition, errinfo.CallerUnknown,
+		errors.New("the server does not know the PID of the caller: the connection is not a UNIX socket, or the caller's PID namespace is not visible from the server's (run the server with hostPID, or look up by pid)"), nil)
+)
+
+// errFindKey is returned by FindPods for a missing or malformed key.
+func errFindKey(key, msg string) error {
+	return errinfo.New(connect.CodeInvalidArgument, errinfo.InvalidFindKey,
+		fmt.Errorf("%s: %s", key, msg), map[string]string{"key": key})
+}
+
+// errAmbiguous is returned by FindPods for a container ID prefix of more
+// than one container.
+func errAmbiguous(id string, err error) error {
+	return errinfo.New(connect.CodeInvalidArgument, errinfo.AmbiguousContainerID,
+		fmt.Errorf("container_id: %w: give more of the ID", err), map[string]string{"container_id": id})
+}
+
+// errNoMatch is returned by FindPods when key matches no pod; value, when
+// not empty, is the key's value as the server understood it.
+func errNoMatch(key, value, msg string) error {
+	md := map[string]string{"key": key}
+	if value != "" {
+		md["value"] = value
+	}
+	return errinfo.New(connect.CodeNotFound, errinfo.NoPodMatches, fmt.Errorf("%s: %s", key, msg), md)
+}
+
+// errNoProcess is returned by FindPods for a PID no process has (or whose
+// process exited during the lookup).
+func errNoProcess(key string, pid int32) error {
+	return errinfo.New(connect.CodeNotFound, errinfo.ProcessNotFound,
+		fmt.Errorf("%s: no process %d in the server's PID namespace (it may have exited)", key, pid),
+		map[string]string{"key": key, "pid": strconv.Itoa(int(pid))})
+}
+
+// errProcessBusy is returned by FindPods when the cgroups of a process could
+// not be read in time.
+func errProcessBusy(pid int32) error {
+	return errinfo.New(connect.CodeUnavailable, errinfo.ProcessLookupUnavailable,
+		fmt.Errorf("the cgroups of process %d could not be read in time: retry", pid), map[string]string{"pid": strconv.Itoa(int(pid))})
+}
+
+// errProcessUnreadable is returned by FindPods when the cgroups of a process
+// cannot be read (the server's --host-proc, or its permissions).
+func errProcessUnreadable(pid int32) error {
+	return errinfo.New(connect.CodeFailedPrecondition, errinfo.ProcessLookupUnavailable,
+		fmt.Errorf("the server cannot read the cgroups of process %d: check its --host-proc and permissions", pid), map[string]string{"pid": strconv.Itoa(int(pid))})
+}

@@ -3,8 +3,9 @@ package service_test
 import (
 	"testing"
 
+	"k8s.io/kubelet/pkg/apis/pods/v1alpha1"
+
 	podsv1alpha1 "github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1"
-	"github.com/podsapi/podsapi/gen/v1alpha1"
 )
 
 // TestEventTypeNumbers checks that both wires number their event types

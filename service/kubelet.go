@@ -5,8 +5,7 @@ import (
 
 	"connectrpc.com/connect"
 	"k8s.io/apimachinery/pkg/types"
-
-	"github.com/podsapi/podsapi/gen/v1alpha1"
+	"k8s.io/kubelet/pkg/apis/pods/v1alpha1"
 )
 
 // kubeletHandler is the kubelet's own v1alpha1.Pods: pods as the bytes of

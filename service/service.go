@@ -14,6 +14,7 @@ import (
 	podsv1alpha1 "github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1"
 	"github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1/podsv1alpha1connect"
 	"github.com/podsapi/podsapi/gen/v1alpha1/v1alpha1connect"
+	"github.com/podsapi/podsapi/podcgroup"
 	"github.com/podsapi/podsapi/store"
 )
 
@@ -65,12 +66,12 @@ func WithLogger(l *slog.Logger) Option {
 	return func(h *handler) { h.logger = l }
 }
 
-// handler serves the pods of a Store to both wires: the typed
+// handler serves the pods of a PodReader to both wires: the typed
 // kubelet.pods.v1alpha1.Pods (podsHandler) and the kubelet's own
 // v1alpha1.Pods (kubeletHandler). Both read the same shared views, so that a
 // pod is never encoded twice because two wires exist.
 type handler struct {
-	store    Store
+	store    PodReader
 	queue    int
 	metrics  *Metrics
 	shutdown <-chan struct{}
@@ -83,11 +84,14 @@ type handler struct {
 	// projections are the projections of the masks in use.
 	projections maskCache
 	progress    *progressClock
+	// processes and caller serve FindPods by pid and caller (find.go).
+	processes Processes
+	caller    func(ctx context.Context) (int32, bool)
 }
 
 // newHandler returns a handler of s configured by opts.
-func newHandler(s Store, opts []Option) *handler {
-	h := &handler{store: s, queue: DefaultWatchQueue, logger: slog.Default(), progress: &progressClock{interval: DefaultProgressInterval}, projections: newMaskCache()}
+func newHandler(s PodReader, opts []Option) *handler {
+	h := &handler{store: s, queue: DefaultWatchQueue, logger: slog.Default(), progress: &progressClock{interval: DefaultProgressInterval}, projections: newMaskCache(), processes: podcgroup.NewReader("")}
 	for _, opt := range opts {
 		opt(h)
 	}
@@ -95,7 +99,7 @@ func newHandler(s Store, opts []Option) *handler {
 	return h
 }
 
-// Handlers are the two services of one Store, sharing their caches: a
+// Handlers are the two services of one PodReader, sharing their caches: a
 // response built for one wire is reused by the other.
 type Handlers struct {
 	// Pods is the typed kubelet.pods.v1alpha1.Pods.
@@ -105,21 +109,21 @@ type Handlers struct {
 }
 
 // New returns the typed Pods API served from s. Field masks reach it through
-// the context set by the interceptors of Interceptors; without them every
-// response carries whole pods.
-func New(s Store, opts ...Option) podsv1alpha1connect.PodsHandler {
+// the context set by the FieldMasks interceptor; without it every response
+// carries whole pods.
+func New(s PodReader, opts ...Option) podsv1alpha1connect.PodsHandler {
 	return podsHandler{newHandler(s, opts)}
 }
 
 // NewKubelet returns the kubelet's own Pods API (v1alpha1.Pods) served from
 // s, with the same semantics as New: field masks are honoured, DELETED
 // carries the last known state of the pod.
-func NewKubelet(s Store, opts ...Option) v1alpha1connect.PodsHandler {
+func NewKubelet(s PodReader, opts ...Option) v1alpha1connect.PodsHandler {
 	return kubeletHandler{newHandler(s, opts)}
 }
 
 // NewHandlers returns both services of s, sharing one cache of responses.
-func NewHandlers(s Store, opts ...Option) Handlers {
+func NewHandlers(s PodReader, opts ...Option) Handlers {
 	h := newHandler(s, opts)
 	return Handlers{Pods: podsHandler{h}, Kubelet: kubeletHandler{h}}
 }

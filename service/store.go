@@ -6,9 +6,9 @@ import (
 	"github.com/podsapi/podsapi/store"
 )
 
-// Store is what the service reads pods from. *store.Store implements it; the
-// service never knows which pod sources feed it.
-type Store interface {
+// PodReader is what the service reads pods from. *store.Store implements
+// it; the service never knows which pod sources feed it.
+type PodReader interface {
 	// Synced reports whether the pod sources have delivered their initial,
 	// complete state.
 	Synced() bool

@@ -1,30 +1,20 @@
 package store
 
-// EventType says what happened to a pod.
-type EventType int
+import "github.com/podsapi/podsapi/podtypes"
 
+// EventType says what happened to a pod (podtypes.EventType). The store's
+// events are Added, Modified or Deleted, never podtypes.Synced.
+type EventType = podtypes.EventType
+
+// The types of the store's events.
 const (
 	// Added reports a pod that is new to the store.
-	Added EventType = iota + 1
+	Added = podtypes.Added
 	// Modified reports a new version of a pod the store had.
-	Modified
+	Modified = podtypes.Modified
 	// Deleted reports a pod that is gone; the event carries its last version.
-	Deleted
+	Deleted = podtypes.Deleted
 )
-
-// String returns the name of the event type.
-func (t EventType) String() string {
-	switch t {
-	case Added:
-		return "ADDED"
-	case Modified:
-		return "MODIFIED"
-	case Deleted:
-		return "DELETED"
-	default:
-		return "UNKNOWN"
-	}
-}
 
 // Event is one change of the store, shared by every watcher.
 type Event struct {

@@ -6,6 +6,8 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/podsapi/podsapi/podtypes"
 )
 
 // maxViews bounds the number of views a Pod caches, so that clients sending
@@ -30,7 +32,9 @@ type Pod struct {
 	// labels and fields are what selectors match, computed once per
 	// version when the store takes the pod.
 	labels labels.Set
-	fields podFields
+	fields podtypes.Fields
+	// keys are what Find looks the version up by (find.go).
+	keys podKeys
 
 	mu    sync.Mutex
 	views map[string]*view

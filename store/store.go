@@ -10,6 +10,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/podsapi/podsapi/podtypes"
 )
 
 // Store keeps the current version of every pod of the node. It is safe for
@@ -28,6 +30,10 @@ type Store struct {
 	// viewLag is the largest queue of a watcher so far: a change older
 	// than that has left every live watcher's queue.
 	viewLag int
+	// index and tombs find pods by container ID, IP and UID, deleted ones
+	// included (find.go, tombstones.go).
+	index index
+	tombs tombstones
 }
 
 // Option configures a Store.
@@ -48,6 +54,8 @@ func New(opts ...Option) *Store {
 		onError:  func(error) {},
 		instance: newInstance(),
 		history:  history{maxEvents: DefaultHistory, maxBytes: DefaultHistoryBytes},
+		index:    newIndex(),
+		tombs:    newTombstones(),
 	}
 	for _, opt := range opts {
 		opt(s)
@@ -66,6 +74,7 @@ func (s *Store) Upsert(pod *corev1.Pod) {
 		s.onError(fmt.Errorf("encode pod %s/%s (uid %s): %w", pod.Namespace, pod.Name, pod.UID, err))
 		return
 	}
+	keys := newPodKeys(pod)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	prev := s.pods[pod.UID]
@@ -75,9 +84,10 @@ func (s *Store) Upsert(pod *corev1.Pod) {
 	s.version++
 	p := &Pod{
 		UID: pod.UID, Namespace: pod.Namespace, Name: pod.Name, Version: s.version, raw: raw,
-		labels: podLabels(pod, prev), fields: newPodFields(pod),
+		labels: podLabels(pod, prev), fields: podtypes.FieldsOf(pod), keys: keys,
 	}
 	s.pods[pod.UID] = p
+	s.indexPut(prev, p)
 	if prev == nil || prev.Namespace != p.Namespace || prev.Name != p.Name {
 		s.sorted = nil
 	} else if s.sorted != nil {
@@ -104,6 +114,8 @@ func (s *Store) Delete(uid types.UID) {
 	}
 	s.version++
 	delete(s.pods, uid)
+	s.index.remove(uid, prev.keys, nil)
+	s.bury(prev)
 	s.sorted = nil
 	s.broadcast(Event{Type: Deleted, Pod: prev, Version: s.version})
 }

@@ -8,6 +8,7 @@ import (
 	"connectrpc.com/connect"
 
 	"github.com/podsapi/podsapi/client"
+	"github.com/podsapi/podsapi/errinfo"
 )
 
 // describe returns err with its gRPC code in the gRPC spelling, such as
@@ -38,6 +39,12 @@ func hint(err error) string {
 		return "the server's watches are all taken: close other watches, or retry later"
 	case errors.Is(err, client.ErrPermissionDenied):
 		return "the server does not allow your user: run podsctl as root, or ask for your UID or group to be allowed"
+	case errinfo.Reason(err) == errinfo.NoPodMatches || errinfo.Reason(err) == errinfo.ProcessNotFound:
+		return "find --deleted also finds the pods deleted a moment ago; podsctl list -o wide shows the pods of this node"
+	case errors.Is(err, client.ErrAmbiguous):
+		return "give more digits of the container ID: crictl ps --no-trunc prints them whole"
+	case errors.Is(err, client.ErrInvalidFindKey):
+		return "find takes a PID, a container ID, an IP, a cgroup (a line of /proc/PID/cgroup) or --self"
 	case errors.Is(err, client.ErrNotFound):
 		return "podsctl list -o wide shows the pods of this node with their UIDs; get takes a UID or NAMESPACE/NAME"
 	case connect.CodeOf(err) == connect.CodeInvalidArgument:

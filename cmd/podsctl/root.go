@@ -46,7 +46,7 @@ func (a *app) command() *cobra.Command {
 	root.SetErr(a.stderr)
 	a.o.addGlobalFlags(root)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{error: err} })
-	root.AddCommand(a.listCommand(), a.getCommand(), a.watchCommand())
+	root.AddCommand(a.listCommand(), a.getCommand(), a.watchCommand(), a.findCommand())
 	root.InitDefaultCompletionCmd()
 	if comp, _, err := root.Find([]string{"completion"}); err == nil && comp != root {
 		// cobra's completion command prints its help, with exit 0, when

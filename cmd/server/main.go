@@ -25,6 +25,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/podsapi/podsapi/internal/memlimit"
+	"github.com/podsapi/podsapi/podcgroup"
 	"github.com/podsapi/podsapi/server"
 	"github.com/podsapi/podsapi/service"
 	"github.com/podsapi/podsapi/socket"
@@ -101,6 +102,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&cfg.Transport.KeepaliveTimeout, "keepalive-timeout", server.DefaultKeepaliveTimeout, "close a connection that does not answer a ping within this long")
 	fs.DurationVar(&cfg.Transport.WriteStallTimeout, "write-stall-timeout", server.DefaultWriteStallTimeout, "reset a stream (close a connection) whose client has not read for this long while the server has data to write; negative disables it")
 	fs.DurationVar(&cfg.Transport.ShutdownTimeout, "shutdown-timeout", server.DefaultShutdownTimeout, "how long a graceful shutdown may take")
+	fs.StringVar(&cfg.HostProc, "host-proc", podcgroup.DefaultProc, "proc file system FindPods reads the cgroups of processes from (pid, caller): the host's, mounted at /host/proc by a DaemonSet, or /proc with hostPID")
 	kubeletWire := fs.Bool("kubelet-wire", true, "also serve the kubelet's own Pods API (v1alpha1.Pods, pods as bytes) on the socket, for agents written against a kubelet")
 
 	var (
@@ -108,7 +110,11 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		history    = fs.Int("watch-history", store.DefaultHistory, "changes kept for watchers that resume (resume_from); negative keeps none")
 		historyMem = fs.Int64("watch-history-bytes", store.DefaultHistoryBytes, "bytes (pod encodings and overhead) the kept changes may hold; negative keeps none")
 		logLevel   = fs.String("log-level", "info", "log level: debug, info, warn or error")
-		srcFlags   = addSourceFlags(fs)
+
+		deletedRetain = fs.Duration("deleted-pod-retention", store.DefaultDeletedRetention, "how long a deleted pod stays findable by FindPods with include_deleted; negative keeps none")
+		deletedPods   = fs.Int("max-deleted-pods", store.DefaultDeletedPods, "deleted pods kept findable at once; the oldest deletions go first; negative keeps none")
+		deletedBytes  = fs.Int64("max-deleted-pods-bytes", store.DefaultDeletedPodsBytes, "bytes (pod encodings and overhead) the deleted pods kept may hold; negative keeps none")
+		srcFlags      = addSourceFlags(fs)
 	)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: podsapi-server [--source manifest] --manifest-dir DIR [flags]\n"+
@@ -164,7 +170,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return usageError{err}
 	}
 	st := store.New(store.WithErrorHandler(func(err error) { logger.Error("cannot store pod", "error", err) }),
-		store.WithHistory(*history, *historyMem))
+		store.WithHistory(*history, *historyMem), store.WithDeletedPods(*deletedRetain, *deletedPods, *deletedBytes))
 	srv, err := server.New(st, cfg)
 	if err != nil {
 		// The libraries name no flags: say here which ones to change.

@@ -3,9 +3,9 @@
 
 """A Python client of the Kubelet Pods API over its UNIX socket.
 
-It calls ListPods with a field mask, then WatchPods until the initial snapshot
-is complete, with grpcio and stubs generated into gen/ by buf (see
-buf.gen.yaml).
+It calls ListPods with a field mask, then the kubelet wire's ListPods, then
+WatchPods until the initial snapshot is complete, with grpcio and code
+generated into gen/ by buf (see buf.gen.yaml).
 
 Usage: python3 client.py [SOCKET]  (default /var/lib/kubelet/pods-api/pods-api.sock)
 
@@ -21,6 +21,8 @@ import grpc
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "gen"))
 
+from k8s.io.api.core.v1 import generated_pb2  # noqa: E402
+from k8s.io.kubelet.pkg.apis.pods.v1alpha1 import api_pb2  # noqa: E402
 from kubelet.pods.v1alpha1 import pods_pb2, pods_pb2_grpc  # noqa: E402
 
 DEFAULT_SOCKET = "/var/lib/kubelet/pods-api/pods-api.sock"
@@ -46,6 +48,20 @@ def main():
             spec = "spec present" if pod.HasField("spec") else "no spec"
             print(f"list {name(pod)} {pod.status.phase} ({spec})")
         print(f"list: {len(res.pods)} pods")
+
+        # The kubelet's own wire, v1alpha1.Pods, from its published api.proto
+        # (k8s.io/kubelet/pkg/apis/pods/v1alpha1/api.proto): pods as the bytes
+        # of their Kubernetes protobuf encoding. The call is made with the
+        # generated messages; grpc_python_plugin writes the stub module under
+        # the directory "k8s.io", which Python cannot import.
+        kubelet_list = channel.unary_unary(
+            "/v1alpha1.Pods/ListPods",
+            request_serializer=api_pb2.ListPodsRequest.SerializeToString,
+            response_deserializer=api_pb2.ListPodsResponse.FromString,
+        )
+        res = kubelet_list(api_pb2.ListPodsRequest(), timeout=10)
+        names = sorted(generated_pb2.Pod.FromString(raw).metadata.name for raw in res.pods)
+        print(f"kubelet list: {len(res.pods)} pods: {' '.join(names)}")
 
         # WatchPods: one ADDED event per pod, then INITIAL_SYNC_COMPLETE, then
         # live events. This example stops after the snapshot and cancels the

@@ -78,6 +78,14 @@ func TestRunTiny(t *testing.T) {
 	if r := res.row("paced:empty", ImplFloorRPC, 0, 1); r == nil || r.Requests < 2 {
 		t.Errorf("no paced measurement of the empty RPC: %+v", r)
 	}
+	for _, op := range []string{"find:get", "find:container-id", "find:container-prefix", "find:ip", "find:cgroup", "find:pid", "find:caller"} {
+		if r := res.row(op, ImplOurs, 20, 1); r == nil || r.Requests < 2 {
+			t.Errorf("no FindPods measurement %s: %+v", op, r)
+		}
+	}
+	if res.Find == nil || res.Find.Pods != 20 || len(res.Find.Costs) != 3 { // the heap of 20 pods is within the GC's noise
+		t.Errorf("no index memory or /proc lookup costs: %+v", res.Find)
+	}
 	for _, op := range []string{"paced:empty", "paced:list", "paced:get"} {
 		if r := res.row(op, ImplFloorConn, 5, 1); r == nil || r.Requests < 2 {
 			t.Errorf("no paced measurement of %s on floor-conn: %+v", op, r)

@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"bufio"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -11,11 +10,9 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -24,10 +21,12 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	"github.com/podsapi/podsapi/fieldmask"
+	"github.com/podsapi/podsapi/internal/childproc"
 )
 
-// childEnv marks a re-executed benchmark binary as a server child.
-const childEnv = "PODSAPI_BENCH_CHILD"
+// roleServer is the role (childproc.Role) of a re-executed benchmark binary
+// that serves one implementation.
+const roleServer = "bench-server"
 
 // rawCodec passes messages as bytes: the client never decodes responses and
 // baseline A's server writes the bytes it marshalled.
@@ -59,11 +58,10 @@ type child struct {
 	impl   string
 	pods   int
 	socket string
-	cmd    *exec.Cmd
-	stdin  io.WriteCloser
+	proc   *childproc.Process // nil for in-process servers (tests)
 	ctl    *http.Client
-	done   chan error
-	inproc context.CancelFunc // set for in-process servers (tests)
+	done   chan error         // the result of an in-process server
+	inproc context.CancelFunc // set for in-process servers
 }
 
 // childOptions says how to start servers.
@@ -110,55 +108,29 @@ func startChild(ctx context.Context, o childOptions, impl string, pods int, extr
 			return nil, fmt.Errorf("start %s: not ready after 30s", impl)
 		}
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, err
-	}
 	args := []string{"serve", "--impl", impl, "--pods", strconv.Itoa(pods), "--socket", sock, "--watch-queue", strconv.Itoa(o.watchQueue)}
 	if o.cpuprofile != "" {
 		args = append(args, "--cpuprofile", filepath.Join(o.cpuprofile, fmt.Sprintf("%s-%d-%d.pprof", impl, pods, n)))
 	}
-	args = append(args, extra...)
-	c.cmd = exec.Command(exe, args...)
-	c.cmd.Env = append(os.Environ(), childEnv+"=1")
+	spec := childproc.Spec{Role: roleServer, Args: append(args, extra...), Stderr: o.stderr}
 	if impl == ImplOurs {
-		c.cmd.Env = append(c.cmd.Env, o.oursEnv...)
+		spec.Env = o.oursEnv
 	}
-	c.cmd.Stderr = o.stderr
-	if c.stdin, err = c.cmd.StdinPipe(); err != nil {
-		return nil, err
-	}
-	out, err := c.cmd.StdoutPipe()
+	proc, err := childproc.Start(spec)
 	if err != nil {
 		return nil, err
 	}
-	if err := c.cmd.Start(); err != nil {
-		return nil, err
-	}
-	go func() { c.done <- c.cmd.Wait() }()
-	line := make(chan string, 1)
-	go func() {
-		s := bufio.NewScanner(out)
-		if s.Scan() {
-			line <- s.Text()
+	c.proc = proc
+	wait, cancel := context.WithTimeoutCause(ctx, 60*time.Second, errors.New("not ready after 60s"))
+	defer cancel()
+	if _, err := proc.Expect(wait, "READY"); err != nil {
+		c.stop()
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
 		}
-		close(line)
-		io.Copy(io.Discard, out)
-	}()
-	select {
-	case l := <-line:
-		if l == "READY" {
-			return c, nil
-		}
-		c.stop()
-		return nil, fmt.Errorf("start %s: child said %q", impl, l)
-	case <-time.After(60 * time.Second):
-		c.stop()
-		return nil, fmt.Errorf("start %s: not ready after 60s", impl)
-	case <-ctx.Done():
-		c.stop()
-		return nil, ctx.Err()
+		return nil, fmt.Errorf("start %s: %w", impl, err)
 	}
+	return c, nil
 }
 
 // stop ends the child: stdin closes, then after 10 s it is killed.
@@ -171,21 +143,18 @@ func (c *child) stop() {
 		}
 		return
 	}
-	c.stdin.Close()
-	select {
-	case <-c.done:
-	case <-time.After(10 * time.Second):
-		c.cmd.Process.Kill()
-		<-c.done
-	}
+	c.proc.CloseStdin()
+	_ = c.proc.Wait(10 * time.Second) // killed after 10 s; the run reports what it measured
 	c.ctl.CloseIdleConnections()
 }
 
+// pid is the process ID of the server: the child's, or this process's for
+// an in-process server.
 func (c *child) pid() int {
-	if c.cmd == nil {
+	if c.proc == nil {
 		return os.Getpid()
 	}
-	return c.cmd.Process.Pid
+	return c.proc.Pid()
 }
 
 // stats reads the child's control socket.
@@ -210,39 +179,6 @@ func (c *child) call(path string) error {
 		return fmt.Errorf("%s: %s", path, resp.Status)
 	}
 	return nil
-}
-
-// procCPU returns the user+system CPU time of pid.
-func procCPU(pid int) (time.Duration, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0, errors.New("bad /proc stat")
-	}
-	f := strings.Fields(s[i+2:])
-	// Fields after the command: state(3) ... utime(14) stime(15), 1-based.
-	ut, _ := strconv.ParseInt(f[14-3], 10, 64)
-	st, _ := strconv.ParseInt(f[15-3], 10, 64)
-	return time.Duration(ut+st) * time.Second / 100, nil // USER_HZ is 100 on Linux
-}
-
-// procRSS returns VmRSS of pid in bytes.
-func procRSS(pid int) (int64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	for l := range strings.SplitSeq(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			return kb << 10, err
-		}
-	}
-	return 0, errors.New("no VmRSS")
 }
 
 // grpcConn dials a gRPC server on socket with the raw codec.
@@ -484,7 +420,7 @@ func load(ctx context.Context, c *child, f clientFactory, k int, d time.Duration
 	r.Allocs = float64(st1.AllocObjects-st0.AllocObjects) / float64(n)
 	r.AllocBytes = float64(st1.AllocBytes-st0.AllocBytes) / float64(n)
 	r.RPS = float64(n) / elapsed.Seconds()
-	r.RSSBytes, _ = procRSS(c.pid())
+	r.RSSBytes, _ = childproc.RSS(c.pid())
 	return r, nil
 }
 

@@ -5,10 +5,65 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
+
+// Row is one closed-loop measurement.
+type Row struct {
+	Op   string `json:"op"` // list, list-masked, get, empty, raw
+	Impl string `json:"impl"`
+	Pods int    `json:"pods"`
+	K    int    `json:"concurrency"`
+	loadResult
+}
+
+// Results is everything one run measured.
+type Results struct {
+	Machine Machine       `json:"machine"`
+	Options Options       `json:"options"`
+	Started time.Time     `json:"started"`
+	Seconds float64       `json:"seconds"`
+	Rows    []Row         `json:"rows"`
+	Watch   []watchResult `json:"watch"`
+	Storms  []stormResult `json:"storms"`
+	Idle    *idleResult   `json:"idle,omitempty"`
+	// Wakeups are the idle wakeups of ours and floor-rpc (issue 15).
+	Wakeups []wakeupState `json:"wakeups"`
+	Micro   []microResult `json:"micro"`
+	Targets []Target      `json:"targets"`
+	Errors  []string      `json:"errors,omitempty"`
+
+	// Selectors are the measurements of issue 16 (selectors and resume).
+	Selectors []selectorResult `json:"selectors"`
+	// Find are the measurements of issue 22 (FindPods) beside its rows.
+	Find *findResults `json:"find,omitempty"`
+}
+
+// Machine describes where the run happened.
+type Machine struct {
+	CPU       string `json:"cpu"`
+	NProc     int    `json:"nproc"`
+	GoVersion string `json:"goVersion"`
+	OS        string `json:"os"`
+}
+
+func machine() Machine {
+	m := Machine{CPU: "unknown", NProc: runtime.NumCPU(), GoVersion: runtime.Version(), OS: runtime.GOOS + "/" + runtime.GOARCH}
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for l := range strings.SplitSeq(string(b), "\n") {
+			if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {
+				m.CPU = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	return m
+}
 
 // Target is one goal of issue 4, checked against ratios of one run.
 type Target struct {
@@ -86,7 +141,7 @@ func requestTable(r *Results) string {
 	var sb strings.Builder
 	sb.WriteString("| op | pods | k | impl | median | p99 | bytes/resp | server CPU/req | allocs/req | RSS | median ×A | ×B | ×floor | p99 ×A | CPU ×A | ×B | ×floor | allocs ×A |\n")
 	sb.WriteString("|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
-	rows := slices.DeleteFunc(slices.Clone(r.Rows), func(x Row) bool { return strings.HasPrefix(x.Op, "paced:") })
+	rows := slices.DeleteFunc(slices.Clone(r.Rows), func(x Row) bool { return strings.HasPrefix(x.Op, "paced:") || strings.HasPrefix(x.Op, "find:") })
 	order := map[string]int{"list": 0, "kubelet:list": 1, "list-masked": 2, "kubelet:list-masked": 3, "get": 4, "kubelet:get": 5,
 		"empty": 6, "raw:list": 7, "raw:list-masked": 8, "raw:get": 9}
 	implOrder := map[string]int{ImplOurs: 0, ImplBaselineA: 1, ImplBaselineB: 2, ImplFloorRaw: 3, ImplFloorRPC: 4}
@@ -263,6 +318,7 @@ func writeTable(w io.Writer, r *Results) {
 	fmt.Fprintf(w, "\n## Idle wakeups\n\n%s", wakeupsTable(r))
 	fmt.Fprintf(w, "\n## Micro-benchmarks\n\n%s", microTable(r))
 	fmt.Fprintf(w, "\n## Selectors and resume\n\n%s", selectorsTable(r))
+	fmt.Fprintf(w, "\n## FindPods\n\n%s", findTable(r))
 	fmt.Fprintf(w, "\n## Targets\n\n%s", targetTable(r))
 	if len(r.Errors) > 0 {
 		fmt.Fprintf(w, "\nErrors:\n- %s\n", strings.Join(r.Errors, "\n- "))
@@ -628,6 +684,11 @@ INITIAL_SYNC_COMPLETE.
 		"a full resync, timed to INITIAL_SYNC_COMPLETE; the heap held by a full history of the default size. Times\n"+
 		"include the connect-go client decoding typed pods. See [benchmarks-selectors.md](benchmarks-selectors.md).\n\n%s",
 		selectorsTable(r))
+	fmt.Fprintf(&sb, "\n## FindPods (issue 22)\n\n"+
+		"FindPods by each key against GetPod of the same pod, on one server child of %d pods, one client paced at %g calls/s\n"+
+		"for %s each; the server's --host-proc is a fake tree whose process %d and the harness itself run in the pod's app\n"+
+		"container. Then, in process, the heap of the index per pod and the cost of a /proc lookup.\n\n%s",
+		o.SelectorPods, o.PacedRate, o.PacedDuration, findPID, findTable(r))
 	fmt.Fprintf(&sb, "\n%s", changes)
 	if len(r.Errors) > 0 {
 		fmt.Fprintf(&sb, "\nErrors:\n\n- %s\n", strings.Join(r.Errors, "\n- "))

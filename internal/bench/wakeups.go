@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/connectivity"
 
+	"github.com/podsapi/podsapi/internal/childproc"
 	"github.com/podsapi/podsapi/server"
 )
 
@@ -112,7 +113,7 @@ func sampleProc(pid int) (procSample, error) {
 	if !haveSched {
 		s.runNs, s.timeslices = -1, -1
 	}
-	s.cpu, err = procCPU(pid)
+	s.cpu, err = childproc.CPU(pid)
 	return s, err
 }
 

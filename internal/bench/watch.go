@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+
+	"github.com/podsapi/podsapi/internal/childproc"
 )
 
 // ListMask is the mask of the masked ListPods measurements.
@@ -232,7 +234,7 @@ func runWatch(ctx context.Context, o childOptions, impl string, pods, watchers i
 	if err != nil {
 		return r, err
 	}
-	cpu0, _ := procCPU(c.pid())
+	cpu0, _ := childproc.CPU(c.pid())
 	start := time.Now()
 	if err := c.call(fmt.Sprintf("/churn?rate=%g", churn)); err != nil {
 		return r, err
@@ -267,12 +269,12 @@ func runWatch(ctx context.Context, o childOptions, impl string, pods, watchers i
 		time.Sleep(20 * time.Millisecond)
 	}
 	elapsed := time.Since(start)
-	cpu1, _ := procCPU(c.pid())
+	cpu1, _ := childproc.CPU(c.pid())
 	st1, err := c.stats()
 	if err != nil {
 		return r, err
 	}
-	r.RSSBytes, _ = procRSS(c.pid())
+	r.RSSBytes, _ = childproc.RSS(c.pid())
 	r.Seconds = elapsed.Seconds()
 	var hist histogram
 	var maxDelay time.Duration
@@ -362,7 +364,7 @@ func runIdle(ctx context.Context, o childOptions, impl string, pods, watchers in
 		if err != nil {
 			return 0, st, err
 		}
-		rss, err := procRSS(c.pid())
+		rss, err := childproc.RSS(c.pid())
 		return rss, st, err
 	}
 	// One warm-up watcher, so that the views exist before the baseline: the
@@ -424,7 +426,7 @@ func runStorm(ctx context.Context, o childOptions, impl string, pods, watchers i
 	defer c.stop()
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	cpu0, _ := procCPU(c.pid())
+	cpu0, _ := childproc.CPU(c.pid())
 	t0 := time.Now()
 	ws, closeAll, err := openWatchers(wctx, c.socket, watchers, 1, 120*time.Second)
 	if closeAll != nil {
@@ -433,7 +435,7 @@ func runStorm(ctx context.Context, o childOptions, impl string, pods, watchers i
 	if err != nil {
 		return r, err
 	}
-	cpu1, _ := procCPU(c.pid())
+	cpu1, _ := childproc.CPU(c.pid())
 	times := make([]time.Duration, len(ws))
 	for i, w := range ws {
 		times[i] = time.Unix(0, w.syncedAt.Load()).Sub(t0)

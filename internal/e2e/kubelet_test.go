@@ -19,6 +19,7 @@ import (
 	podsv1alpha1 "github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1"
 	"github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1/podsv1alpha1connect"
 	"github.com/podsapi/podsapi/internal/h2c"
+	"github.com/podsapi/podsapi/server"
 )
 
 // The pods of the kubelet-wire tests.
@@ -43,7 +44,7 @@ func decode(t *testing.T, b []byte) *corev1.Pod {
 // each, NOT_FOUND, the snapshot then INITIAL_SYNC_COMPLETE, MODIFIED after a
 // manifest edit and DELETED after its removal.
 func TestKubeletClient(t *testing.T) {
-	n := startServer(t, kubeletPods)
+	n := startServer(t, kubeletPods, server.Config{})
 	client := kubeletpods.NewPodsClient(dial(t, n.Socket))
 	ctx := t.Context()
 
@@ -125,7 +126,7 @@ func TestKubeletClient(t *testing.T) {
 // ListPods or GetPod of the kubelet wire is byte for byte the typed
 // response, with and without a field mask, which the kubelet wire honours.
 func TestKubeletWireSameBytes(t *testing.T) {
-	n := startServer(t, kubeletPods)
+	n := startServer(t, kubeletPods, server.Config{})
 	kubelet := kubeletpods.NewPodsClient(dial(t, n.Socket))
 	// The typed ListPods, read as the kubelet's message: its pods as bytes,
 	// since the two responses are the same on the wire.
@@ -166,13 +167,14 @@ func TestKubeletWireSameBytes(t *testing.T) {
 	}
 }
 
-// TestKubeletWireOff checks --kubelet-wire=false: the kubelet's client is
+// TestKubeletWireOff checks a server without the kubelet wire
+// (--kubelet-wire=false): the kubelet's client is
 // told UNIMPLEMENTED, the typed service still serves.
 func TestKubeletWireOff(t *testing.T) {
-	n := startServer(t, kubeletPods, "--kubelet-wire=false")
+	n := startServer(t, kubeletPods, server.Config{NoKubeletWire: true})
 	_, err := kubeletpods.NewPodsClient(dial(t, n.Socket)).ListPods(t.Context(), &kubeletpods.ListPodsRequest{})
 	if status.Code(err) != codes.Unimplemented {
-		t.Errorf("kubelet ListPods with --kubelet-wire=false: %v, want Unimplemented", err)
+		t.Errorf("kubelet ListPods without the kubelet wire: %v, want Unimplemented", err)
 	}
 	typed := podsv1alpha1connect.NewPodsClient(h2c.NewClient(n.Socket), h2c.BaseURL, connect.WithGRPC())
 	resp, err := typed.ListPods(t.Context(), connect.NewRequest(&podsv1alpha1.PodListRequest{}))

@@ -1,12 +1,11 @@
 package e2e_test
 
 import (
-	"bytes"
 	"context"
+	"errors"
 	"fmt"
-	"io"
+	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,103 +14,62 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	"github.com/podsapi/podsapi/internal/podstest"
+	"github.com/podsapi/podsapi/server"
+	staticpods "github.com/podsapi/podsapi/source/manifest"
+	"github.com/podsapi/podsapi/store"
 )
 
-// serverBinary is the podsapi-server built once by TestMain.
-var serverBinary string
-
-func TestMain(m *testing.M) {
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "e2ebin")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	serverBinary = filepath.Join(dir, "podsapi-server")
-	build := exec.Command("go", "build", "-o", serverBinary, "github.com/podsapi/podsapi/cmd/server")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build podsapi-server:", err)
-		return 1
-	}
-	return m.Run()
-}
-
-// node is a podsapi-server child process serving a manifest directory.
+// node is a server, as podsapi-server assembles it, serving a manifest
+// directory in this process.
 type node struct {
 	Socket    string
 	Manifests string
 }
 
-// startServer runs podsapi-server on a fresh socket and manifest directory
-// holding the given files, with extra flags, and waits until its health
-// service says SERVING (the sources have synced). It is stopped with SIGTERM
-// at the end of the test, and must exit 0.
-func startServer(t *testing.T, files map[string]string, flags ...string) *node {
+// startServer serves a fresh manifest directory holding the given files on
+// a fresh socket with cfg, in this process, and waits until its health
+// service says SERVING (the source has synced). The server and its source are
+// stopped at the end of the test, and must return no error.
+func startServer(t *testing.T, files map[string]string, cfg server.Config) *node {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "e2e")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	n := &node{Socket: filepath.Join(dir, "pods.sock"), Manifests: filepath.Join(dir, "manifests")}
+	socket := podstest.SocketPath(t)
+	n := &node{Socket: socket, Manifests: filepath.Join(filepath.Dir(socket), "manifests")}
 	if err := os.Mkdir(n.Manifests, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	for name, content := range files {
 		n.write(t, name, content)
 	}
-	var stderr bytes.Buffer
-	args := append([]string{"--socket", n.Socket, "--manifest-dir", n.Manifests, "--metrics-address", "", "--node-name", "node-1", "--log-level", "warn"}, flags...)
-	cmd := exec.Command(serverBinary, args...)
-	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	logger := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	st := store.New()
+	cfg.Socket, cfg.Logger = n.Socket, logger
+	podstest.Start(t, st, cfg)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- staticpods.New(n.Manifests, "node-1", staticpods.WithLogger(logger)).Run(ctx, st) }()
 	t.Cleanup(func() {
-		cmd.Process.Signal(os.Interrupt)
-		select {
-		case err := <-exited:
-			if err != nil {
-				t.Errorf("podsapi-server: %v\n%s", err, stderr.String())
-			}
-		case <-time.After(30 * time.Second):
-			cmd.Process.Kill()
-			<-exited
-			t.Errorf("podsapi-server did not exit within 30 s of SIGINT\n%s", stderr.String())
+		cancel()
+		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+			t.Errorf("manifest source: %v", err)
 		}
 	})
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	conn := dial(t, n.Socket)
-	// The socket appears once the server listens: wait for it with the
-	// health service's Watch, which retries the connection, then streams
-	// NOT_SERVING until the sources have synced.
+	wait, cancelWait := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancelWait()
+	// The health service's Watch streams NOT_SERVING until the source has
+	// synced, then SERVING.
+	stream, err := healthpb.NewHealthClient(dial(t, n.Socket)).Watch(wait, &healthpb.HealthCheckRequest{})
+	if err != nil {
+		t.Fatalf("health Watch: %v", err)
+	}
 	for {
-		stream, err := healthpb.NewHealthClient(conn).Watch(ctx, &healthpb.HealthCheckRequest{}, grpc.WaitForReady(true))
-		if err == nil {
-			for {
-				resp, err := stream.Recv()
-				if err != nil {
-					break
-				}
-				if resp.GetStatus() == healthpb.HealthCheckResponse_SERVING {
-					return n
-				}
-			}
+		resp, err := stream.Recv()
+		if err != nil {
+			t.Fatalf("the server did not report SERVING: %v", err)
 		}
-		select {
-		case err := <-exited:
-			t.Fatalf("podsapi-server exited: %v\n%s", err, stderr.String())
-		case <-ctx.Done():
-			t.Fatalf("podsapi-server not SERVING within 30 s\n%s", stderr.String())
-		case <-time.After(10 * time.Millisecond):
+		if resp.GetStatus() == healthpb.HealthCheckResponse_SERVING {
+			return n
 		}
 	}
 }

@@ -44,6 +44,8 @@ type Pods struct {
 	NoSyncMarker *store.Store
 	// WatchQueue is the queue of the watches of NoSyncMarker.
 	WatchQueue int
+	// FindAlwaysDeleted answers FindPods as if include_deleted were set.
+	FindAlwaysDeleted bool
 }
 
 // Hook returns the hooks.Hooks field that installs p around the typed

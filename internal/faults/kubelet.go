@@ -6,10 +6,10 @@ import (
 
 	"connectrpc.com/connect"
 	"golang.org/x/time/rate"
+	"k8s.io/kubelet/pkg/apis/pods/v1alpha1"
 
 	podsv1alpha1 "github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1"
 	"github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1/podsv1alpha1connect"
-	"github.com/podsapi/podsapi/gen/v1alpha1"
 	"github.com/podsapi/podsapi/gen/v1alpha1/v1alpha1connect"
 	"github.com/podsapi/podsapi/store"
 )

@@ -20,33 +20,28 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/podsapi/podsapi/internal/childproc"
 	"github.com/podsapi/podsapi/internal/podstest"
 	"github.com/podsapi/podsapi/server"
 	"github.com/podsapi/podsapi/store"
 )
 
-// ChildEnv, set to "1", makes a process that calls MaybeChild serve as the
-// stress server instead of running its main function.
-const ChildEnv = "PODSAPI_STRESS_CHILD"
-
 // SentAnnotation carries the time (Unix nanoseconds) a change was written to
 // the store, so that watchers can measure the delivery latency.
 const SentAnnotation = "stress.podsapi.io/sent"
 
-// MaybeChild serves as the stress server and exits when the environment
-// asks for it; otherwise it returns at once. Call it first in main (or
-// TestMain).
-//
-// With FloodEnv set, it runs the clients of the flood instead (see
-// runFlood) and exits.
+// MaybeChild serves as the stress server, or runs the clients of the flood
+// (see runFlood), and exits when the process is one of the stress harness's
+// children (childproc.Role); otherwise it returns at once. Call it first in
+// main (or TestMain).
 func MaybeChild() {
-	switch {
-	case os.Getenv(ChildEnv) == "1":
+	switch childproc.Role() {
+	case roleServer:
 		if err := runChild(os.Args[1:], os.Stdin, os.Stdout, os.Stderr); err != nil {
 			fmt.Fprintln(os.Stderr, "stress child:", err)
 			os.Exit(1)
 		}
-	case os.Getenv(FloodEnv) == "1":
+	case roleFlood:
 		if err := runFlood(os.Args[1:], os.Stdin, os.Stdout); err != nil {
 			fmt.Fprintln(os.Stderr, "stress flood:", err)
 			os.Exit(1)

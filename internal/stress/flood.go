@@ -8,8 +8,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"os/exec"
 	"os/signal"
 	"strings"
 	"sync"
@@ -21,14 +19,13 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	podsv1alpha1 "github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1"
+	"github.com/podsapi/podsapi/internal/childproc"
 )
 
-// FloodEnv, set to "1", makes a process that calls MaybeChild run the
-// clients of the flood instead of its main function: the flooding agents are
-// a process of their own, as hostile agents on a node are, so that they
-// share the CPUs with the server and the watchers through the kernel's
-// scheduler, not through the Go scheduler of the watchers' process.
-const FloodEnv = "PODSAPI_STRESS_FLOOD"
+// The clients of the flood run in a child process (roleFlood): the flooding
+// agents are a process of their own, as hostile agents on a node are, so
+// that they share the CPUs with the server and the watchers through the
+// kernel's scheduler, not through the Go scheduler of the watchers' process.
 
 // floodResult is what the flood process reports on stdout, as one JSON line,
 // when it stops.
@@ -122,48 +119,20 @@ func runFlood(args []string, stdin io.Reader, stdout io.Writer) error {
 }
 
 // floodProcess is the flood running as a child process.
-type floodProcess struct {
-	cmd     *exec.Cmd
-	stdin   io.WriteCloser
-	lines   chan string
-	stderr  *syncBuffer
-	exited  chan struct{} // closed when the process exited
-	exitErr error         // how, once exited is closed
-}
+type floodProcess struct{ proc *childproc.Process }
 
 // startFlood starts clients flooding clients on socket in a child process
-// (the stress binary again, with FloodEnv set) and returns once they call;
+// (the stress binary again, in the flood's role) and returns once they call;
 // with decode, they decode the responses. The process is killed when ctx
 // ends, and stops by itself after limit.
 func startFlood(ctx context.Context, socket string, clients int, decode bool, limit time.Duration) (*floodProcess, error) {
-	exe, err := os.Executable()
+	proc, err := childproc.Start(childproc.Spec{Role: roleFlood, Args: []string{"--socket", socket, "--clients", fmt.Sprint(clients),
+		"--decode=" + fmt.Sprint(decode), "--limit", limit.String()}})
 	if err != nil {
 		return nil, err
 	}
-	f := &floodProcess{lines: make(chan string, 4), stderr: &syncBuffer{}, exited: make(chan struct{})}
-	f.cmd = exec.CommandContext(ctx, exe, "--socket", socket, "--clients", fmt.Sprint(clients),
-		"--decode="+fmt.Sprint(decode), "--limit", limit.String())
-	f.cmd.Env = append(os.Environ(), FloodEnv+"=1")
-	f.cmd.Stderr = f.stderr
-	if f.stdin, err = f.cmd.StdinPipe(); err != nil {
-		return nil, err
-	}
-	out, err := f.cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := f.cmd.Start(); err != nil {
-		return nil, err
-	}
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			f.lines <- sc.Text()
-		}
-		close(f.lines)
-		f.exitErr = f.cmd.Wait()
-		close(f.exited)
-	}()
+	f := &floodProcess{proc: proc}
+	context.AfterFunc(ctx, proc.Kill)
 	if _, err := f.next(30 * time.Second); err != nil {
 		f.kill()
 		return nil, fmt.Errorf("start the flood: %w", err)
@@ -173,23 +142,16 @@ func startFlood(ctx context.Context, socket string, clients int, decode bool, li
 
 // next returns the next line of the flood process's stdout.
 func (f *floodProcess) next(timeout time.Duration) (string, error) {
-	select {
-	case line, ok := <-f.lines:
-		if !ok {
-			<-f.exited
-			return "", fmt.Errorf("the flood process exited (%v)\n%s", f.exitErr, f.stderr)
-		}
-		return line, nil
-	case <-time.After(timeout):
-		return "", fmt.Errorf("the flood process said nothing within %v\n%s", timeout, f.stderr)
-	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	return f.proc.Next(ctx)
 }
 
 // stop tells the flood to stop and returns its counts.
 func (f *floodProcess) stop() (floodResult, error) {
 	var res floodResult
-	fmt.Fprintln(f.stdin, "stop")
-	f.stdin.Close()
+	fmt.Fprintln(f.proc.Stdin(), "stop")
+	f.proc.CloseStdin()
 	line, err := f.next(30 * time.Second)
 	if err != nil {
 		f.kill()
@@ -199,35 +161,11 @@ func (f *floodProcess) stop() (floodResult, error) {
 		f.kill()
 		return res, fmt.Errorf("the flood process said %q: %w", line, err)
 	}
-	select {
-	case <-f.exited:
-	case <-time.After(30 * time.Second):
-		f.kill()
-		return res, errors.New("the flood process did not exit within 30s of its result")
-	}
-	if f.exitErr != nil {
-		return res, fmt.Errorf("the flood process exited with %v\n%s", f.exitErr, f.stderr)
-	}
-	return res, nil
+	return res, f.proc.Wait(30 * time.Second)
 }
 
 // kill ends the flood process at once and waits for its exit, at most 10 s.
-func (f *floodProcess) kill() {
-	select {
-	case <-f.exited:
-		return
-	default:
-	}
-	_ = f.cmd.Process.Kill()
-	go func() {
-		for range f.lines { // so that the reader gets to Wait
-		}
-	}()
-	select {
-	case <-f.exited:
-	case <-time.After(10 * time.Second):
-	}
-}
+func (f *floodProcess) kill() { f.proc.Kill() }
 
 // discardCodec is the flood clients' codec unless they decode: it encodes
 // requests as protobuf and leaves responses undecoded (connect has read them

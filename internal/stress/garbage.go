@@ -2,7 +2,6 @@ package stress
 
 import (
 	"context"
-	"encoding/binary"
 	"io"
 	"math/rand/v2"
 	"net"
@@ -10,6 +9,7 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
+	"golang.org/x/net/http2"
 
 	podsv1alpha1 "github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1"
 )
@@ -20,35 +20,49 @@ type garbageKind struct {
 	send func(socket string, k int)
 }
 
-const preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
-
 // garbageKinds are the hostile connections of the garbage scenario.
 var garbageKinds = []garbageKind{
 	{"random bytes", func(socket string, k int) {
 		raw(socket, randomBytes(k), drain)
 	}},
 	{"random frames after the preface", func(socket string, k int) {
-		raw(socket, append([]byte(preface+settingsFrame), randomBytes(k)...), drain)
+		raw(socket, append(frames((*h2Conn).preface), randomBytes(k)...), drain)
 	}},
 	{"truncated frame", func(socket string, k int) {
-		b := []byte(preface + settingsFrame)
-		b = append(b, frameHeader(16000, 0x1, 0x4, 1)...)
-		raw(socket, append(b, randomBytes(k)[:10]...), nil)
+		// A HEADERS frame announcing 16000 bytes, cut after 10.
+		block := make([]byte, maxFrameBytes)
+		copy(block, randomBytes(k)[:10])
+		b := frames(func(c *h2Conn) error {
+			if err := c.preface(); err != nil {
+				return err
+			}
+			return c.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: block, EndHeaders: true})
+		})
+		raw(socket, b[:len(b)-len(block)+10], nil)
 	}},
 	{"invalid gRPC length prefix", func(socket string, k int) {
-		b := []byte(preface + settingsFrame)
-		b = append(b, headersFrames(1, "/kubelet.pods.v1alpha1.Pods/GetPod", 0)...)
+		// A gRPC envelope announcing ~4 GiB, or with unknown flags.
 		msg := []byte{0, 0xff, 0xff, 0xff, 0xf0, 1, 2, 3}
 		if k%2 == 0 {
-			msg = []byte{0x80, 0, 0, 0, 1, 0} // unknown flags
+			msg = []byte{0x80, 0, 0, 0, 1, 0}
 		}
-		b = append(b, frame(0x0, 0x1, 1, msg)...)
-		raw(socket, b, untilStreamEnd)
+		raw(socket, frames(func(c *h2Conn) error {
+			if err := c.preface(); err != nil {
+				return err
+			}
+			if err := c.request(1, "/kubelet.pods.v1alpha1.Pods/GetPod", 0); err != nil {
+				return err
+			}
+			return c.fr.WriteData(1, true, msg)
+		}), untilStreamEnd)
 	}},
 	{"oversized HTTP/2 headers", func(socket string, k int) {
-		b := []byte(preface + settingsFrame)
-		b = append(b, headersFrames(1, "/kubelet.pods.v1alpha1.Pods/ListPods", 100<<10)...)
-		raw(socket, b, untilStreamEnd)
+		raw(socket, frames(func(c *h2Conn) error {
+			if err := c.preface(); err != nil {
+				return err
+			}
+			return c.request(1, "/kubelet.pods.v1alpha1.Pods/ListPods", 100<<10)
+		}), untilStreamEnd)
 	}},
 	{"oversized message", func(socket string, k int) {
 		cl, closeConns := newClient(socket)
@@ -71,12 +85,10 @@ var garbageKinds = []garbageKind{
 		if k%2 == 0 {
 			raw(socket, nil, nil)
 		} else {
-			raw(socket, []byte(preface[:10]), nil)
+			raw(socket, []byte(http2.ClientPreface[:10]), nil)
 		}
 	}},
 }
-
-const settingsFrame = "\x00\x00\x00\x04\x00\x00\x00\x00\x00"
 
 func randomBytes(k int) []byte {
 	r := rand.New(rand.NewPCG(uint64(k), 1))
@@ -85,65 +97,6 @@ func randomBytes(k int) []byte {
 		b[i] = byte(r.Uint32())
 	}
 	return b
-}
-
-func frameHeader(n int, typ, flags byte, stream uint32) []byte {
-	h := []byte{byte(n >> 16), byte(n >> 8), byte(n), typ, flags, 0, 0, 0, 0}
-	binary.BigEndian.PutUint32(h[5:], stream)
-	return h
-}
-
-func frame(typ, flags byte, stream uint32, payload []byte) []byte {
-	return append(frameHeader(len(payload), typ, flags, stream), payload...)
-}
-
-// hpackString encodes s as an HPACK string literal without Huffman coding.
-func hpackString(b []byte, s string) []byte {
-	n := len(s)
-	if n < 127 {
-		b = append(b, byte(n))
-	} else {
-		b = append(b, 127)
-		n -= 127
-		for n >= 128 {
-			b = append(b, byte(n%128+128))
-			n /= 128
-		}
-		b = append(b, byte(n))
-	}
-	return append(b, s...)
-}
-
-// headersFrames returns a gRPC request's HEADERS (and CONTINUATION) frames,
-// with a header of extra bytes when extra > 0.
-func headersFrames(stream uint32, path string, extra int) []byte {
-	var block []byte
-	for _, kv := range [][2]string{
-		{":method", "POST"}, {":scheme", "http"}, {":path", path}, {":authority", "localhost"},
-		{"content-type", "application/grpc"}, {"te", "trailers"},
-	} {
-		block = append(block, 0)
-		block = hpackString(hpackString(block, kv[0]), kv[1])
-	}
-	if extra > 0 {
-		block = append(block, 0)
-		block = hpackString(hpackString(block, "x-big"), strings.Repeat("b", extra))
-	}
-	var out []byte
-	for first := true; first || len(block) > 0; first = false {
-		chunk := block[:min(len(block), 16000)]
-		block = block[len(chunk):]
-		var flags byte
-		if len(block) == 0 {
-			flags = 0x4 // END_HEADERS
-		}
-		typ := byte(0x9) // CONTINUATION
-		if first {
-			typ = 0x1
-		}
-		out = append(out, frame(typ, flags, stream, chunk)...)
-	}
-	return out
 }
 
 // How raw reads the answer.
@@ -155,20 +108,16 @@ func drain(c net.Conn) { _, _ = io.Copy(io.Discard, c) }
 // untilStreamEnd reads HTTP/2 frames until stream 1 ends or is reset, or
 // the connection goes away.
 func untilStreamEnd(c net.Conn) {
+	fr := http2.NewFramer(io.Discard, c)
 	for {
-		var h [9]byte
-		if _, err := io.ReadFull(c, h[:]); err != nil {
+		f, err := fr.ReadFrame()
+		if err != nil {
 			return
 		}
-		n := int(h[0])<<16 | int(h[1])<<8 | int(h[2])
-		if _, err := io.CopyN(io.Discard, c, int64(n)); err != nil {
-			return
-		}
-		stream := binary.BigEndian.Uint32(h[5:]) &^ (1 << 31)
 		switch {
-		case h[3] == 0x7: // GOAWAY
+		case f.Header().Type == http2.FrameGoAway:
 			return
-		case stream == 1 && (h[3] == 0x3 || h[4]&0x1 != 0): // RST_STREAM, END_STREAM
+		case f.Header().StreamID == 1 && endsStream(f):
 			return
 		}
 	}

@@ -2,7 +2,6 @@ package stress
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 	"io"
 	"net"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
+	"golang.org/x/net/http2"
 
 	podsv1alpha1 "github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1"
 	"github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1/podsv1alpha1connect"
@@ -174,22 +174,16 @@ func heldStreams(ctx context.Context, socket string, streams int, opened, ended 
 
 // holdOn runs the held streams of one connection until it is closed.
 func holdOn(c net.Conn, streams int, opened, ended *atomic.Int64) {
-	var mu sync.Mutex // one writer at a time
-	write := func(b []byte) error {
-		mu.Lock()
-		defer mu.Unlock()
-		_, err := c.Write(b)
-		return err
-	}
+	h2 := newH2Conn(c, c)
 	next := uint32(1)
 	done := make(map[uint32]bool)
 	open := func() error {
 		id := next
 		next += 2
 		opened.Add(1)
-		return write(headersFrames(id, "/grpc.health.v1.Health/Check", 0))
+		return h2.request(id, "/grpc.health.v1.Health/Check", 0)
 	}
-	if err := write([]byte(preface + settingsFrame)); err != nil {
+	if err := h2.preface(); err != nil {
 		return
 	}
 	for range streams {
@@ -198,29 +192,29 @@ func holdOn(c net.Conn, streams int, opened, ended *atomic.Int64) {
 		}
 	}
 	for {
-		var h [9]byte
-		if _, err := io.ReadFull(c, h[:]); err != nil {
+		f, err := h2.fr.ReadFrame()
+		if err != nil {
 			return
 		}
-		n := int(h[0])<<16 | int(h[1])<<8 | int(h[2])
-		payload := make([]byte, n)
-		if _, err := io.ReadFull(c, payload); err != nil {
+		stream := f.Header().StreamID
+		switch f := f.(type) {
+		case *http2.SettingsFrame:
+			if !f.IsAck() {
+				err = h2.fr.WriteSettingsAck()
+			}
+		case *http2.PingFrame:
+			if !f.IsAck() {
+				err = h2.fr.WritePing(true, f.Data)
+			}
+		case *http2.GoAwayFrame:
 			return
-		}
-		stream := binary.BigEndian.Uint32(h[5:]) &^ (1 << 31)
-		var err error
-		switch typ, flags := h[3], h[4]; {
-		case typ == 0x4 && flags&0x1 == 0: // SETTINGS: acknowledge
-			err = write(frameHeader(0, 0x4, 0x1, 0))
-		case typ == 0x6 && flags&0x1 == 0: // PING: answer
-			err = write(frame(0x6, 0x1, 0, payload))
-		case typ == 0x7: // GOAWAY
-			return
-		case stream != 0 && !done[stream] && (typ == 0x3 || (typ == 0x1 || typ == 0x0) && flags&0x1 != 0): // RST_STREAM, END_STREAM
-			done[stream] = true
-			ended.Add(1)
-			if next < 1<<30 {
-				err = open()
+		default:
+			if stream != 0 && !done[stream] && endsStream(f) {
+				done[stream] = true
+				ended.Add(1)
+				if next < 1<<30 {
+					err = open()
+				}
 			}
 		}
 		if err != nil {

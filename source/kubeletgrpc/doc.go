@@ -3,7 +3,7 @@
 // 1.36, beta and on by default in 1.37) on the UNIX socket
 // /var/lib/kubelet/pods-api/pods-api.sock.
 //
-// That API's wire format is package v1alpha1 (proto/v1alpha1/api.proto),
+// That API's wire format is package v1alpha1 (k8s.io/kubelet/pkg/apis/pods/v1alpha1),
 // with pods as bytes holding the protobuf encoding of a v1.Pod. The Source
 // reads it so that podsapi can sit on a kubelet's socket and serve the same
 // pods with typed messages, validated field masks, its own watch semantics

@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/kubelet/pkg/apis/pods/v1alpha1"
 
-	"github.com/podsapi/podsapi/gen/v1alpha1"
 	"github.com/podsapi/podsapi/source/kubeletgrpc"
 	"github.com/podsapi/podsapi/source/sourcetest"
 )

@@ -11,8 +11,8 @@ import (
 	"connectrpc.com/connect"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/kubelet/pkg/apis/pods/v1alpha1"
 
-	"github.com/podsapi/podsapi/gen/v1alpha1"
 	"github.com/podsapi/podsapi/gen/v1alpha1/v1alpha1connect"
 )
 

@@ -15,8 +15,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/kubelet/pkg/apis/pods/v1alpha1"
 
-	"github.com/podsapi/podsapi/gen/v1alpha1"
 	"github.com/podsapi/podsapi/gen/v1alpha1/v1alpha1connect"
 )
 

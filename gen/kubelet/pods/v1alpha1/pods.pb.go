@@ -528,6 +528,311 @@ func (x *PodGetResponse) GetPod() *v1.Pod {
 	return nil
 }
 
+// PodFindRequest is the request of FindPods: exactly one key, and whether
+// deleted pods match too. The optional field mask travels in the gRPC
+// metadata.
+type PodFindRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Key is what the pods are found by. A request without one fails with
+	// INVALID_ARGUMENT, reason INVALID_FIND_KEY.
+	//
+	// Types that are valid to be assigned to Key:
+	//
+	//	*PodFindRequest_ContainerId
+	//	*PodFindRequest_Ip
+	//	*PodFindRequest_Pid
+	//	*PodFindRequest_CgroupPath
+	//	*PodFindRequest_Caller
+	Key isPodFindRequest_Key `protobuf_oneof:"key"`
+	// IncludeDeleted, when true, also matches the pods deleted within the
+	// server's --deleted-pod-retention, with their last known state.
+	IncludeDeleted bool `protobuf:"varint,6,opt,name=include_deleted,json=includeDeleted,proto3" json:"include_deleted,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *PodFindRequest) Reset() {
+	*x = PodFindRequest{}
+	mi := &file_kubelet_pods_v1alpha1_pods_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PodFindRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PodFindRequest) ProtoMessage() {}
+
+func (x *PodFindRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_kubelet_pods_v1alpha1_pods_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PodFindRequest.ProtoReflect.Descriptor instead.
+func (*PodFindRequest) Descriptor() ([]byte, []int) {
+	return file_kubelet_pods_v1alpha1_pods_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *PodFindRequest) GetKey() isPodFindRequest_Key {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+func (x *PodFindRequest) GetContainerId() string {
+	if x != nil {
+		if x, ok := x.Key.(*PodFindRequest_ContainerId); ok {
+			return x.ContainerId
+		}
+	}
+	return ""
+}
+
+func (x *PodFindRequest) GetIp() string {
+	if x != nil {
+		if x, ok := x.Key.(*PodFindRequest_Ip); ok {
+			return x.Ip
+		}
+	}
+	return ""
+}
+
+func (x *PodFindRequest) GetPid() int32 {
+	if x != nil {
+		if x, ok := x.Key.(*PodFindRequest_Pid); ok {
+			return x.Pid
+		}
+	}
+	return 0
+}
+
+func (x *PodFindRequest) GetCgroupPath() string {
+	if x != nil {
+		if x, ok := x.Key.(*PodFindRequest_CgroupPath); ok {
+			return x.CgroupPath
+		}
+	}
+	return ""
+}
+
+func (x *PodFindRequest) GetCaller() bool {
+	if x != nil {
+		if x, ok := x.Key.(*PodFindRequest_Caller); ok {
+			return x.Caller
+		}
+	}
+	return false
+}
+
+func (x *PodFindRequest) GetIncludeDeleted() bool {
+	if x != nil {
+		return x.IncludeDeleted
+	}
+	return false
+}
+
+type isPodFindRequest_Key interface {
+	isPodFindRequest_Key()
+}
+
+type PodFindRequest_ContainerId struct {
+	// ContainerID is the ID of an init, regular or ephemeral container, as
+	// in status.containerStatuses[].containerID, with or without its
+	// "<runtime>://" prefix, or a prefix of at least 12 characters of it
+	// that no other container's ID starts with. An ID of a container that
+	// restarted (lastState.terminated.containerID) matches too.
+	ContainerId string `protobuf:"bytes,1,opt,name=container_id,json=containerId,proto3,oneof"`
+}
+
+type PodFindRequest_Ip struct {
+	// IP is any of status.podIPs, IPv4 or IPv6 in any form. The pods of the
+	// host network (spec.hostNetwork) have the node's IPs: a lookup of a
+	// node IP returns every such pod, each with host_network set.
+	Ip string `protobuf:"bytes,2,opt,name=ip,proto3,oneof"`
+}
+
+type PodFindRequest_Pid struct {
+	// PID is a process ID in the PID namespace of the server's --host-proc
+	// (by default the server's own). The server reads /proc/PID/cgroup to
+	// learn the pod and container of the process.
+	Pid int32 `protobuf:"varint,3,opt,name=pid,proto3,oneof"`
+}
+
+type PodFindRequest_CgroupPath struct {
+	// CgroupPath is a cgroup of a process of a pod: a line of
+	// /proc/PID/cgroup (such as "0::/kubepods.slice/...") or its path, of
+	// either cgroup version and either cgroup driver (cgroupfs or systemd),
+	// also relative to another cgroup namespace ("/../../kubepods-...").
+	CgroupPath string `protobuf:"bytes,4,opt,name=cgroup_path,json=cgroupPath,proto3,oneof"`
+}
+
+type PodFindRequest_Caller struct {
+	// Caller, when true, finds the pod of the calling process itself, by
+	// the PID the kernel gave for the peer of the socket (SO_PEERCRED) in
+	// the server's PID namespace: an agent learns its own pod without the
+	// downward API.
+	Caller bool `protobuf:"varint,5,opt,name=caller,proto3,oneof"`
+}
+
+func (*PodFindRequest_ContainerId) isPodFindRequest_Key() {}
+
+func (*PodFindRequest_Ip) isPodFindRequest_Key() {}
+
+func (*PodFindRequest_Pid) isPodFindRequest_Key() {}
+
+func (*PodFindRequest_CgroupPath) isPodFindRequest_Key() {}
+
+func (*PodFindRequest_Caller) isPodFindRequest_Key() {}
+
+// PodFindResponse is the response of FindPods.
+type PodFindResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Matches holds the pods found: live pods first (those that own their IP
+	// before the pods of the host network, then by namespace and name), then
+	// deleted ones, the most recently deleted first. It is never empty: no
+	// match fails with NOT_FOUND.
+	Matches []*PodMatch `protobuf:"bytes,1,rep,name=matches,proto3" json:"matches,omitempty"`
+	// Revision is the revision of the server's pod store the matches
+	// reflect, as in PodListResponse.
+	Revision      string `protobuf:"bytes,2,opt,name=revision,proto3" json:"revision,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PodFindResponse) Reset() {
+	*x = PodFindResponse{}
+	mi := &file_kubelet_pods_v1alpha1_pods_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PodFindResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PodFindResponse) ProtoMessage() {}
+
+func (x *PodFindResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_kubelet_pods_v1alpha1_pods_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PodFindResponse.ProtoReflect.Descriptor instead.
+func (*PodFindResponse) Descriptor() ([]byte, []int) {
+	return file_kubelet_pods_v1alpha1_pods_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *PodFindResponse) GetMatches() []*PodMatch {
+	if x != nil {
+		return x.Matches
+	}
+	return nil
+}
+
+func (x *PodFindResponse) GetRevision() string {
+	if x != nil {
+		return x.Revision
+	}
+	return ""
+}
+
+// PodMatch is one pod FindPods found.
+type PodMatch struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Pod is the pod, trimmed by the field mask like the pod of GetPod; its
+	// metadata.namespace, metadata.name and metadata.uid are always kept, so
+	// that a client can tell which pod it is.
+	Pod *v1.Pod `protobuf:"bytes,1,opt,name=pod,proto3" json:"pod,omitempty"`
+	// ContainerName is the name of the container the key matched, when the
+	// key names one (container_id, pid, cgroup_path or caller) and the pod's
+	// status lists it; empty otherwise (an IP, or a process of the pod's
+	// sandbox).
+	ContainerName string `protobuf:"bytes,2,opt,name=container_name,json=containerName,proto3" json:"container_name,omitempty"`
+	// Deleted says the pod is no longer on the node: pod is its last known
+	// state. Only set when the request set include_deleted.
+	Deleted bool `protobuf:"varint,3,opt,name=deleted,proto3" json:"deleted,omitempty"`
+	// HostNetwork says the pod runs in the node's network namespace
+	// (spec.hostNetwork), whatever the field mask: its IPs are the node's,
+	// shared by every such pod.
+	HostNetwork   bool `protobuf:"varint,4,opt,name=host_network,json=hostNetwork,proto3" json:"host_network,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PodMatch) Reset() {
+	*x = PodMatch{}
+	mi := &file_kubelet_pods_v1alpha1_pods_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PodMatch) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PodMatch) ProtoMessage() {}
+
+func (x *PodMatch) ProtoReflect() protoreflect.Message {
+	mi := &file_kubelet_pods_v1alpha1_pods_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PodMatch.ProtoReflect.Descriptor instead.
+func (*PodMatch) Descriptor() ([]byte, []int) {
+	return file_kubelet_pods_v1alpha1_pods_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *PodMatch) GetPod() *v1.Pod {
+	if x != nil {
+		return x.Pod
+	}
+	return nil
+}
+
+func (x *PodMatch) GetContainerName() string {
+	if x != nil {
+		return x.ContainerName
+	}
+	return ""
+}
+
+func (x *PodMatch) GetDeleted() bool {
+	if x != nil {
+		return x.Deleted
+	}
+	return false
+}
+
+func (x *PodMatch) GetHostNetwork() bool {
+	if x != nil {
+		return x.HostNetwork
+	}
+	return false
+}
+
 var File_kubelet_pods_v1alpha1_pods_proto protoreflect.FileDescriptor
 
 const file_kubelet_pods_v1alpha1_pods_proto_rawDesc = "" +
@@ -554,18 +859,36 @@ const file_kubelet_pods_v1alpha1_pods_proto_rawDesc = "" +
 	"\rPodGetRequest\x12\x16\n" +
 	"\x06podUID\x18\x01 \x01(\tR\x06podUID\";\n" +
 	"\x0ePodGetResponse\x12)\n" +
-	"\x03pod\x18\x01 \x01(\v2\x17.k8s.io.api.core.v1.PodR\x03pod*\xad\x01\n" +
+	"\x03pod\x18\x01 \x01(\v2\x17.k8s.io.api.core.v1.PodR\x03pod\"\xc8\x01\n" +
+	"\x0ePodFindRequest\x12#\n" +
+	"\fcontainer_id\x18\x01 \x01(\tH\x00R\vcontainerId\x12\x10\n" +
+	"\x02ip\x18\x02 \x01(\tH\x00R\x02ip\x12\x12\n" +
+	"\x03pid\x18\x03 \x01(\x05H\x00R\x03pid\x12!\n" +
+	"\vcgroup_path\x18\x04 \x01(\tH\x00R\n" +
+	"cgroupPath\x12\x18\n" +
+	"\x06caller\x18\x05 \x01(\bH\x00R\x06caller\x12'\n" +
+	"\x0finclude_deleted\x18\x06 \x01(\bR\x0eincludeDeletedB\x05\n" +
+	"\x03key\"h\n" +
+	"\x0fPodFindResponse\x129\n" +
+	"\amatches\x18\x01 \x03(\v2\x1f.kubelet.pods.v1alpha1.PodMatchR\amatches\x12\x1a\n" +
+	"\brevision\x18\x02 \x01(\tR\brevision\"\x99\x01\n" +
+	"\bPodMatch\x12)\n" +
+	"\x03pod\x18\x01 \x01(\v2\x17.k8s.io.api.core.v1.PodR\x03pod\x12%\n" +
+	"\x0econtainer_name\x18\x02 \x01(\tR\rcontainerName\x12\x18\n" +
+	"\adeleted\x18\x03 \x01(\bR\adeleted\x12!\n" +
+	"\fhost_network\x18\x04 \x01(\bR\vhostNetwork*\xad\x01\n" +
 	"\tEventType\x12\x1a\n" +
 	"\x16EVENT_TYPE_UNSPECIFIED\x10\x00\x12\x14\n" +
 	"\x10EVENT_TYPE_ADDED\x10\x01\x12\x17\n" +
 	"\x13EVENT_TYPE_MODIFIED\x10\x02\x12\x16\n" +
 	"\x12EVENT_TYPE_DELETED\x10\x03\x12$\n" +
 	" EVENT_TYPE_INITIAL_SYNC_COMPLETE\x10\x04\x12\x17\n" +
-	"\x13EVENT_TYPE_PROGRESS\x10\x052\xa4\x02\n" +
+	"\x13EVENT_TYPE_PROGRESS\x10\x052\x84\x03\n" +
 	"\x04Pods\x12^\n" +
 	"\bListPods\x12%.kubelet.pods.v1alpha1.PodListRequest\x1a&.kubelet.pods.v1alpha1.PodListResponse\"\x03\x90\x02\x01\x12`\n" +
 	"\tWatchPods\x12&.kubelet.pods.v1alpha1.PodWatchRequest\x1a'.kubelet.pods.v1alpha1.PodWatchResponse\"\x000\x01\x12Z\n" +
-	"\x06GetPod\x12$.kubelet.pods.v1alpha1.PodGetRequest\x1a%.kubelet.pods.v1alpha1.PodGetResponse\"\x03\x90\x02\x01B\xdf\x01\n" +
+	"\x06GetPod\x12$.kubelet.pods.v1alpha1.PodGetRequest\x1a%.kubelet.pods.v1alpha1.PodGetResponse\"\x03\x90\x02\x01\x12^\n" +
+	"\bFindPods\x12%.kubelet.pods.v1alpha1.PodFindRequest\x1a&.kubelet.pods.v1alpha1.PodFindResponse\"\x03\x90\x02\x01B\xdf\x01\n" +
 	"\x19com.kubelet.pods.v1alpha1B\tPodsProtoP\x01ZAgithub.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1;podsv1alpha1\xa2\x02\x03KPX\xaa\x02\x15Kubelet.Pods.V1alpha1\xca\x02\x15Kubelet\\Pods\\V1alpha1\xe2\x02!Kubelet\\Pods\\V1alpha1\\GPBMetadata\xea\x02\x17Kubelet::Pods::V1alpha1b\x06proto3"
 
 var (
@@ -581,7 +904,7 @@ func file_kubelet_pods_v1alpha1_pods_proto_rawDescGZIP() []byte {
 }
 
 var file_kubelet_pods_v1alpha1_pods_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_kubelet_pods_v1alpha1_pods_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
+var file_kubelet_pods_v1alpha1_pods_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
 var file_kubelet_pods_v1alpha1_pods_proto_goTypes = []any{
 	(EventType)(0),           // 0: kubelet.pods.v1alpha1.EventType
 	(*PodListRequest)(nil),   // 1: kubelet.pods.v1alpha1.PodListRequest
@@ -590,24 +913,31 @@ var file_kubelet_pods_v1alpha1_pods_proto_goTypes = []any{
 	(*PodWatchResponse)(nil), // 4: kubelet.pods.v1alpha1.PodWatchResponse
 	(*PodGetRequest)(nil),    // 5: kubelet.pods.v1alpha1.PodGetRequest
 	(*PodGetResponse)(nil),   // 6: kubelet.pods.v1alpha1.PodGetResponse
-	(*v1.Pod)(nil),           // 7: k8s.io.api.core.v1.Pod
+	(*PodFindRequest)(nil),   // 7: kubelet.pods.v1alpha1.PodFindRequest
+	(*PodFindResponse)(nil),  // 8: kubelet.pods.v1alpha1.PodFindResponse
+	(*PodMatch)(nil),         // 9: kubelet.pods.v1alpha1.PodMatch
+	(*v1.Pod)(nil),           // 10: k8s.io.api.core.v1.Pod
 }
 var file_kubelet_pods_v1alpha1_pods_proto_depIdxs = []int32{
-	7, // 0: kubelet.pods.v1alpha1.PodListResponse.pods:type_name -> k8s.io.api.core.v1.Pod
-	7, // 1: kubelet.pods.v1alpha1.PodWatchResponse.pod:type_name -> k8s.io.api.core.v1.Pod
-	0, // 2: kubelet.pods.v1alpha1.PodWatchResponse.type:type_name -> kubelet.pods.v1alpha1.EventType
-	7, // 3: kubelet.pods.v1alpha1.PodGetResponse.pod:type_name -> k8s.io.api.core.v1.Pod
-	1, // 4: kubelet.pods.v1alpha1.Pods.ListPods:input_type -> kubelet.pods.v1alpha1.PodListRequest
-	3, // 5: kubelet.pods.v1alpha1.Pods.WatchPods:input_type -> kubelet.pods.v1alpha1.PodWatchRequest
-	5, // 6: kubelet.pods.v1alpha1.Pods.GetPod:input_type -> kubelet.pods.v1alpha1.PodGetRequest
-	2, // 7: kubelet.pods.v1alpha1.Pods.ListPods:output_type -> kubelet.pods.v1alpha1.PodListResponse
-	4, // 8: kubelet.pods.v1alpha1.Pods.WatchPods:output_type -> kubelet.pods.v1alpha1.PodWatchResponse
-	6, // 9: kubelet.pods.v1alpha1.Pods.GetPod:output_type -> kubelet.pods.v1alpha1.PodGetResponse
-	7, // [7:10] is the sub-list for method output_type
-	4, // [4:7] is the sub-list for method input_type
-	4, // [4:4] is the sub-list for extension type_name
-	4, // [4:4] is the sub-list for extension extendee
-	0, // [0:4] is the sub-list for field type_name
+	10, // 0: kubelet.pods.v1alpha1.PodListResponse.pods:type_name -> k8s.io.api.core.v1.Pod
+	10, // 1: kubelet.pods.v1alpha1.PodWatchResponse.pod:type_name -> k8s.io.api.core.v1.Pod
+	0,  // 2: kubelet.pods.v1alpha1.PodWatchResponse.type:type_name -> kubelet.pods.v1alpha1.EventType
+	10, // 3: kubelet.pods.v1alpha1.PodGetResponse.pod:type_name -> k8s.io.api.core.v1.Pod
+	9,  // 4: kubelet.pods.v1alpha1.PodFindResponse.matches:type_name -> kubelet.pods.v1alpha1.PodMatch
+	10, // 5: kubelet.pods.v1alpha1.PodMatch.pod:type_name -> k8s.io.api.core.v1.Pod
+	1,  // 6: kubelet.pods.v1alpha1.Pods.ListPods:input_type -> kubelet.pods.v1alpha1.PodListRequest
+	3,  // 7: kubelet.pods.v1alpha1.Pods.WatchPods:input_type -> kubelet.pods.v1alpha1.PodWatchRequest
+	5,  // 8: kubelet.pods.v1alpha1.Pods.GetPod:input_type -> kubelet.pods.v1alpha1.PodGetRequest
+	7,  // 9: kubelet.pods.v1alpha1.Pods.FindPods:input_type -> kubelet.pods.v1alpha1.PodFindRequest
+	2,  // 10: kubelet.pods.v1alpha1.Pods.ListPods:output_type -> kubelet.pods.v1alpha1.PodListResponse
+	4,  // 11: kubelet.pods.v1alpha1.Pods.WatchPods:output_type -> kubelet.pods.v1alpha1.PodWatchResponse
+	6,  // 12: kubelet.pods.v1alpha1.Pods.GetPod:output_type -> kubelet.pods.v1alpha1.PodGetResponse
+	8,  // 13: kubelet.pods.v1alpha1.Pods.FindPods:output_type -> kubelet.pods.v1alpha1.PodFindResponse
+	10, // [10:14] is the sub-list for method output_type
+	6,  // [6:10] is the sub-list for method input_type
+	6,  // [6:6] is the sub-list for extension type_name
+	6,  // [6:6] is the sub-list for extension extendee
+	0,  // [0:6] is the sub-list for field type_name
 }
 
 func init() { file_kubelet_pods_v1alpha1_pods_proto_init() }
@@ -615,13 +945,20 @@ func file_kubelet_pods_v1alpha1_pods_proto_init() {
 	if File_kubelet_pods_v1alpha1_pods_proto != nil {
 		return
 	}
+	file_kubelet_pods_v1alpha1_pods_proto_msgTypes[6].OneofWrappers = []any{
+		(*PodFindRequest_ContainerId)(nil),
+		(*PodFindRequest_Ip)(nil),
+		(*PodFindRequest_Pid)(nil),
+		(*PodFindRequest_CgroupPath)(nil),
+		(*PodFindRequest_Caller)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_kubelet_pods_v1alpha1_pods_proto_rawDesc), len(file_kubelet_pods_v1alpha1_pods_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   6,
+			NumMessages:   9,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -56,6 +56,8 @@ const (
 	PodsWatchPodsProcedure = "/kubelet.pods.v1alpha1.Pods/WatchPods"
 	// PodsGetPodProcedure is the fully-qualified name of the Pods's GetPod RPC.
 	PodsGetPodProcedure = "/kubelet.pods.v1alpha1.Pods/GetPod"
+	// PodsFindPodsProcedure is the fully-qualified name of the Pods's FindPods RPC.
+	PodsFindPodsProcedure = "/kubelet.pods.v1alpha1.Pods/FindPods"
 )
 
 // PodsClient is a client for the kubelet.pods.v1alpha1.Pods service.
@@ -84,6 +86,24 @@ type PodsClient interface {
 	// An empty UID fails with INVALID_ARGUMENT and an unknown UID with
 	// NOT_FOUND. GetPod is rate limited together with ListPods.
 	GetPod(context.Context, *connect.Request[v1alpha1.PodGetRequest]) (*connect.Response[v1alpha1.PodGetResponse], error)
+	// FindPods returns the pods that hold a container ID, an IP, a process or
+	// a cgroup, or that hold the calling process itself: the question an
+	// agent that sees a PID, a cgroup, a container or an address asks, answered
+	// from an index, never by listing. It is an addition of podsapi: the
+	// published Pods API has no such call.
+	//
+	// A request without a key, or with a malformed one, fails with
+	// INVALID_ARGUMENT, reason INVALID_FIND_KEY; a container ID prefix that
+	// matches more than one container with INVALID_ARGUMENT, reason
+	// AMBIGUOUS_CONTAINER_ID. A key that matches no pod fails with NOT_FOUND,
+	// reason NO_POD_MATCHES; a process that does not exist (or exits during
+	// the lookup) with NOT_FOUND, reason PROCESS_NOT_FOUND. A process whose
+	// cgroups cannot be read in time fails with UNAVAILABLE (retry), or with
+	// FAILED_PRECONDITION when they cannot be read at all, reason
+	// PROCESS_LOOKUP_UNAVAILABLE; caller without a PID of the peer fails with
+	// FAILED_PRECONDITION, reason CALLER_UNKNOWN. FindPods is rate limited
+	// together with ListPods and GetPod.
+	FindPods(context.Context, *connect.Request[v1alpha1.PodFindRequest]) (*connect.Response[v1alpha1.PodFindResponse], error)
 }
 
 // NewPodsClient constructs a client for the kubelet.pods.v1alpha1.Pods service. By default, it uses
@@ -117,6 +137,13 @@ func NewPodsClient(httpClient connect.HTTPClient, baseURL string, opts ...connec
 			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 			connect.WithClientOptions(opts...),
 		),
+		findPods: connect.NewClient[v1alpha1.PodFindRequest, v1alpha1.PodFindResponse](
+			httpClient,
+			baseURL+PodsFindPodsProcedure,
+			connect.WithSchema(podsMethods.ByName("FindPods")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -125,6 +152,7 @@ type podsClient struct {
 	listPods  *connect.Client[v1alpha1.PodListRequest, v1alpha1.PodListResponse]
 	watchPods *connect.Client[v1alpha1.PodWatchRequest, v1alpha1.PodWatchResponse]
 	getPod    *connect.Client[v1alpha1.PodGetRequest, v1alpha1.PodGetResponse]
+	findPods  *connect.Client[v1alpha1.PodFindRequest, v1alpha1.PodFindResponse]
 }
 
 // ListPods calls kubelet.pods.v1alpha1.Pods.ListPods.
@@ -140,6 +168,11 @@ func (c *podsClient) WatchPods(ctx context.Context, req *connect.Request[v1alpha
 // GetPod calls kubelet.pods.v1alpha1.Pods.GetPod.
 func (c *podsClient) GetPod(ctx context.Context, req *connect.Request[v1alpha1.PodGetRequest]) (*connect.Response[v1alpha1.PodGetResponse], error) {
 	return c.getPod.CallUnary(ctx, req)
+}
+
+// FindPods calls kubelet.pods.v1alpha1.Pods.FindPods.
+func (c *podsClient) FindPods(ctx context.Context, req *connect.Request[v1alpha1.PodFindRequest]) (*connect.Response[v1alpha1.PodFindResponse], error) {
+	return c.findPods.CallUnary(ctx, req)
 }
 
 // PodsHandler is an implementation of the kubelet.pods.v1alpha1.Pods service.
@@ -168,6 +201,24 @@ type PodsHandler interface {
 	// An empty UID fails with INVALID_ARGUMENT and an unknown UID with
 	// NOT_FOUND. GetPod is rate limited together with ListPods.
 	GetPod(context.Context, *connect.Request[v1alpha1.PodGetRequest]) (*connect.Response[v1alpha1.PodGetResponse], error)
+	// FindPods returns the pods that hold a container ID, an IP, a process or
+	// a cgroup, or that hold the calling process itself: the question an
+	// agent that sees a PID, a cgroup, a container or an address asks, answered
+	// from an index, never by listing. It is an addition of podsapi: the
+	// published Pods API has no such call.
+	//
+	// A request without a key, or with a malformed one, fails with
+	// INVALID_ARGUMENT, reason INVALID_FIND_KEY; a container ID prefix that
+	// matches more than one container with INVALID_ARGUMENT, reason
+	// AMBIGUOUS_CONTAINER_ID. A key that matches no pod fails with NOT_FOUND,
+	// reason NO_POD_MATCHES; a process that does not exist (or exits during
+	// the lookup) with NOT_FOUND, reason PROCESS_NOT_FOUND. A process whose
+	// cgroups cannot be read in time fails with UNAVAILABLE (retry), or with
+	// FAILED_PRECONDITION when they cannot be read at all, reason
+	// PROCESS_LOOKUP_UNAVAILABLE; caller without a PID of the peer fails with
+	// FAILED_PRECONDITION, reason CALLER_UNKNOWN. FindPods is rate limited
+	// together with ListPods and GetPod.
+	FindPods(context.Context, *connect.Request[v1alpha1.PodFindRequest]) (*connect.Response[v1alpha1.PodFindResponse], error)
 }
 
 // NewPodsHandler builds an HTTP handler from the service implementation. It returns the path on
@@ -197,6 +248,13 @@ func NewPodsHandler(svc PodsHandler, opts ...connect.HandlerOption) (string, htt
 		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 		connect.WithHandlerOptions(opts...),
 	)
+	podsFindPodsHandler := connect.NewUnaryHandler(
+		PodsFindPodsProcedure,
+		svc.FindPods,
+		connect.WithSchema(podsMethods.ByName("FindPods")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/kubelet.pods.v1alpha1.Pods/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case PodsListPodsProcedure:
@@ -205,6 +263,8 @@ func NewPodsHandler(svc PodsHandler, opts ...connect.HandlerOption) (string, htt
 			podsWatchPodsHandler.ServeHTTP(w, r)
 		case PodsGetPodProcedure:
 			podsGetPodHandler.ServeHTTP(w, r)
+		case PodsFindPodsProcedure:
+			podsFindPodsHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -224,4 +284,8 @@ func (UnimplementedPodsHandler) WatchPods(context.Context, *connect.Request[v1al
 
 func (UnimplementedPodsHandler) GetPod(context.Context, *connect.Request[v1alpha1.PodGetRequest]) (*connect.Response[v1alpha1.PodGetResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("kubelet.pods.v1alpha1.Pods.GetPod is not implemented"))
+}
+
+func (UnimplementedPodsHandler) FindPods(context.Context, *connect.Request[v1alpha1.PodFindRequest]) (*connect.Response[v1alpha1.PodFindResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("kubelet.pods.v1alpha1.Pods.FindPods is not implemented"))
 }

@@ -12,60 +12,9 @@ import (
 	"github.com/podsapi/podsapi/fieldmask"
 )
 
-// The messages of the kubelet's wire (v1alpha1.Pods) keep the encoded pods
-// as bytes: the client applies the field mask to them before it decodes
-// them, since a kubelet ignores the mask. Their requests are the typed
-// wire's: empty, and GetPodRequest{string podUID = 1}.
-
-// rawListResponse is ListPodsResponse{repeated bytes pods = 1}.
-type rawListResponse struct{ pods [][]byte }
-
-func (*rawListResponse) marshalWire() []byte { return nil }
-func (r *rawListResponse) unmarshalWire(b []byte) error {
-	b = append([]byte(nil), b...) // the codec's data may be reused
-	return eachField(b, func(num protowire.Number, typ protowire.Type, v []byte) error {
-		if num == 1 && typ == protowire.BytesType {
-			r.pods = append(r.pods, v)
-		}
-		return nil
-	})
-}
-
-// rawGetResponse is GetPodResponse{bytes pod = 1}.
-type rawGetResponse struct{ pod []byte }
-
-func (*rawGetResponse) marshalWire() []byte { return nil }
-func (r *rawGetResponse) unmarshalWire(b []byte) error {
-	return eachField(b, func(num protowire.Number, typ protowire.Type, v []byte) error {
-		if num == 1 && typ == protowire.BytesType {
-			r.pod = append(r.pod[:0], v...) // a bytes field: the last one wins
-		}
-		return nil
-	})
-}
-
-// rawWatchEvent is WatchPodsEvent{EventType type = 1, bytes pod = 2}.
-type rawWatchEvent struct {
-	typ uint64
-	pod []byte
-}
-
-func (*rawWatchEvent) marshalWire() []byte { return nil }
-func (r *rawWatchEvent) unmarshalWire(b []byte) error {
-	return eachField(b, func(num protowire.Number, typ protowire.Type, v []byte) error {
-		switch {
-		case num == 1 && typ == protowire.VarintType:
-			n, l := protowire.ConsumeVarint(v)
-			if l < 0 {
-				return fmt.Errorf("client codec: %w", protowire.ParseError(l))
-			}
-			r.typ = n
-		case num == 2 && typ == protowire.BytesType:
-			r.pod = append(r.pod[:0], v...)
-		}
-		return nil
-	})
-}
+// The kubelet's wire keeps the pods as their encodings: the client applies
+// the field mask to them before it decodes them, since a kubelet ignores the
+// mask, and reads their identities without decoding them.
 
 // identityPaths are added to the field mask of a watch, as the server does,
 // so that every event says which pod it is about.

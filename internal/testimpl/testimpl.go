@@ -4,8 +4,9 @@
 // (package internal/faults, through hooks.Hooks), so that the tests can
 // check that the suite catches it. Both wires are served, the typed
 // kubelet.pods.v1alpha1.Pods and the kubelet's v1alpha1.Pods, and a fault
-// is planted in whichever the suite judges. It is test support only: the
-// suite itself never uses it.
+// is planted in whichever the suite judges. It is test support only, and
+// internal so that implementers never see it beside the suite: the suite
+// itself never uses it.
 package testimpl
 
 import (
@@ -74,6 +75,9 @@ const (
 	// TooOldInvalid answers a resume_from too old to resume from with
 	// INVALID_ARGUMENT instead of OUT_OF_RANGE, reason REVISION_TOO_OLD.
 	TooOldInvalid Break = "too-old-invalid"
+	// FindAlwaysDeleted answers FindPods as if include_deleted were always
+	// set: deleted pods match without it.
+	FindAlwaysDeleted Break = "find-always-deleted"
 )
 
 // Default rate limit and watch queue of every Impl.
@@ -247,6 +251,8 @@ func (im *Impl) Start(context.Context) error {
 	case IgnoreWatchSelectors:
 		sel := &faults.Selectors{IgnoreWatchSelectors: true}
 		cfg.Hooks.Pods = sel.Around(cfg.Hooks.Pods)
+	case FindAlwaysDeleted:
+		pods.FindAlwaysDeleted = true
 	case TooOldInvalid:
 		sel := &faults.Selectors{TooOldInvalid: true}
 		cfg.Hooks.Pods = sel.Around(cfg.Hooks.Pods)

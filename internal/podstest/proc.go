@@ -1,0 +1,34 @@
+package podstest
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// WriteHostProc writes a fake proc file system under dir, a --host-proc
+// for FindPods by pid and caller: a <pid>/cgroup file of each process of
+// cgroups, with its content. It returns dir.
+func WriteHostProc(dir string, cgroups map[int]string) (string, error) {
+	for pid, cgroup := range cgroups {
+		d := filepath.Join(dir, strconv.Itoa(pid))
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return "", err
+		}
+		if err := os.WriteFile(filepath.Join(d, "cgroup"), []byte(cgroup), 0o644); err != nil {
+			return "", err
+		}
+	}
+	return dir, nil
+}
+
+// SystemdCgroup returns the line of /proc/PID/cgroup of a process of the
+// container id of the burstable pod uid, under the systemd cgroup driver,
+// cgroup v2 and containerd, without its newline.
+func SystemdCgroup(uid types.UID, id string) string {
+	return "0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" + strings.ReplaceAll(string(uid), "-", "_") +
+		".slice/cri-containerd-" + id + ".scope"
+}

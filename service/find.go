@@ -1,0 +1,223 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"net/netip"
+	"strconv"
+	"strings"
+
+	"connectrpc.com/connect"
+	"google.golang.org/protobuf/encoding/protowire"
+	"k8s.io/apimachinery/pkg/types"
+
+	podsv1alpha1 "github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1"
+	"github.com/podsapi/podsapi/podcgroup"
+	"github.com/podsapi/podsapi/store"
+)
+
+// Finder is what FindPods looks pods up in: an index of the store, kept as
+// pod versions are written. *store.Store implements it. A Store that does
+// not answers FindPods with UNIMPLEMENTED.
+type Finder interface {
+	// FindContainer returns the pods with a container whose ID is id or
+	// starts with it (at least store.ContainerIDPrefix characters), or
+	// store.ErrAmbiguous.
+	FindContainer(id string, deleted bool) (uint64, []store.Match, error)
+	// FindIP returns the pods with the IP.
+	FindIP(ip netip.Addr, deleted bool) (uint64, []store.Match)
+	// FindPod returns the pod of uid, naming its container of containerID.
+	FindPod(uid types.UID, containerID string, deleted bool) (uint64, []store.Match)
+}
+
+// Processes tells which pod a process runs in. *podcgroup.Reader
+// implements it.
+type Processes interface {
+	// Read returns the pod of the process pid, or podcgroup.ErrNoProcess,
+	// podcgroup.ErrNotPod, podcgroup.ErrBusy or another error.
+	Read(ctx context.Context, pid int) (podcgroup.Pod, error)
+}
+
+// WithProcesses sets where FindPods reads the cgroups of processes (the
+// keys pid and caller). The default is podcgroup.NewReader("") (/proc).
+func WithProcesses(p Processes) Option {
+	return func(h *handler) { h.processes = p }
+}
+
+// WithCaller sets how FindPods learns the PID of the calling process (the
+// key caller): pid returns it and true, or false when the connection told
+// nothing about its peer. By default the caller is unknown.
+func WithCaller(pid func(ctx context.Context) (int32, bool)) Option {
+	return func(h *handler) { h.caller = pid }
+}
+
+// The numbers of the fields of PodFindResponse and PodMatch.
+const (
+	findMatchesField      protowire.Number = 1
+	matchPodField         protowire.Number = 1
+	matchContainerField   protowire.Number = 2
+	matchDeletedField     protowire.Number = 3
+	matchHostNetworkField protowire.Number = 4
+)
+
+// maxContainerIDLen bounds a container_id key: runtimes' IDs are 64 hex
+// digits, after a "<runtime>://" prefix.
+const maxContainerIDLen = 256
+
+// FindPods returns the pods a container ID, IP, process, cgroup or the
+// caller itself belongs to, from the store's index.
+func (h podsHandler) FindPods(ctx context.Context, req *connect.Request[podsv1alpha1.PodFindRequest]) (*connect.Response[podsv1alpha1.PodFindResponse], error) {
+	f, ok := h.store.(Finder)
+	if !ok {
+		return nil, errFindUnimplemented
+	}
+	deleted := req.Msg.GetIncludeDeleted()
+	var (
+		version uint64
+		ms      []store.Match
+		err     error
+	)
+	switch key := req.Msg.GetKey().(type) {
+	case *podsv1alpha1.PodFindRequest_ContainerId:
+		id := store.TrimRuntime(key.ContainerId)
+		if err := validContainerID(id, len(key.ContainerId)); err != nil {
+			return nil, err
+		}
+		version, ms, err = f.FindContainer(id, deleted)
+		if errors.Is(err, store.ErrAmbiguous) {
+			return nil, errAmbiguous(key.ContainerId, err)
+		}
+		if len(ms) == 0 {
+			return nil, errNoMatch("container_id", key.ContainerId, "no container with this ID, or whose ID starts with it, on this node")
+		}
+	case *podsv1alpha1.PodFindRequest_Ip:
+		ip, perr := netip.ParseAddr(key.Ip)
+		if perr != nil {
+			return nil, errFindKey("ip", "not an IPv4 or IPv6 address")
+		}
+		version, ms = f.FindIP(ip, deleted)
+		if len(ms) == 0 {
+			return nil, errNoMatch("ip", ip.String(), "no pod with this IP on this node")
+		}
+	case *podsv1alpha1.PodFindRequest_Pid:
+		if key.Pid <= 0 {
+			return nil, errFindKey("pid", "a process ID is positive")
+		}
+		version, ms, err = h.findProcess(ctx, f, "pid", key.Pid, deleted)
+	case *podsv1alpha1.PodFindRequest_CgroupPath:
+		if !strings.Contains(key.CgroupPath, "/") {
+			return nil, errFindKey("cgroup_path", `not a cgroup path ("/kubepods/...") or a line of /proc/PID/cgroup ("0::/kubepods/...")`)
+		}
+		p, ok := podcgroup.Parse(key.CgroupPath)
+		if !ok {
+			return nil, errNoMatch("cgroup_path", "", "the cgroup is no pod's (the kubelet names pod cgroups pod<UID> or kubepods-...-pod<UID>.slice)")
+		}
+		version, ms = f.FindPod(types.UID(p.UID), p.ContainerID, deleted)
+		if len(ms) == 0 {
+			return nil, errNoMatch("cgroup_path", p.UID, "the cgroup is of pod "+p.UID+", which is not on this node")
+		}
+	case *podsv1alpha1.PodFindRequest_Caller:
+		if !key.Caller {
+			return nil, errFindKey("caller", "caller must be true when set")
+		}
+		pid, known := int32(0), false
+		if h.caller != nil {
+			pid, known = h.caller(ctx)
+		}
+		if !known || pid <= 0 {
+			return nil, errCallerUnknown
+		}
+		version, ms, err = h.findProcess(ctx, f, "caller", pid, deleted)
+	default:
+		return nil, errFindKey("key", "set one of container_id, ip, pid, cgroup_path or caller")
+	}
+	if err != nil {
+		return nil, err
+	}
+	raw, err := h.findResponse(ctx, ms)
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(withRaw(&podsv1alpha1.PodFindResponse{Revision: h.store.Revision(version)}, raw)), nil
+}
+
+// findProcess returns the pod of the process pid, found for key (pid or
+// caller) from its cgroups.
+func (h *handler) findProcess(ctx context.Context, f Finder, key string, pid int32, deleted bool) (uint64, []store.Match, error) {
+	p, err := h.processes.Read(ctx, int(pid))
+	switch {
+	case errors.Is(err, podcgroup.ErrNoProcess):
+		return 0, nil, errNoProcess(key, pid)
+	case errors.Is(err, podcgroup.ErrNotPod):
+		return 0, nil, errNoMatch(key, strconv.Itoa(int(pid)), "the process runs in no pod's cgroup")
+	case errors.Is(err, podcgroup.ErrBusy):
+		return 0, nil, errProcessBusy(pid)
+	case err != nil:
+		h.logger.Error("cannot read the cgroups of a process", "pid", pid, "error", err)
+		return 0, nil, errProcessUnreadable(pid)
+	}
+	version, ms := f.FindPod(types.UID(p.UID), p.ContainerID, deleted)
+	if len(ms) == 0 {
+		return 0, nil, errNoMatch(key, strconv.Itoa(int(pid)), "the process runs in pod "+p.UID+", which is not on this node")
+	}
+	return version, ms, nil
+}
+
+// validContainerID checks a container_id key, n bytes long before its
+// "<runtime>://" was trimmed to id.
+func validContainerID(id string, n int) error {
+	if id == "" || n > maxContainerIDLen {
+		return errFindKey("container_id", "a container ID has 1 to "+strconv.Itoa(maxContainerIDLen)+" characters")
+	}
+	for _, c := range []byte(id) {
+		if c <= ' ' || c >= 0x7f {
+			return errFindKey("container_id", "a container ID has no spaces or control characters")
+		}
+	}
+	return nil
+}
+
+// findResponse returns the encoded matches of a PodFindResponse, each pod
+// the shared view of its version trimmed by the request's mask widened to
+// the pod's identity.
+func (h *handler) findResponse(ctx context.Context, ms []store.Match) ([]byte, error) {
+	pr, err := h.watchProjection(maskFrom(ctx))
+	if err != nil {
+		return nil, errFieldMask(err)
+	}
+	var raw []byte
+	for _, m := range ms {
+		v, err := h.view(m.Pod, pr)
+		if err != nil {
+			return nil, err
+		}
+		// The match is written in place, its length first: the pod's
+		// view is copied once, as by GetPod.
+		size := protowire.SizeTag(matchPodField) + protowire.SizeBytes(len(v))
+		if m.Container != "" {
+			size += protowire.SizeTag(matchContainerField) + protowire.SizeBytes(len(m.Container))
+		}
+		if m.Deleted {
+			size += protowire.SizeTag(matchDeletedField) + 1
+		}
+		if m.HostNetwork {
+			size += protowire.SizeTag(matchHostNetworkField) + 1
+		}
+		raw = protowire.AppendTag(raw, findMatchesField, protowire.BytesType)
+		raw = protowire.AppendVarint(raw, uint64(size))
+		raw = appendPod(raw, v)
+		if m.Container != "" {
+			raw = protowire.AppendTag(raw, matchContainerField, protowire.BytesType)
+			raw = protowire.AppendString(raw, m.Container)
+		}
+		if m.Deleted {
+			raw = protowire.AppendTag(raw, matchDeletedField, protowire.VarintType)
+			raw = protowire.AppendVarint(raw, 1)
+		}
+		if m.HostNetwork {
+			raw = protowire.AppendTag(raw, matchHostNetworkField, protowire.VarintType)
+			raw = protowire.AppendVarint(raw, 1)
+		}
+	}
+	return raw, nil
+}
