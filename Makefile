@@ -98,6 +98,11 @@ kube-bin: ## Build kube-apiserver and etcd (tools/kube) once, cached in KUBE_BIN
 test-apiserver: kube-bin ## Run the tests against a real kube-apiserver and etcd (started on loopback by the tests, stopped by PID).
 	PODSAPI_KUBE_BIN='$(KUBE_BIN)' go test -race -count=1 -timeout 20m -run 'APIServer' -v ./internal/kubetest ./source/apiserver ./cmd/server
 
+.PHONY: bench-apiserver
+bench-apiserver: kube-bin ## Measure the API server's load, 10 and 50 agents direct or through podsapi, into internal/bench/apiserver.md (docs/benchmarks.md embeds it; about a minute).
+	PODSAPI_KUBE_BIN='$(KUBE_BIN)' go test -count=1 -timeout 20m -run '^TestAPIServerLoad$$' -v ./internal/bench \
+		-args -apiserver-load='$(CURDIR)/internal/bench/apiserver.md'
+
 # FUZZTIME, when set, is every target's -fuzztime (a duration, or a count such
 # as 5000x). Unset, each target runs a count of inputs that takes 30 s or less
 # on a 2-core machine: counts, not durations, because Go 1.26's fuzzing
