@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"slices"
 	"time"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/podsapi/podsapi/internal/h2c"
 	"github.com/podsapi/podsapi/source"
+	"github.com/podsapi/podsapi/source/apiserver"
 	"github.com/podsapi/podsapi/source/kubeletgrpc"
 	"github.com/podsapi/podsapi/source/kubelethttp"
 	"github.com/podsapi/podsapi/source/manifest"
@@ -23,9 +25,10 @@ const (
 	sourceManifest    = "manifest"
 	sourceKubeletHTTP = "kubelet-http"
 	sourceKubeletGRPC = "kubelet-grpc"
+	sourceAPIServer   = "apiserver"
 )
 
-var sourceKinds = []string{sourceManifest, sourceKubeletHTTP, sourceKubeletGRPC}
+var sourceKinds = []string{sourceManifest, sourceKubeletHTTP, sourceKubeletGRPC, sourceAPIServer}
 
 // flagSources names, for each flag that belongs to one source, that source.
 var flagSources = map[string]string{
@@ -39,6 +42,7 @@ var flagSources = map[string]string{
 	"kubelet-client-cert":          sourceKubeletHTTP,
 	"kubelet-client-key":           sourceKubeletHTTP,
 	"source-socket":                sourceKubeletGRPC,
+	"kubeconfig":                   sourceAPIServer,
 }
 
 // sourceFlags are the command-line flags that choose and configure the pod
@@ -55,13 +59,14 @@ type sourceFlags struct {
 	clientCert   *string
 	clientKey    *string
 	sourceSocket *string
+	kubeconfig   *string
 }
 
 // addSourceFlags defines the source flags on fs, except --manifest-dir.
 func addSourceFlags(fs *flag.FlagSet) *sourceFlags {
 	return &sourceFlags{
 		kind: fs.String("source", sourceManifest,
-			"pod source: manifest (the static pod manifests of --manifest-dir), kubelet-http (the kubelet's /pods endpoint) or kubelet-grpc (the kubelet's own Pods API socket)"),
+			"pod source: manifest (the static pod manifests of --manifest-dir), kubelet-http (the kubelet's /pods endpoint), kubelet-grpc (the kubelet's own Pods API socket) or apiserver (a watch of the node's pods on the Kubernetes API server)"),
 		maxManifest: fs.Int64("max-manifest-bytes", manifest.DefaultMaxFileBytes,
 			"manifest: size cap of a manifest file, and of each YAML document with its aliases expanded; negative for no cap"),
 		kubeletURL: fs.String("kubelet-url", kubelethttp.DefaultURL,
@@ -75,13 +80,15 @@ func addSourceFlags(fs *flag.FlagSet) *sourceFlags {
 		clientKey:  fs.String("kubelet-client-key", "", "kubelet-http: PEM key of --kubelet-client-cert"),
 		sourceSocket: fs.String("source-socket", kubeletgrpc.DefaultSocket,
 			"kubelet-grpc: the kubelet's Pods API socket; --socket must be another path"),
+		kubeconfig: fs.String("kubeconfig", "",
+			"apiserver: kubeconfig file of the API server and credentials (default: the in-cluster configuration of the pod's service account)"),
 	}
 }
 
 // check validates the source flags after parsing; servingSocket is --socket.
 func (f *sourceFlags) check(fs *flag.FlagSet, servingSocket string) error {
 	if !slices.Contains(sourceKinds, *f.kind) {
-		return fmt.Errorf("--source %q: want manifest, kubelet-http or kubelet-grpc", *f.kind)
+		return fmt.Errorf("--source %q: want manifest, kubelet-http, kubelet-grpc or apiserver", *f.kind)
 	}
 	var err error
 	fs.Visit(func(fl *flag.Flag) {
@@ -108,6 +115,14 @@ func (f *sourceFlags) check(fs *flag.FlagSet, servingSocket string) error {
 		if filepath.Clean(h2c.SocketPath(*f.sourceSocket)) == filepath.Clean(servingSocket) {
 			return fmt.Errorf("--socket and --source-socket are both %s: serve on another path", servingSocket)
 		}
+	case sourceAPIServer:
+		if *f.kubeconfig != "" {
+			file, err := os.Open(*f.kubeconfig)
+			if err != nil {
+				return fmt.Errorf("--kubeconfig: %w", err)
+			}
+			_ = file.Close()
+		}
 	}
 	return nil
 }
@@ -126,6 +141,8 @@ func (f *sourceFlags) newSource(nodeName string, logger *slog.Logger, reg promet
 			kubelethttp.WithLogger(logger),
 			kubelethttp.WithRegisterer(reg),
 		)
+	case sourceAPIServer:
+		return apiserver.New(nodeName, apiserver.WithKubeconfig(*f.kubeconfig), apiserver.WithLogger(logger), apiserver.WithRegisterer(reg))
 	case sourceKubeletGRPC:
 		return kubeletgrpc.New(kubeletgrpc.WithSocket(*f.sourceSocket), kubeletgrpc.WithLogger(logger), kubeletgrpc.WithRegisterer(reg))
 	default:
