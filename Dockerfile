@@ -23,7 +23,7 @@ RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache
     mv /out/server /out/podsapi-server
 
 # Nothing but the two binaries. The server runs as root: its socket is
-# root-only, like the kubelet's (see deploy/daemonset.yaml).
+# root-only, like the kubelet's (see deploy/base/daemonset.yaml).
 FROM scratch
 ARG VERSION=0.1.0
 ARG REVISION=unknown

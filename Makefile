@@ -75,6 +75,34 @@ conformance: ## Run the conformance suite against our server, started and restar
 		--features conformance/features/podsapi-server-kubelet.yaml --known-failing conformance/features/podsapi-server-kubelet.known-failing \
 		--junit build/conformance-kubelet.xml --json build/conformance-kubelet.json
 
+# KUBE_BIN is where make kube-bin caches kube-apiserver and etcd, built from
+# tools/kube: a directory per hash of tools/kube's go.mod, go.sum and
+# etcd/main.go, so that a version change builds them again (about 7 minutes
+# cold on 2 cores, seconds warm).
+KUBE_KEY := $(shell cat tools/kube/go.mod tools/kube/go.sum tools/kube/etcd/main.go 2>/dev/null | sha256sum | cut -c1-16)
+KUBE_BIN ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/podsapi/kube-$(KUBE_KEY)
+
+.PHONY: kube-bin
+kube-bin: ## Build kube-apiserver and etcd (tools/kube) once, cached in KUBE_BIN by the hash of tools/kube's go.sum.
+	@if [ -x '$(KUBE_BIN)/kube-apiserver' ] && [ -x '$(KUBE_BIN)/etcd' ]; then \
+		echo "kube-apiserver and etcd: cached in $(KUBE_BIN)"; \
+	else \
+		echo "building kube-apiserver and etcd into $(KUBE_BIN)"; \
+		mkdir -p '$(dir $(KUBE_BIN))' && tmp=$$(mktemp -d '$(KUBE_BIN).XXXXXX') && \
+		trap 'rm -rf "$$tmp"' EXIT && \
+		(cd tools/kube && time go build -o "$$tmp/" k8s.io/kubernetes/cmd/kube-apiserver ./etcd) && \
+		rm -rf '$(KUBE_BIN)' && mv "$$tmp" '$(KUBE_BIN)'; \
+	fi
+
+.PHONY: test-apiserver
+test-apiserver: kube-bin ## Run the tests against a real kube-apiserver and etcd (started on loopback by the tests, stopped by PID).
+	PODSAPI_KUBE_BIN='$(KUBE_BIN)' go test -race -count=1 -timeout 20m -run 'APIServer' -v ./internal/kubetest ./source/apiserver ./cmd/server
+
+.PHONY: bench-apiserver
+bench-apiserver: kube-bin ## Measure the API server's load, 10 and 50 agents direct or through podsapi, into internal/bench/apiserver.md (docs/benchmarks.md embeds it; about a minute).
+	PODSAPI_KUBE_BIN='$(KUBE_BIN)' go test -count=1 -timeout 20m -run '^TestAPIServerLoad$$' -v ./internal/bench \
+		-args -apiserver-load='$(CURDIR)/internal/bench/apiserver.md'
+
 # FUZZTIME, when set, is every target's -fuzztime (a duration, or a count such
 # as 5000x). Unset, each target runs a count of inputs that takes 30 s or less
 # on a 2-core machine: counts, not durations, because Go 1.26's fuzzing

@@ -95,11 +95,11 @@ func stripComments(doc []byte) []byte {
 	return out
 }
 
-// load decodes daemonset.yaml and example-agent.yaml.
+// load decodes base/daemonset.yaml and example-agent.yaml.
 func load(t *testing.T) (server, agent *manifests) {
 	t.Helper()
 	server, agent = new(manifests), new(manifests)
-	decodeFile(t, "daemonset.yaml", server)
+	decodeFile(t, "base/daemonset.yaml", server)
 	decodeFile(t, "example-agent.yaml", agent)
 	if len(server.daemonSets) != 1 || len(server.namespaces) != 1 || len(server.serviceAccounts) != 1 ||
 		len(server.roles) != 1 || len(server.bindings) != 1 || len(server.pods) != 0 {
@@ -301,15 +301,25 @@ func TestKustomization(t *testing.T) {
 	if err := yaml.UnmarshalStrict(data, &k); err != nil {
 		t.Fatalf("kustomization.yaml: %v", err)
 	}
+	if k.APIVersion != "kustomize.config.k8s.io/v1beta1" || k.Kind != "Kustomization" || !slices.Equal(k.Resources, []string{"base"}) {
+		t.Errorf("kustomization.yaml is a %s %s of %q, want a Kustomization of base", k.APIVersion, k.Kind, k.Resources)
+	}
+	k.Resources = nil
+	if data, err = os.ReadFile("base/kustomization.yaml"); err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.UnmarshalStrict(data, &k); err != nil {
+		t.Fatalf("base/kustomization.yaml: %v", err)
+	}
 	if k.APIVersion != "kustomize.config.k8s.io/v1beta1" || k.Kind != "Kustomization" {
-		t.Errorf("kustomization.yaml is a %s %s", k.APIVersion, k.Kind)
+		t.Errorf("base/kustomization.yaml is a %s %s", k.APIVersion, k.Kind)
 	}
 	if !slices.Contains(k.Resources, "daemonset.yaml") {
-		t.Errorf("kustomization.yaml resources %q do not include daemonset.yaml", k.Resources)
+		t.Errorf("base/kustomization.yaml resources %q do not include daemonset.yaml", k.Resources)
 	}
 	for _, r := range k.Resources {
-		if _, err := os.Stat(r); err != nil {
-			t.Errorf("kustomization.yaml resource: %v", err)
+		if _, err := os.Stat(filepath.Join("base", r)); err != nil {
+			t.Errorf("base/kustomization.yaml resource: %v", err)
 		}
 	}
 	server, _ := load(t)
@@ -396,8 +406,8 @@ func TestFlagsExistInServer(t *testing.T) {
 	c := server.daemonSets[0].Spec.Template.Spec.Containers[0]
 	unitArgs, _ := unitExecStart(t)
 	uses := map[string][]string{
-		"daemonset.yaml":  c.Args,
-		"podsapi.service": unitArgs[1:],
+		"base/daemonset.yaml": c.Args,
+		"podsapi.service":     unitArgs[1:],
 	}
 	for file, args := range uses {
 		for _, name := range flagNames(args) {

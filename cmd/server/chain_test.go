@@ -19,11 +19,20 @@ import (
 // returns a connection to its socket once its health says SERVING.
 func runUntilServing(t *testing.T, sock string, args ...string) *grpc.ClientConn {
 	t.Helper()
+	conn, _ := runServing(t, sock, true, args...)
+	return conn
+}
+
+// runServing is runUntilServing that also returns the command's logs; unless
+// untilServing, it returns as soon as the health service answers, serving
+// or not.
+func runServing(t *testing.T, sock string, untilServing bool, args ...string) (*grpc.ClientConn, *syncBuffer) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	var stderr syncBuffer
+	stderr := new(syncBuffer)
 	done := make(chan error, 1)
 	go func() {
-		done <- Run(ctx, append(args, "--socket", sock, "--metrics-address", ""), &bytes.Buffer{}, &stderr)
+		done <- Run(ctx, append(args, "--socket", sock, "--metrics-address", ""), &bytes.Buffer{}, stderr)
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -48,8 +57,8 @@ func runUntilServing(t *testing.T, sock string, args ...string) *grpc.ClientConn
 		if err != nil {
 			t.Fatalf("health watch of %v: %v\nlogs:\n%s", args, err, stderr.String())
 		}
-		if resp.GetStatus() == healthpb.HealthCheckResponse_SERVING {
-			return conn
+		if resp.GetStatus() == healthpb.HealthCheckResponse_SERVING || !untilServing {
+			return conn, stderr
 		}
 	}
 }

@@ -1,7 +1,7 @@
 // Command podsapi-server serves the Kubelet Pods API on a UNIX socket, in its
 // typed form and in the kubelet's own, fed by one pod source (--source): a
-// directory of static pod manifests, the kubelet's /pods endpoint, or the
-// kubelet's own Pods API socket. It only wires flags to the packages that do
+// directory of static pod manifests, the kubelet's /pods endpoint, the
+// kubelet's own Pods API socket, or a watch of the API server. It only wires flags to the packages that do
 // the work (server, service, store, source/...).
 package main
 
@@ -120,6 +120,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(fs.Output(), "Usage: podsapi-server [--source manifest] --manifest-dir DIR [flags]\n"+
 			"       podsapi-server --source kubelet-http [--kubelet-url URL] [flags]\n"+
 			"       podsapi-server --source kubelet-grpc --source-socket PATH --socket OTHER_PATH [flags]\n"+
+			"       podsapi-server --source apiserver [--kubeconfig PATH] --node-name NODE [flags]\n"+
 			"       podsapi-server probe [--socket PATH] [--serving]\n\n"+
 			"Serves the Kubelet Pods API on a UNIX socket.\n\n"+
 			"For every numeric flag, 0 means the default shown; a negative value turns the\n"+

@@ -52,6 +52,8 @@ func TestRunUsageErrors(t *testing.T) {
 		{"UnknownSource", []string{"--source", "etcd"}, "--source"},
 		{"FlagOfAnotherSource", []string{"--manifest-dir", ".", "--kubelet-url", "http://127.0.0.1:10255/pods"}, "--kubelet-url is a flag of --source=kubelet-http"},
 		{"SameSocketAsSource", []string{"--source", "kubelet-grpc", "--source-socket", "/tmp/k.sock", "--socket", "/tmp/k.sock"}, "serve on another path"},
+		{"MissingKubeconfig", []string{"--source", "apiserver", "--kubeconfig", "/nonexistent/kubeconfig"}, "--kubeconfig: open /nonexistent/kubeconfig"},
+		{"KubeconfigOfAnotherSource", []string{"--manifest-dir", ".", "--kubeconfig", "k"}, "--kubeconfig is a flag of --source=apiserver"},
 		{"CertWithoutKey", []string{"--source", "kubelet-http", "--kubelet-client-cert", "c.pem"}, "go together"},
 	}
 	for _, tt := range tests {

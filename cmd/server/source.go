@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/podsapi/podsapi/source"
+	"github.com/podsapi/podsapi/source/apiserver"
 	"github.com/podsapi/podsapi/source/kubeletgrpc"
 	"github.com/podsapi/podsapi/source/kubelethttp"
 	"github.com/podsapi/podsapi/source/manifest"
@@ -17,6 +18,7 @@ var sources = []source.Registration{
 	manifest.Registration,
 	kubelethttp.Registration,
 	kubeletgrpc.Registration,
+	apiserver.Registration,
 }
 
 // sourceFlags are the command-line flags that choose and configure the pod

@@ -689,6 +689,7 @@ INITIAL_SYNC_COMPLETE.
 		"for %s each; the server's --host-proc is a fake tree whose process %d and the harness itself run in the pod's app\n"+
 		"container. Then, in process, the heap of the index per pod and the cost of a /proc lookup.\n\n%s",
 		o.SelectorPods, o.PacedRate, o.PacedDuration, findPID, findTable(r))
+	fmt.Fprintf(&sb, "\n%s", controlPlane)
 	fmt.Fprintf(&sb, "\n%s", changes)
 	if len(r.Errors) > 0 {
 		fmt.Fprintf(&sb, "\nErrors:\n\n- %s\n", strings.Join(r.Errors, "\n- "))
@@ -702,3 +703,11 @@ INITIAL_SYNC_COMPLETE.
 //
 //go:embed changes.md
 var changes string
+
+// controlPlane is the measurement of the API server's load with agents
+// direct or through podsapi (issue 21): written by `make bench-apiserver`
+// (TestAPIServerLoad), which needs a real kube-apiserver, so that `make
+// bench` keeps it without running it.
+//
+//go:embed apiserver.md
+var controlPlane string
