@@ -63,7 +63,7 @@ func BenchmarkList(b *testing.B) {
 	}
 	st.MarkSynced()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	ours := podstest.Start(b, st, server.Config{QPS: -1, Logger: logger}).SocketPath()
+	ours := podstest.Start(b, st, server.Config{Logger: logger, Limits: server.LimitsConfig{QPS: -1}}).SocketPath()
 	servers := []struct {
 		name   string
 		socket string

@@ -107,8 +107,8 @@ func TestErrors(t *testing.T) {
 	pods := samplePods()
 	unsynced := startClient(t, newStore(true, pods...), server.Config{})
 	synced := startClient(t, newStore(false, pods...), server.Config{})
-	limited := startClient(t, newStore(false, pods...), server.Config{QPS: 0.001, Burst: 1, RateLimitDelay: -1})
-	oneWatch := startClient(t, newStore(false, pods...), server.Config{MaxWatchers: 1})
+	limited := startClient(t, newStore(false, pods...), server.Config{Limits: server.LimitsConfig{QPS: 0.001, Burst: 1, RateLimitDelay: -1}})
+	oneWatch := startClient(t, newStore(false, pods...), server.Config{Limits: server.LimitsConfig{MaxWatchers: 1}})
 	ctx := testCtx(t)
 	if _, err := limited.List(ctx); err != nil { // uses the only token
 		t.Fatal(err)

@@ -50,7 +50,7 @@ func TestFindPods(t *testing.T) {
 	}
 	st := newStore(false, web, gone, proxy)
 	st.Delete(gone.UID)
-	c := startClient(t, st, server.Config{HostProc: proc, QPS: -1})
+	c := startClient(t, st, server.Config{HostProc: proc, Limits: server.LimitsConfig{QPS: -1}})
 
 	for _, tc := range []struct {
 		name string

@@ -80,7 +80,7 @@ func TestWatchFellBehind(t *testing.T) {
 	pod := podstest.Pod("default", "busy", 1)
 	pod.Annotations["padding"] = strings.Repeat("x", 64<<10)
 	st := newStore(false, pod)
-	c := startClient(t, st, server.Config{WatchQueue: 8, Registry: reg})
+	c := startClient(t, st, server.Config{Registry: reg, Watch: server.WatchConfig{Queue: 8}})
 	w, err := c.Watch(testCtx(t))
 	if err != nil {
 		t.Fatal(err)

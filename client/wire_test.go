@@ -291,11 +291,11 @@ var wirePairs = []struct {
 		st := newStore(false, pods...)
 		k := startKubelet(t, pods...)
 		set := func(p *corev1.Pod) { st.Upsert(p); k.Set(p) }
-		return wirePair{startClient(t, st, server.Config{QPS: -1}), dial(t, k.Path()), set}
+		return wirePair{startClient(t, st, server.Config{Limits: server.LimitsConfig{QPS: -1}}), dial(t, k.Path()), set}
 	}},
 	{"PodsapiKubeletWire", func(t *testing.T, pods []*corev1.Pod) wirePair {
 		st := newStore(false, pods...)
-		socket := podstest.Start(t, st, server.Config{QPS: -1}).SocketPath()
+		socket := podstest.Start(t, st, server.Config{Limits: server.LimitsConfig{QPS: -1}}).SocketPath()
 		return wirePair{dialWire(t, socket, client.WirePodsAPI), dialWire(t, socket, client.WireKubelet), st.Upsert}
 	}},
 }
@@ -456,7 +456,7 @@ func TestWireDetection(t *testing.T) {
 // TestWireDetectionCostsNoToken checks that detecting the wire leaves the
 // rate limit's only token to the first call.
 func TestWireDetectionCostsNoToken(t *testing.T) {
-	c := startClient(t, newStore(false, samplePods()...), server.Config{QPS: 0.001, Burst: 1})
+	c := startClient(t, newStore(false, samplePods()...), server.Config{Limits: server.LimitsConfig{QPS: 0.001, Burst: 1}})
 	ctx := testCtx(t)
 	if w, err := c.Wire(ctx); w != client.WirePodsAPI || err != nil {
 		t.Fatalf("Wire = %v, %v; want podsapi", w, err)

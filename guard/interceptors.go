@@ -22,7 +22,6 @@ type Named struct {
 
 // The names of the guards' interceptors, in the order Chain returns them.
 const (
-	NameAccess          = "access"
 	NameReadiness       = "readiness"
 	NameClientRateLimit = "client-rate-limit"
 	NameRateLimit       = "rate-limit"
@@ -32,8 +31,6 @@ const (
 // Guards are what the interceptors of the Pods handlers check. Nil fields
 // check nothing.
 type Guards struct {
-	// Access denies the peers its policy does not allow.
-	Access *AccessGuard
 	// Ready reports whether the pod sources have synced.
 	Ready func() bool
 	// PerClient is the rate limit of each peer UID, applied before the
@@ -49,16 +46,12 @@ type Guards struct {
 	Watches *WatchLimit
 }
 
-// Chain returns the interceptors of g, outermost first: access
-// (PERMISSION_DENIED), readiness (FAILED_PRECONDITION until the sources have
+// Chain returns the interceptors of g, outermost first: readiness (FAILED_PRECONDITION until the sources have
 // synced), the per-client and then the shared rate limit on unary calls
 // (RESOURCE_EXHAUSTED after the delay of the tarpit; WatchPods is exempt) and
 // the limit of open watches (RESOURCE_EXHAUSTED).
 func Chain(g Guards) []Named {
 	var is []Named
-	if g.Access != nil {
-		is = append(is, Named{NameAccess, g.Access})
-	}
 	if g.Ready != nil {
 		is = append(is, Named{NameReadiness, readiness(g.Ready)})
 	}

@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"connectrpc.com/connect"
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/time/rate"
 )
@@ -79,9 +78,10 @@ func (a *AccessPolicy) Allows(p *Peer) bool {
 // AccessGuard denies the calls of the peers an AccessPolicy does not allow.
 // Every denied call is counted (podsapi_peer_denied_total); the denials are
 // logged with the peer's uid, gid and pid, at most one line per
-// UID every PeerLogInterval, with the number of denials left unlogged. It
-// is a connect interceptor, and Check serves HTTP middleware that must
-// refuse before a request's body is read.
+// UID every PeerLogInterval, with the number of denials left unlogged.
+// Check serves the HTTP middleware that refuses before a request's body is
+// read (the server's transport): it is the one access check, in front of
+// every service but health.
 type AccessGuard struct {
 	policy *AccessPolicy
 	denied prometheus.Counter
@@ -110,6 +110,10 @@ func NewAccessGuard(policy *AccessPolicy, reg prometheus.Registerer, logger *slo
 	return &AccessGuard{policy: policy, denied: denied, logger: logger, logs: NewLogLimiter(logger, PeerLogInterval)}
 }
 
+// Allows reports whether the policy allows p, without counting or logging
+// anything.
+func (a *AccessGuard) Allows(p *Peer) bool { return a.policy.Allows(p) }
+
 // Check returns the PERMISSION_DENIED error that refuses the call of
 // procedure by the peer of ctx, or nil when the peer is allowed.
 func (a *AccessGuard) Check(ctx context.Context, procedure string) error {
@@ -120,32 +124,6 @@ func (a *AccessGuard) Check(ctx context.Context, procedure string) error {
 	a.denied.Inc()
 	a.logs.Warn(p, "denied a client not allowed by the access policy", "procedure", procedure)
 	return errPermissionDenied(p)
-}
-
-// WrapUnary denies the unary calls of a peer the policy does not allow.
-func (a *AccessGuard) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
-	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
-		if err := a.Check(ctx, req.Spec().Procedure); err != nil {
-			return nil, err
-		}
-		return next(ctx, req)
-	}
-}
-
-// WrapStreamingClient returns next: the guard only guards handlers.
-func (a *AccessGuard) WrapStreamingClient(next connect.StreamingClientFunc) connect.StreamingClientFunc {
-	return next
-}
-
-// WrapStreamingHandler denies the streams of a peer the policy does not
-// allow, before their first message is read.
-func (a *AccessGuard) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
-	return func(ctx context.Context, conn connect.StreamingHandlerConn) error {
-		if err := a.Check(ctx, conn.Spec().Procedure); err != nil {
-			return err
-		}
-		return next(ctx, conn)
-	}
 }
 
 // maxLogKeys bounds the (UID, message) pairs a LogLimiter remembers; beyond

@@ -3,6 +3,7 @@ package guard_test
 import (
 	"context"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/podsapi/podsapi/guard"
@@ -24,7 +25,13 @@ func TestNewTarpitOff(t *testing.T) {
 			if tp != nil {
 				t.Fatalf("NewTarpit(%v, %d) = %+v, want nil (no delay)", tt.delay, tt.capacity, tp)
 			}
-			waitReturns(t, tp, context.Background(), "a nil Tarpit")
+			synctest.Test(t, func(t *testing.T) {
+				start := time.Now()
+				waitReturns(tp, context.Background())
+				if d := time.Since(start); d != 0 {
+					t.Fatalf("a nil Tarpit waited %v", d)
+				}
+			})
 			if tp.Delay() != 0 || tp.Waiting() != 0 {
 				t.Fatalf("nil Tarpit: Delay %v, Waiting %d, want 0, 0", tp.Delay(), tp.Waiting())
 			}
@@ -34,58 +41,68 @@ func TestNewTarpitOff(t *testing.T) {
 
 // TestTarpitCapacity fills a Tarpit of capacity 1 with a refusal delayed by
 // an hour: the next refusal is answered at once, and the held one is
-// released when its call ends.
+// released when its call ends, or after the hour.
 func TestTarpitCapacity(t *testing.T) {
-	tp := guard.NewTarpit(time.Hour, 1)
-	held, release := context.WithCancel(context.Background())
-	defer release()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		tp.Wait(held)
-	}()
-	deadline := time.Now().Add(10 * time.Second)
-	for tp.Waiting() != 1 {
-		if time.Now().After(deadline) {
-			t.Fatal("the first refusal is not held")
+	synctest.Test(t, func(t *testing.T) {
+		tp := guard.NewTarpit(time.Hour, 1)
+		held, release := context.WithCancel(context.Background())
+		defer release()
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			tp.Wait(held)
+		}()
+		synctest.Wait()
+		if n := tp.Waiting(); n != 1 {
+			t.Fatalf("Waiting with one refusal held = %d, want 1", n)
 		}
-		time.Sleep(time.Millisecond) // polling a condition, bounded above
-	}
-	waitReturns(t, tp, context.Background(), "a full Tarpit")
-	release()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the held refusal did not end with its call")
-	}
-	if n := tp.Waiting(); n != 0 {
-		t.Fatalf("Waiting after the call ended = %d, want 0", n)
-	}
+		start := time.Now()
+		waitReturns(tp, context.Background())
+		if d := time.Since(start); d != 0 {
+			t.Fatalf("a refusal beyond the capacity waited %v, want none", d)
+		}
+		release()
+		<-done
+		if d := time.Since(start); d != 0 {
+			t.Fatalf("the held refusal ended %v after its call, want at once", d)
+		}
+		if n := tp.Waiting(); n != 0 {
+			t.Fatalf("Waiting after the call ended = %d, want 0", n)
+		}
+		// Without a deadline or an end, a refusal waits the whole delay.
+		start = time.Now()
+		waitReturns(tp, context.Background())
+		if d := time.Since(start); d != time.Hour {
+			t.Fatalf("a refusal waited %v, want the delay, 1h", d)
+		}
+	})
 }
 
 // TestTarpitDeadline: with a deadline shorter than the delay, Wait returns
 // by half of what is left of it, so that the refusal reaches the client.
 func TestTarpitDeadline(t *testing.T) {
-	tp := guard.NewTarpit(time.Hour, 1)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	waitReturns(t, tp, ctx, "a Tarpit with a 2s deadline and a 1h delay")
-	if ctx.Err() != nil {
-		t.Fatalf("Wait returned after the deadline: %v", ctx.Err())
-	}
+	synctest.Test(t, func(t *testing.T) {
+		tp := guard.NewTarpit(time.Hour, 1)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		start := time.Now()
+		waitReturns(tp, ctx)
+		if d := time.Since(start); d != time.Second {
+			t.Fatalf("Wait returned after %v, want half the deadline, 1s", d)
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("Wait returned after the deadline: %v", ctx.Err())
+		}
+	})
 }
 
-// waitReturns fails unless tp.Wait(ctx) returns within 15 s.
-func waitReturns(t *testing.T, tp *guard.Tarpit, ctx context.Context, what string) {
-	t.Helper()
+// waitReturns waits until tp.Wait(ctx) returns. Inside a synctest bubble,
+// a Wait that never returns fails the test as a deadlock.
+func waitReturns(tp *guard.Tarpit, ctx context.Context) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		tp.Wait(ctx)
 	}()
-	select {
-	case <-done:
-	case <-time.After(15 * time.Second):
-		t.Fatalf("Wait on %s did not return", what)
-	}
+	<-done
 }

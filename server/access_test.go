@@ -40,20 +40,19 @@ func (b *logBuffer) String() string {
 	return b.buf.String()
 }
 
-// TestPeerDenied runs as root with only UID 4242 allowed: every call of the
-// Pods API and reflection is PERMISSION_DENIED, health still answers, each
+// TestPeerDenied is seen as root (asRoot), whatever the test's user, with
+// only UID 4242 allowed: every call of the Pods API and reflection is
+// PERMISSION_DENIED, health still answers, each
 // denied call is counted and the denials are logged once per UID and interval.
 func TestPeerDenied(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("the test allows UID 4242 only, which must not be the test's UID and gid 0 must not be ours: run as root")
-	}
 	reg := prometheus.NewRegistry()
 	logs := &logBuffer{}
 	pods := samplePods()
 	f := start(t, server.Config{
-		AllowedUIDs: []uint32{4242},
-		Registry:    reg,
-		Logger:      slog.New(slog.NewTextHandler(logs, nil)),
+		Hooks:    asRoot(),
+		Registry: reg,
+		Logger:   slog.New(slog.NewTextHandler(logs, nil)),
+		Access:   server.AccessConfig{AllowedUIDs: []uint32{4242}},
 	}, false, pods...)
 
 	calls := 0
@@ -111,13 +110,10 @@ func TestPeerDenied(t *testing.T) {
 	}
 }
 
-// TestPeerAllowedByGroup allows the group 0 only: root, whose group is 0, is
-// served.
+// TestPeerAllowedByGroup allows the group 0 only: root (asRoot), whose
+// group is 0, is served.
 func TestPeerAllowedByGroup(t *testing.T) {
-	if os.Getegid() != 0 {
-		t.Skip("run as a member of group 0")
-	}
-	f := start(t, server.Config{AllowedUIDs: []uint32{4242}, AllowedGIDs: []uint32{0}}, false, samplePods()...)
+	f := start(t, server.Config{Hooks: asRoot(), Access: server.AccessConfig{AllowedUIDs: []uint32{4242}, AllowedGIDs: []uint32{0}}}, false, samplePods()...)
 	for _, kind := range clientKinds {
 		if got, err := kind.dial(t, f.socket).List(ctx(t), nil); err != nil || len(got) != 3 {
 			t.Fatalf("%s: ListPods allowed by group: %d pods, %v", kind.name, len(got), err)
@@ -127,7 +123,7 @@ func TestPeerAllowedByGroup(t *testing.T) {
 
 // TestAllowAnyPeer turns the check off.
 func TestAllowAnyPeer(t *testing.T) {
-	f := start(t, server.Config{AllowedUIDs: []uint32{4242}, AllowAnyPeer: true}, false, samplePods()...)
+	f := start(t, server.Config{Access: server.AccessConfig{AllowedUIDs: []uint32{4242}, AllowAnyPeer: true}}, false, samplePods()...)
 	if _, err := clientKinds[0].dial(t, f.socket).List(ctx(t), nil); err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +137,7 @@ func TestSocketGroup(t *testing.T) {
 	}
 	dir := filepath.Dir(podstest.SocketPath(t))
 	sock := filepath.Join(dir, "sub", "pods.sock")
-	f := start(t, server.Config{Socket: sock, SocketGroup: "4243"}, false, samplePods()...)
+	f := start(t, server.Config{Socket: sock, Access: server.AccessConfig{SocketGroup: "4243"}}, false, samplePods()...)
 	for path, mode := range map[string]os.FileMode{sock: 0o660, filepath.Dir(sock): 0o750} {
 		info, err := os.Lstat(path)
 		if err != nil {

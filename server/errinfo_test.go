@@ -2,7 +2,6 @@ package server_test
 
 import (
 	"context"
-	"os"
 	"testing"
 
 	"connectrpc.com/connect"
@@ -46,7 +45,7 @@ func TestErrorReasons(t *testing.T) {
 		{"empty UID", func(t *testing.T) error { return get(t, "") }, connect.CodeInvalidArgument, errinfo.EmptyUID, nil},
 		{"unknown UID", func(t *testing.T) error { return get(t, "no-such-uid") }, connect.CodeNotFound, errinfo.PodNotFound, map[string]string{"uid": "no-such-uid"}},
 		{"rate limited", func(t *testing.T) error {
-			f := start(t, server.Config{QPS: 1e-6, Burst: 1, RateLimitDelay: -1}, false, pods...)
+			f := start(t, server.Config{Limits: server.LimitsConfig{QPS: 1e-6, Burst: 1, RateLimitDelay: -1}}, false, pods...)
 			c := podstest.ConnectClient(t, f.socket)
 			if _, err := c.ListPods(ctx(t), connect.NewRequest(&podsv1alpha1.PodListRequest{})); err != nil {
 				t.Fatal(err)
@@ -55,7 +54,7 @@ func TestErrorReasons(t *testing.T) {
 			return err
 		}, connect.CodeResourceExhausted, errinfo.RateLimited, map[string]string{"procedure": "/kubelet.pods.v1alpha1.Pods/ListPods"}},
 		{"too many watches", func(t *testing.T) error {
-			f := start(t, server.Config{MaxWatchers: 1}, false, pods...)
+			f := start(t, server.Config{Limits: server.LimitsConfig{MaxWatchers: 1}}, false, pods...)
 			c := podstest.ConnectClient(t, f.socket)
 			first, err := c.WatchPods(ctx(t), connect.NewRequest(&podsv1alpha1.PodWatchRequest{}))
 			if err != nil || !first.Receive() {
@@ -71,10 +70,7 @@ func TestErrorReasons(t *testing.T) {
 			return second.Err()
 		}, connect.CodeResourceExhausted, errinfo.TooManyWatches, map[string]string{"limit": "1"}},
 		{"peer denied", func(t *testing.T) error {
-			if os.Geteuid() != 0 {
-				t.Skip("allows UID 4242 only, which must not be ours: run as root")
-			}
-			return list(t, server.Config{AllowedUIDs: []uint32{4242}}, false, "")
+			return list(t, server.Config{Hooks: asRoot(), Access: server.AccessConfig{AllowedUIDs: []uint32{4242}}}, false, "")
 		}, connect.CodePermissionDenied, errinfo.PeerDenied, map[string]string{"uid": "0", "gid": "0"}},
 	}
 	for _, tc := range tests {

@@ -19,8 +19,9 @@ import (
 // and an open watch stays open and gets the next change.
 func TestSourceStalls(t *testing.T) {
 	pods := samplePods()
-	f := start(t, server.Config{IdleTimeout: 20 * time.Millisecond, KeepaliveInterval: 20 * time.Millisecond,
-		KeepaliveTimeout: 20 * time.Millisecond}, false, pods...)
+	f := start(t, server.Config{
+		Transport: server.TransportConfig{IdleTimeout: 20 * time.Millisecond, KeepaliveInterval: 20 * time.Millisecond, KeepaliveTimeout: 20 * time.Millisecond},
+	}, false, pods...)
 	for _, kind := range clientKinds {
 		c := kind.dial(t, f.socket)
 		w, err := c.Watch(ctx(t), nil)
@@ -53,7 +54,7 @@ func TestRestartWithClients(t *testing.T) {
 	sock := podstest.SocketPath(t)
 	logger := slog.New(slog.NewTextHandler(t.Output(), nil))
 	serve := func(st *store.Store) (stop func()) {
-		srv, err := server.New(st, server.Config{Socket: sock, Logger: logger, ShutdownTimeout: time.Second})
+		srv, err := server.New(st, server.Config{Socket: sock, Logger: logger, Transport: server.TransportConfig{ShutdownTimeout: time.Second}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -81,7 +81,7 @@ func TestFieldMasks(t *testing.T) {
 	}
 	for _, kind := range clientKinds {
 		t.Run(kind.name, func(t *testing.T) {
-			f := start(t, server.Config{QPS: -1}, false, pod)
+			f := start(t, server.Config{Limits: server.LimitsConfig{QPS: -1}}, false, pod)
 			c := kind.dial(t, f.socket)
 			for _, tt := range tests {
 				t.Run(tt.name, func(t *testing.T) {

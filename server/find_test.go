@@ -191,7 +191,7 @@ func hostProc(t *testing.T) string {
 func TestFindPodsGrpcurl(t *testing.T) {
 	web, gone, host := findPods()
 	reg := prometheus.NewRegistry()
-	f := start(t, server.Config{HostProc: hostProc(t), QPS: -1, Registry: reg}, false, append([]*corev1.Pod{web, gone}, host...)...)
+	f := start(t, server.Config{HostProc: hostProc(t), Registry: reg, Limits: server.LimitsConfig{QPS: -1}}, false, append([]*corev1.Pod{web, gone}, host...)...)
 	f.store.Delete(gone.UID)
 	g := newGrpcurl(t, f.socket)
 	usc := strings.ReplaceAll(findUID, "-", "_")
@@ -286,7 +286,7 @@ func TestFindPodsGrpcurl(t *testing.T) {
 // internal error.
 func TestFindPodsCallerRealProc(t *testing.T) {
 	web, _, _ := findPods()
-	f := start(t, server.Config{QPS: -1}, false, web)
+	f := start(t, server.Config{Limits: server.LimitsConfig{QPS: -1}}, false, web)
 	_, err := newGrpcurl(t, f.socket).call(t, "FindPods", `{"caller": true}`)
 	if codeOf(err) != connect.CodeNotFound || reasonOf(err) != errinfo.NoPodMatches {
 		t.Fatalf("FindPods of the caller = %v (%s), want NOT_FOUND, NO_POD_MATCHES", err, reasonOf(err))
@@ -297,7 +297,7 @@ func TestFindPodsCallerRealProc(t *testing.T) {
 // rate limit GetPod and ListPods share.
 func TestFindPodsRateLimited(t *testing.T) {
 	web, _, _ := findPods()
-	f := start(t, server.Config{QPS: 0.001, Burst: 2, RateLimitDelay: -1}, false, web)
+	f := start(t, server.Config{Limits: server.LimitsConfig{QPS: 0.001, Burst: 2, RateLimitDelay: -1}}, false, web)
 	g := newGrpcurl(t, f.socket)
 	if _, err := g.call(t, "GetPod", fmt.Sprintf(`{"podUID": %q}`, web.UID)); err != nil {
 		t.Fatal(err)

@@ -117,8 +117,8 @@ func FuzzRequest(f *testing.F) {
 	var calls atomic.Int64
 	st := storeWith(pods...)
 	srv := podstest.Start(f, st, server.Config{
-		QPS:    -1,
 		Logger: slog.New(recordingHandler{mu: &mu, bad: &bad}),
+		Limits: server.LimitsConfig{QPS: -1},
 	})
 	h2 := h2c.NewClient(srv.SocketPath())
 	h1 := &http.Client{Transport: &http.Transport{

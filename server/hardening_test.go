@@ -116,7 +116,7 @@ func hasFrame(frames []h2Frame, typ byte) bool {
 // TestPerClientRateLimit spends one client's bucket: its calls get
 // RESOURCE_EXHAUSTED naming the per-client limit.
 func TestPerClientRateLimit(t *testing.T) {
-	f := start(t, server.Config{QPS: -1, PerClientQPS: 1e-6, PerClientBurst: 2}, false, samplePods()...)
+	f := start(t, server.Config{Limits: server.LimitsConfig{QPS: -1, PerClientQPS: 1e-6, PerClientBurst: 2}}, false, samplePods()...)
 	c := clientKinds[0].dial(t, f.socket)
 	for i := range 2 {
 		if _, err := c.List(ctx(t), nil); err != nil {
@@ -133,7 +133,7 @@ func TestPerClientRateLimit(t *testing.T) {
 // RESOURCE_EXHAUSTED, and ending one makes room again.
 func TestMaxWatchers(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	f := start(t, server.Config{MaxWatchers: 2, Registry: reg}, false, samplePods()...)
+	f := start(t, server.Config{Registry: reg, Limits: server.LimitsConfig{MaxWatchers: 2}}, false, samplePods()...)
 	c := clientKinds[0].dial(t, f.socket)
 	wctx, cancel := context.WithCancel(ctx(t))
 	for range 2 {
@@ -163,7 +163,7 @@ func TestMaxWatchers(t *testing.T) {
 // are accepted, and accepts again once a slot is free.
 func TestMaxConnections(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	f := start(t, server.Config{MaxConnections: 1, Registry: reg}, false, samplePods()...)
+	f := start(t, server.Config{Registry: reg, Limits: server.LimitsConfig{MaxConnections: 1}}, false, samplePods()...)
 	first := connectClient{podstest.ConnectClient(t, f.socket)}
 	if _, err := first.List(ctx(t), nil); err != nil {
 		t.Fatal(err)
@@ -184,7 +184,7 @@ func TestMaxConnections(t *testing.T) {
 // the idle timeout, one with an open watch is not.
 func TestIdleTimeout(t *testing.T) {
 	pods := samplePods()
-	f := start(t, server.Config{IdleTimeout: 100 * time.Millisecond}, false, pods...)
+	f := start(t, server.Config{Transport: server.TransportConfig{IdleTimeout: 100 * time.Millisecond}}, false, pods...)
 	w, err := clientKinds[0].dial(t, f.socket).Watch(ctx(t), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -210,7 +210,7 @@ func TestIdleTimeout(t *testing.T) {
 
 // TestKeepalive: a peer that never answers pings is closed.
 func TestKeepalive(t *testing.T) {
-	f := start(t, server.Config{KeepaliveInterval: 50 * time.Millisecond, KeepaliveTimeout: 50 * time.Millisecond}, false)
+	f := start(t, server.Config{Transport: server.TransportConfig{KeepaliveInterval: 50 * time.Millisecond, KeepaliveTimeout: 50 * time.Millisecond}}, false)
 	frames := readFrames(t, rawH2(t, f.socket))
 	if !hasFrame(frames, framePing) {
 		t.Fatalf("dead peer closed without a PING: %v", frames)
@@ -231,7 +231,7 @@ func TestStalledConnectionClosed(t *testing.T) {
 		p.Name, p.UID = fmt.Sprintf("big-%d", i), types.UID(fmt.Sprintf("uid-big-%d", i))
 		pods = append(pods, p)
 	}
-	f := start(t, server.Config{WriteStallTimeout: 100 * time.Millisecond, Registry: reg}, false, pods...)
+	f := start(t, server.Config{Registry: reg, Transport: server.TransportConfig{WriteStallTimeout: 100 * time.Millisecond}}, false, pods...)
 	c := dialH2(t, f.socket)
 	if err := c.write(func(fr *http2.Framer) error {
 		if err := fr.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: 1<<31 - 1}); err != nil {
@@ -268,7 +268,7 @@ func TestStalledWatcherFreed(t *testing.T) {
 			reg := prometheus.NewRegistry()
 			pod := podstest.Pod("default", "busy", 1)
 			pod.Annotations["padding"] = strings.Repeat("x", 64<<10)
-			f := start(t, server.Config{WatchQueue: 2, WriteStallTimeout: 100 * time.Millisecond, Registry: reg}, false, pod)
+			f := start(t, server.Config{Registry: reg, Watch: server.WatchConfig{Queue: 2}, Transport: server.TransportConfig{WriteStallTimeout: 100 * time.Millisecond}}, false, pod)
 			w, err := kind.dialSmallWindow(t, f.socket).Watch(ctx(t), nil)
 			if err != nil {
 				t.Fatal(err)

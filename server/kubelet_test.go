@@ -59,7 +59,7 @@ func decodePod(t *testing.T, b []byte) *corev1.Pod {
 // INITIAL_SYNC_COMPLETE, live events, and DELETED with the last known state.
 func TestKubeletWire(t *testing.T) {
 	pods := samplePods()
-	f := start(t, server.Config{QPS: -1}, false, pods...)
+	f := start(t, server.Config{Limits: server.LimitsConfig{QPS: -1}}, false, pods...)
 	kc := kubeletClient(t, f.socket)
 	// The typed ListPods, read as pods of bytes: its response is the
 	// kubelet's byte for byte.
@@ -152,7 +152,7 @@ func TestKubeletWireGuards(t *testing.T) {
 	t.Run("one bucket", func(t *testing.T) {
 		pods := samplePods()
 		// So low a rate that no token comes back during the test.
-		f := start(t, server.Config{QPS: 1e-6, Burst: 3, RateLimitDelay: -1}, false, pods...)
+		f := start(t, server.Config{Limits: server.LimitsConfig{QPS: 1e-6, Burst: 3, RateLimitDelay: -1}}, false, pods...)
 		kc := kubeletClient(t, f.socket)
 		typed := podstest.ConnectClient(t, f.socket)
 		for i := range 3 {
@@ -182,7 +182,7 @@ func TestKubeletWireGuards(t *testing.T) {
 func TestKubeletWireSharesViews(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	pods := samplePods()
-	f := start(t, server.Config{Registry: reg, QPS: -1}, false, pods...)
+	f := start(t, server.Config{Registry: reg, Limits: server.LimitsConfig{QPS: -1}}, false, pods...)
 	kc := kubeletClient(t, f.socket)
 	typed := podstest.ConnectClient(t, f.socket)
 	view := func(name, kind string) float64 {
@@ -247,7 +247,7 @@ func TestKubeletWireSharesViews(t *testing.T) {
 // TestKubeletWireJSON checks that the kubelet's wire also answers the
 // Connect protocol with JSON, pods as base64, for curl.
 func TestKubeletWireJSON(t *testing.T) {
-	f := start(t, server.Config{QPS: -1}, false, samplePods()...)
+	f := start(t, server.Config{Limits: server.LimitsConfig{QPS: -1}}, false, samplePods()...)
 	req, _ := http.NewRequestWithContext(ctx(t), http.MethodPost, h2c.BaseURL+v1alpha1connect.PodsListPodsProcedure, bytes.NewReader([]byte("{}")))
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := podstest.HTTPClient(t, f.socket).Do(req)

@@ -22,7 +22,7 @@ func TestRateLimit(t *testing.T) {
 	for _, kind := range clientKinds {
 		t.Run(kind.name, func(t *testing.T) {
 			pods := samplePods()
-			f := start(t, server.Config{QPS: 1e-6, Burst: 3}, false, pods...)
+			f := start(t, server.Config{Limits: server.LimitsConfig{QPS: 1e-6, Burst: 3}}, false, pods...)
 			c := kind.dial(t, f.socket)
 			uid := string(pods[0].UID)
 			for i, call := range []func() error{
@@ -130,7 +130,7 @@ func TestRateLimitDelay(t *testing.T) {
 		t.Run(kind.name, func(t *testing.T) {
 			pods := samplePods()
 			const delay = 300 * time.Millisecond
-			f := start(t, server.Config{QPS: 1e-6, Burst: 1, RateLimitDelay: delay}, false, pods...)
+			f := start(t, server.Config{Limits: server.LimitsConfig{QPS: 1e-6, Burst: 1, RateLimitDelay: delay}}, false, pods...)
 			c := kind.dial(t, f.socket)
 			if _, err := c.List(ctx(t), nil); err != nil {
 				t.Fatalf("call within the burst: %v", err)
@@ -141,7 +141,7 @@ func TestRateLimitDelay(t *testing.T) {
 				t.Fatalf("GetPod beyond the burst: %v after %v, want ResourceExhausted after at least %v", err, took, delay)
 			}
 
-			slow := start(t, server.Config{QPS: 1e-6, Burst: 1, RateLimitDelay: time.Hour}, false, pods...)
+			slow := start(t, server.Config{Limits: server.LimitsConfig{QPS: 1e-6, Burst: 1, RateLimitDelay: time.Hour}}, false, pods...)
 			c = kind.dial(t, slow.socket)
 			if _, err := c.List(ctx(t), nil); err != nil {
 				t.Fatalf("call within the burst: %v", err)
@@ -159,7 +159,7 @@ func TestRateLimitDelay(t *testing.T) {
 // answer must not wait for a delay of an hour's worth of tokens.
 func TestRateLimitNoDelay(t *testing.T) {
 	pods := samplePods()
-	f := start(t, server.Config{QPS: 1e-6, Burst: 1, RateLimitDelay: -1, PerClientQPS: 1e-6, PerClientBurst: 1}, false, pods...)
+	f := start(t, server.Config{Limits: server.LimitsConfig{QPS: 1e-6, Burst: 1, RateLimitDelay: -1, PerClientQPS: 1e-6, PerClientBurst: 1}}, false, pods...)
 	c := clientKinds[0].dial(t, f.socket)
 	if _, err := c.List(ctx(t), nil); err != nil {
 		t.Fatalf("call within the burst: %v", err)
@@ -177,7 +177,7 @@ func TestRateLimitNoDelay(t *testing.T) {
 func TestRateLimitDelayedGauge(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	pods := samplePods()
-	f := start(t, server.Config{Registry: reg, QPS: 1e-6, Burst: 1, RateLimitDelay: time.Hour}, false, pods...)
+	f := start(t, server.Config{Registry: reg, Limits: server.LimitsConfig{QPS: 1e-6, Burst: 1, RateLimitDelay: time.Hour}}, false, pods...)
 	c := clientKinds[0].dial(t, f.socket)
 	if _, err := c.List(ctx(t), nil); err != nil {
 		t.Fatalf("call within the burst: %v", err)

@@ -63,7 +63,7 @@ func matches(m *dto.Metric, labels map[string]string) bool {
 // HTTP.
 func TestMetrics(t *testing.T) {
 	pods := samplePods()
-	f := start(t, server.Config{MetricsAddress: "127.0.0.1:0", QPS: 1e-6, Burst: 6}, true, pods...)
+	f := start(t, server.Config{Limits: server.LimitsConfig{QPS: 1e-6, Burst: 6}, Metrics: server.MetricsConfig{Address: "127.0.0.1:0"}}, true, pods...)
 	c := clientKinds[1].dial(t, f.socket)
 	call := func(err error, want connect.Code) {
 		t.Helper()
@@ -150,7 +150,7 @@ func TestMetrics(t *testing.T) {
 func TestSharedViews(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	pods := samplePods()
-	f := start(t, server.Config{Registry: reg, QPS: -1}, false, pods...)
+	f := start(t, server.Config{Registry: reg, Limits: server.LimitsConfig{QPS: -1}}, false, pods...)
 	c := clientKinds[0].dial(t, f.socket)
 	view := func(name, kind string) float64 {
 		return metricValue(t, reg, name, map[string]string{"view": kind})

@@ -94,7 +94,7 @@ func TestConnectJSON(t *testing.T) {
 // TestNoCompression asks for gzip, as connect-go clients do by default, and
 // gets uncompressed messages: compression only costs CPU on a UNIX socket.
 func TestNoCompression(t *testing.T) {
-	f := start(t, server.Config{QPS: -1}, false, samplePods()...)
+	f := start(t, server.Config{Limits: server.LimitsConfig{QPS: -1}}, false, samplePods()...)
 	body := []byte{0, 0, 0, 0, 0} // one empty, uncompressed gRPC message
 	req, err := http.NewRequestWithContext(ctx(t), http.MethodPost, "http://localhost/kubelet.pods.v1alpha1.Pods/ListPods", bytes.NewReader(body))
 	if err != nil {

@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"connectrpc.com/connect"
 	"github.com/prometheus/client_golang/prometheus"
@@ -98,23 +97,6 @@ func errorMetadata(err error) map[string]string {
 	return nil
 }
 
-// labelled returns a sample pod with the label tier and the phase given.
-func labelled(ns, name string, n int, tier string, phase corev1.PodPhase) *corev1.Pod {
-	p := podstest.Pod(ns, name, n)
-	p.Labels["tier"] = tier
-	p.Status.Phase = phase
-	return p
-}
-
-// selectorPods are the pods of the selector tests, in List order.
-func selectorPods() []*corev1.Pod {
-	return []*corev1.Pod{
-		labelled("default", "web-1", 1, "web", corev1.PodRunning),
-		labelled("default", "web-2", 2, "web", corev1.PodPending),
-		labelled("kube-system", "dns-0", 3, "dns", corev1.PodRunning),
-	}
-}
-
 // startWith serves pods from a synced store made with opts.
 func startWith(t *testing.T, cfg server.Config, opts []store.Option, pods ...*corev1.Pod) *fixture {
 	t.Helper()
@@ -134,7 +116,7 @@ func (f *fixture) revision() string {
 }
 
 func TestListSelectors(t *testing.T) {
-	f := start(t, server.Config{QPS: -1}, false, selectorPods()...)
+	f := start(t, server.Config{Limits: server.LimitsConfig{QPS: -1}}, false, podstest.SelectorPods()...)
 	cases := []struct {
 		name string
 		req  *podsv1alpha1.PodListRequest
@@ -184,7 +166,7 @@ func TestListSelectors(t *testing.T) {
 // of no pod encodes none.
 func TestListSelectorsMaskAndCache(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	f := start(t, server.Config{QPS: -1, Registry: reg}, false, selectorPods()...)
+	f := start(t, server.Config{Registry: reg, Limits: server.LimitsConfig{QPS: -1}}, false, podstest.SelectorPods()...)
 	c := dialReq(t, 0, f.socket)
 	view := func(name, kind string) float64 {
 		return metricValue(t, reg, name, map[string]string{"view": kind})
@@ -220,7 +202,7 @@ func TestListSelectorsMaskAndCache(t *testing.T) {
 }
 
 func TestInvalidSelectors(t *testing.T) {
-	f := start(t, server.Config{QPS: -1}, false, selectorPods()...)
+	f := start(t, server.Config{Limits: server.LimitsConfig{QPS: -1}}, false, podstest.SelectorPods()...)
 	cases := []struct {
 		name          string
 		ns, lab, fld  string
@@ -267,149 +249,12 @@ func TestInvalidSelectors(t *testing.T) {
 	}
 }
 
-// step is one change of the store and the event a watcher of tier=web
-// gets from it, if any.
-type step struct {
-	name   string
-	change func(st *store.Store)
-	typ    podsv1alpha1.EventType // 0: no event
-	pod    *corev1.Pod            // the pod of the event
-}
-
-// movingSteps move pods in and out of the selector tier=web, starting from
-// selectorPods.
-func movingSteps() []step {
-	pods := selectorPods()
-	web1, web2, dns := pods[0].DeepCopy(), pods[1].DeepCopy(), pods[2].DeepCopy()
-	web1.Status.Phase = corev1.PodSucceeded
-	web2Out := web2.DeepCopy()
-	web2Out.Labels["tier"] = "cache"
-	web2Again := web2Out.DeepCopy()
-	web2Again.Status.Phase = corev1.PodRunning
-	dnsIn := dns.DeepCopy()
-	dnsIn.Labels["tier"] = "web"
-	fresh := labelled("other", "fresh", 9, "web", corev1.PodRunning)
-	other := labelled("other", "unrelated", 10, "db", corev1.PodRunning)
-	upsert := func(p *corev1.Pod) func(*store.Store) { return func(st *store.Store) { st.Upsert(p) } }
-	del := func(p *corev1.Pod) func(*store.Store) { return func(st *store.Store) { st.Delete(p.UID) } }
-	return []step{
-		{"web-1 changes, still matching", upsert(web1), podsv1alpha1.EventType_EVENT_TYPE_MODIFIED, web1},
-		{"web-2 stops matching", upsert(web2Out), podsv1alpha1.EventType_EVENT_TYPE_DELETED, web2Out},
-		{"web-2 changes, not matching", upsert(web2Again), 0, nil},
-		{"dns-0 starts matching", upsert(dnsIn), podsv1alpha1.EventType_EVENT_TYPE_ADDED, dnsIn},
-		{"web-2 deleted, not matching", del(web2Again), 0, nil},
-		{"an unrelated pod added", upsert(other), 0, nil},
-		{"dns-0 deleted", del(dnsIn), podsv1alpha1.EventType_EVENT_TYPE_DELETED, dnsIn},
-		{"a matching pod added", upsert(fresh), podsv1alpha1.EventType_EVENT_TYPE_ADDED, fresh},
-		{"the unrelated pod deleted", del(other), 0, nil},
-		{"web-1 deleted", del(web1), podsv1alpha1.EventType_EVENT_TYPE_DELETED, web1},
-	}
-}
-
-// expectSteps reads the events of steps from w, which must arrive in order
-// with the revision of their change; revs are the store's revisions after
-// each step.
-func expectSteps(t *testing.T, w watchStream, steps []step, revs []string) {
-	t.Helper()
-	for i, s := range steps {
-		if s.typ == 0 {
-			continue
-		}
-		ev := recv(t, w)
-		expectEvent(t, ev, s.typ, pb(t, s.pod))
-		if ev.GetRevision() != revs[i] {
-			t.Fatalf("%s: revision %q, want %q", s.name, ev.GetRevision(), revs[i])
-		}
-	}
-}
-
-// TestWatchSelectorMoves watches tier=web while pods move in and out of it.
-func TestWatchSelectorMoves(t *testing.T) {
-	for i, kind := range clientKinds {
-		t.Run(kind.name, func(t *testing.T) {
-			pods := selectorPods()
-			f := start(t, server.Config{}, false, pods...)
-			c := dialReq(t, i, f.socket)
-			w, err := c.WatchReq(ctx(t), &podsv1alpha1.PodWatchRequest{LabelSelector: "tier=web"}, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			start := f.revision()
-			for _, p := range pods[:2] {
-				ev := recv(t, w)
-				expectEvent(t, ev, podsv1alpha1.EventType_EVENT_TYPE_ADDED, pb(t, p))
-				if ev.GetRevision() != start {
-					t.Fatalf("snapshot event revision %q, want %q", ev.GetRevision(), start)
-				}
-			}
-			if ev := recv(t, w); ev.GetType() != podsv1alpha1.EventType_EVENT_TYPE_INITIAL_SYNC_COMPLETE || ev.GetRevision() != start {
-				t.Fatalf("after the snapshot: %v, want INITIAL_SYNC_COMPLETE at %s", ev, start)
-			}
-			steps := movingSteps()
-			var revs []string
-			for _, s := range steps {
-				s.change(f.store)
-				revs = append(revs, f.revision())
-			}
-			expectSteps(t, w, steps, revs)
-		})
-	}
-}
-
-// TestWatchResume resumes watches from revisions inside the history: each
-// gets exactly the changes after its revision, as its selector sees them,
-// then INITIAL_SYNC_COMPLETE, then live events.
-func TestWatchResume(t *testing.T) {
-	for i, kind := range clientKinds {
-		t.Run(kind.name, func(t *testing.T) {
-			f := start(t, server.Config{}, false, selectorPods()...)
-			c := dialReq(t, i, f.socket)
-			list, err := c.ListReq(ctx(t), &podsv1alpha1.PodListRequest{LabelSelector: "tier=web"}, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			steps := movingSteps()
-			var revs []string
-			for _, s := range steps {
-				s.change(f.store)
-				revs = append(revs, f.revision())
-			}
-			for from := range steps {
-				rev := list.GetRevision()
-				if from > 0 {
-					rev = revs[from-1]
-				}
-				w, err := c.WatchReq(ctx(t), &podsv1alpha1.PodWatchRequest{LabelSelector: "tier=web", ResumeFrom: rev}, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				expectSteps(t, w, steps[from:], revs[from:])
-				if ev := recv(t, w); ev.GetType() != podsv1alpha1.EventType_EVENT_TYPE_INITIAL_SYNC_COMPLETE || ev.GetRevision() != f.revision() {
-					t.Fatalf("resumed from step %d: %v, want INITIAL_SYNC_COMPLETE at %s", from, ev, f.revision())
-				}
-			}
-			// Without a selector, from the current revision: nothing to
-			// replay, then live events.
-			w, err := c.WatchReq(ctx(t), &podsv1alpha1.PodWatchRequest{ResumeFrom: f.revision()}, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if ev := recv(t, w); ev.GetType() != podsv1alpha1.EventType_EVENT_TYPE_INITIAL_SYNC_COMPLETE {
-				t.Fatalf("resumed from the current revision: %v, want INITIAL_SYNC_COMPLETE", ev)
-			}
-			live := labelled("default", "live", 20, "db", corev1.PodRunning)
-			f.store.Upsert(live)
-			expectEvent(t, recv(t, w), podsv1alpha1.EventType_EVENT_TYPE_ADDED, pb(t, live))
-		})
-	}
-}
-
 // TestWatchResumeTooOld resumes from revisions the server no longer holds:
 // out of its history, or from another instance of the server.
 func TestWatchResumeTooOld(t *testing.T) {
 	for i, kind := range clientKinds {
 		t.Run(kind.name, func(t *testing.T) {
-			pods := selectorPods()
+			pods := podstest.SelectorPods()
 			reg := prometheus.NewRegistry()
 			f := startWith(t, server.Config{Registry: reg}, []store.Option{store.WithHistory(2, 1<<20)}, pods...)
 			c := dialReq(t, i, f.socket)
@@ -474,7 +319,7 @@ func TestDroppedWatcherResumes(t *testing.T) {
 			reg := prometheus.NewRegistry()
 			pod := podstest.Pod("default", "busy", 1)
 			pod.Annotations["padding"] = strings.Repeat("x", 64<<10)
-			f := start(t, server.Config{WatchQueue: 8, Registry: reg}, false, pod)
+			f := start(t, server.Config{Registry: reg, Watch: server.WatchConfig{Queue: 8}}, false, pod)
 			wctx, cancel := context.WithCancel(ctx(t))
 			defer cancel()
 			healthy, err := kind.dial(t, f.socket).Watch(wctx, nil)
@@ -537,54 +382,6 @@ func TestDroppedWatcherResumes(t *testing.T) {
 			if rv != k {
 				t.Fatalf("resumed watcher ends at version %d, the store at %d", rv, k)
 			}
-		})
-	}
-}
-
-// TestProgressMarks asks for progress marks with a short interval: an idle
-// watcher gets marks carrying the store's revision, which moves with changes
-// its selector hides; a watcher that did not ask gets none.
-func TestProgressMarks(t *testing.T) {
-	for i, kind := range clientKinds {
-		t.Run(kind.name, func(t *testing.T) {
-			f := start(t, server.Config{WatchProgressInterval: 5 * time.Millisecond}, false, selectorPods()...)
-			c := dialReq(t, i, f.socket)
-			w, err := c.WatchReq(ctx(t), &podsv1alpha1.PodWatchRequest{Namespace: "kube-system", ProgressNotify: true}, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			plain, err := c.WatchReq(ctx(t), &podsv1alpha1.PodWatchRequest{Namespace: "kube-system"}, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, s := range []watchStream{w, plain} {
-				recv(t, s) // ADDED dns-0
-				if ev := recv(t, s); ev.GetType() != podsv1alpha1.EventType_EVENT_TYPE_INITIAL_SYNC_COMPLETE {
-					t.Fatalf("%v, want INITIAL_SYNC_COMPLETE", ev)
-				}
-			}
-			// untilMark reads marks until one carries rev.
-			untilMark := func(rev string) {
-				t.Helper()
-				for {
-					ev := recv(t, w)
-					if ev.GetType() != podsv1alpha1.EventType_EVENT_TYPE_PROGRESS || ev.GetPod() != nil {
-						t.Fatalf("%v, want a PROGRESS without a pod", ev)
-					}
-					if ev.GetRevision() == rev {
-						return
-					}
-				}
-			}
-			untilMark(f.revision())
-			// Changes the selector hides move the marks' revision.
-			hidden := labelled("default", "hidden", 30, "web", corev1.PodRunning)
-			f.store.Upsert(hidden)
-			untilMark(f.revision())
-			// The watcher that did not ask got no mark meanwhile.
-			shown := labelled("kube-system", "shown", 31, "web", corev1.PodRunning)
-			f.store.Upsert(shown)
-			expectEvent(t, recv(t, plain), podsv1alpha1.EventType_EVENT_TYPE_ADDED, pb(t, shown))
 		})
 	}
 }

@@ -118,7 +118,7 @@ func TestSnapshotShared(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	sock := podstest.SocketPath(t)
 	// The holders stop reading for the whole test: no stall guard.
-	srv, err := server.New(st, server.Config{Socket: sock, Registry: reg, QPS: -1, WriteStallTimeout: -1, Logger: slog.New(slog.NewTextHandler(t.Output(), nil))})
+	srv, err := server.New(st, server.Config{Socket: sock, Registry: reg, Logger: slog.New(slog.NewTextHandler(t.Output(), nil)), Limits: server.LimitsConfig{QPS: -1}, Transport: server.TransportConfig{WriteStallTimeout: -1}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -421,7 +421,7 @@ func TestSnapshotFellBehind(t *testing.T) {
 	w := snapshotWatches[0]
 	for _, p := range snapshotProtocols {
 		t.Run(p.name, func(t *testing.T) {
-			f := start(t, server.Config{WatchQueue: 1, QPS: -1}, false, initial...)
+			f := start(t, server.Config{Limits: server.LimitsConfig{QPS: -1}, Watch: server.WatchConfig{Queue: 1}}, false, initial...)
 			// The client's flow-control windows hold 64 KiB: the server
 			// cannot write a whole chunk while the client does not read.
 			hc := podstest.HTTPClient(t, f.socket)
@@ -476,7 +476,7 @@ func TestSnapshotBounded(t *testing.T) {
 	}
 	reg := prometheus.NewRegistry()
 	// The holders stop reading for the whole test: no stall guard.
-	f := start(t, server.Config{Registry: reg, QPS: -1, WriteStallTimeout: -1}, false, pods...)
+	f := start(t, server.Config{Registry: reg, Limits: server.LimitsConfig{QPS: -1}, Transport: server.TransportConfig{WriteStallTimeout: -1}}, false, pods...)
 	// Every mask keeps the annotations, and a distinct subset of paths.
 	paths := []string{"status.phase", "status.podIP", "metadata.labels", "spec.nodeName", "status.hostIP"}
 	var masks []string

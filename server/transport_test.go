@@ -41,10 +41,8 @@ func TestMetricsIdleConnections(t *testing.T) {
 	const attackers, maxConns = 3000, 8
 	reg := prometheus.NewRegistry()
 	f := start(t, server.Config{
-		Registry:              reg,
-		MetricsAddress:        "127.0.0.1:0",
-		MetricsTimeout:        500 * time.Millisecond,
-		MetricsMaxConnections: maxConns,
+		Registry: reg,
+		Metrics:  server.MetricsConfig{Address: "127.0.0.1:0", Timeout: 500 * time.Millisecond, MaxConnections: maxConns},
 	}, false, samplePods()...)
 	addr := f.srv.MetricsAddr().String()
 	heapBefore := heapInUse()
@@ -100,7 +98,7 @@ func TestMetricsIdleConnections(t *testing.T) {
 // TestMetricsUnixSocket serves metrics on a UNIX socket, mode 0600.
 func TestMetricsUnixSocket(t *testing.T) {
 	path := podstest.SocketPath(t) + ".metrics"
-	f := start(t, server.Config{MetricsAddress: "unix:" + path}, false)
+	f := start(t, server.Config{Metrics: server.MetricsConfig{Address: "unix:" + path}}, false)
 	fi, err := os.Stat(path)
 	if err != nil {
 		t.Fatal(err)
@@ -180,10 +178,7 @@ func envelope(flags byte, msg []byte) []byte {
 // only UID 4242 is allowed): health stays open to it.
 func TestHealthGzipBomb(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	cfg := server.Config{Registry: reg}
-	if os.Geteuid() == 0 {
-		cfg.AllowedUIDs = []uint32{4242}
-	}
+	cfg := server.Config{Registry: reg, Hooks: asRoot(), Access: server.AccessConfig{AllowedUIDs: []uint32{4242}}}
 	f := start(t, cfg, false)
 	c := podstest.HTTPClient(t, f.socket)
 	for _, tc := range []struct {
@@ -383,7 +378,7 @@ func (c *h2Client) readUntil(done func(ends map[uint32]streamEnd, goaway, closed
 // every service: each ends DEADLINE_EXCEEDED after RequestReadTimeout, and
 // the goroutines return to their number before the attack.
 func TestHeldStreams(t *testing.T) {
-	f := start(t, server.Config{RequestReadTimeout: 200 * time.Millisecond, MaxPendingPerUID: 1000, MaxStreams: 1000}, false, samplePods()...)
+	f := start(t, server.Config{Limits: server.LimitsConfig{MaxPendingPerUID: 1000, MaxStreams: 1000}, Transport: server.TransportConfig{RequestReadTimeout: 200 * time.Millisecond}}, false, samplePods()...)
 	// A first call lets the server start what it keeps running.
 	if _, err := clientKinds[0].dial(t, f.socket).List(ctx(t), nil); err != nil {
 		t.Fatal(err)
@@ -421,7 +416,7 @@ func TestHeldStreams(t *testing.T) {
 // are served again.
 func TestHeldStreamsPerUID(t *testing.T) {
 	const limit, held = 10, 30
-	f := start(t, server.Config{RequestReadTimeout: time.Hour, MaxPendingPerUID: limit}, false, samplePods()...)
+	f := start(t, server.Config{Limits: server.LimitsConfig{MaxPendingPerUID: limit}, Transport: server.TransportConfig{RequestReadTimeout: time.Hour}}, false, samplePods()...)
 	c := dialH2(t, f.socket)
 	for range held {
 		c.open("/grpc.health.v1.Health/Check")
@@ -444,11 +439,8 @@ func TestHeldStreamsPerUID(t *testing.T) {
 // before their body (none comes), and its connection gets a GOAWAY and is
 // closed once they end, though the read timeout is an hour.
 func TestHeldStreamsDenied(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("the test allows UID 4242 only, which must not be the test's UID: run as root")
-	}
 	reg := prometheus.NewRegistry()
-	f := start(t, server.Config{Registry: reg, AllowedUIDs: []uint32{4242}, RequestReadTimeout: time.Hour}, false)
+	f := start(t, server.Config{Hooks: asRoot(), Registry: reg, Access: server.AccessConfig{AllowedUIDs: []uint32{4242}}, Transport: server.TransportConfig{RequestReadTimeout: time.Hour}}, false)
 	c := dialH2(t, f.socket)
 	const streams = 20
 	for range streams {
@@ -479,7 +471,7 @@ func TestHeldStreamsDenied(t *testing.T) {
 func TestSlowPrefacesShed(t *testing.T) {
 	const slots = 4
 	reg := prometheus.NewRegistry()
-	f := start(t, server.Config{MaxConnections: slots, Registry: reg}, false, samplePods()...)
+	f := start(t, server.Config{Registry: reg, Limits: server.LimitsConfig{MaxConnections: slots}}, false, samplePods()...)
 	var silent []net.Conn
 	for range slots {
 		c, err := net.Dial("unix", f.socket)
@@ -519,7 +511,7 @@ func TestSlowPrefacesShed(t *testing.T) {
 // TestWatchersPerUID: one UID cannot open more than its share of watches.
 func TestWatchersPerUID(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	f := start(t, server.Config{MaxWatchers: 100, MaxWatchersPerUID: 3, Registry: reg}, false, samplePods()...)
+	f := start(t, server.Config{Registry: reg, Limits: server.LimitsConfig{MaxWatchers: 100, MaxWatchersPerUID: 3}}, false, samplePods()...)
 	c := clientKinds[0].dial(t, f.socket)
 	wctx, cancel := context.WithCancel(ctx(t))
 	defer cancel()
@@ -610,11 +602,8 @@ func TestFrameFloods(t *testing.T) {
 // DefaultMaxDeniedConnections connections (health needs one); more are
 // closed as soon as accepted, and closing one makes room.
 func TestDeniedConnectionShare(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("the test allows UID 4242 only, which must not be the test's UID: run as root")
-	}
 	reg := prometheus.NewRegistry()
-	f := start(t, server.Config{Registry: reg, AllowedUIDs: []uint32{4242}}, false)
+	f := start(t, server.Config{Hooks: asRoot(), Registry: reg, Access: server.AccessConfig{AllowedUIDs: []uint32{4242}}}, false)
 	var held []*h2Client
 	for range server.DefaultMaxDeniedConnections {
 		held = append(held, dialH2(t, f.socket)) // each reads the server's SETTINGS

@@ -42,5 +42,5 @@ func (h kubeletHandler) GetPod(ctx context.Context, req *connect.Request[v1alpha
 // change.
 func (h kubeletHandler) WatchPods(ctx context.Context, _ *connect.Request[v1alpha1.WatchPodsRequest], stream *connect.ServerStream[v1alpha1.WatchPodsEvent]) error {
 	resp := &v1alpha1.WatchPodsEvent{}
-	return h.watch(ctx, kubeletEvents, watchOptions{}, newWatchWire(stream.Send, func(ev []byte, _ uint64) *v1alpha1.WatchPodsEvent { return withRaw(resp, ev) }))
+	return h.watch(ctx, kubeletEvents, watchOptions{}, newWatchWire(stream, func(ev []byte, _ uint64) *v1alpha1.WatchPodsEvent { return withRaw(resp, ev) }))
 }

@@ -2,7 +2,6 @@ package service
 
 import (
 	"context"
-	"math"
 	"net/http"
 	"strings"
 
@@ -19,18 +18,16 @@ const MaxRequestBytes = 4 << 10
 // wires: interceptors, outermost first, JSON codecs that understand the
 // handlers' responses, and the MaxRequestBytes limit. The interceptors must
 // end with FieldMasks, which hands the handlers their masks.
+//
+// Responses are never compressed (envelopeOptions): the watches envelope
+// their shared snapshots themselves, as connect does without compression.
 func HandlerOptions(interceptors ...connect.Interceptor) []connect.HandlerOption {
-	return []connect.HandlerOption{
+	return append([]connect.HandlerOption{
 		connect.WithInterceptors(interceptors...),
 		connect.WithCodec(jsonCodec{"json"}),
 		connect.WithCodec(jsonCodec{"json; charset=utf-8"}),
 		connect.WithReadMaxBytes(MaxRequestBytes),
-		// Responses are never compressed: on a UNIX socket compression only
-		// costs CPU (a flate writer reset per message, per watcher), and
-		// connect-go clients ask for gzip by default. Compressed requests
-		// are still accepted.
-		connect.WithCompressMinBytes(math.MaxInt32),
-	}
+	}, envelopeOptions()...)
 }
 
 // FieldMasks returns the interceptor that parses and validates the field

@@ -77,6 +77,8 @@ type handler struct {
 	shutdown <-chan struct{}
 	logger   *slog.Logger
 	lists    listCache
+	// streams finds the Stream of a watch's response (WithStreams).
+	streams func(context.Context) Stream
 	// snapshots are the framed snapshots of the watches in flight.
 	snapshots snapshotCache
 	// projections are the projections of the masks in use.
@@ -227,7 +229,7 @@ func (h podsHandler) WatchPods(ctx context.Context, req *connect.Request[podsv1a
 	// events share one.
 	resp := &podsv1alpha1.PodWatchResponse{}
 	var revVersion uint64
-	return h.watch(ctx, typedEvents, opts, newWatchWire(stream.Send, func(ev []byte, version uint64) *podsv1alpha1.PodWatchResponse {
+	return h.watch(ctx, typedEvents, opts, newWatchWire(stream, func(ev []byte, version uint64) *podsv1alpha1.PodWatchResponse {
 		if resp.Revision == "" || version != revVersion {
 			resp.Revision, revVersion = h.store.Revision(version), version
 		}

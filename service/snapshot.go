@@ -2,16 +2,10 @@ package service
 
 import (
 	"context"
-	"encoding/binary"
-	"math"
 	"sync"
 
 	"github.com/podsapi/podsapi/store"
 )
-
-// envelopeLen is the length of the prefix of every message of a stream: a
-// flags byte, then the message's length as a big-endian uint32.
-const envelopeLen = 5
 
 // snapshotChunk is about the most bytes of framed events a watch writes at
 // once (a chunk ends after the event that reaches it). Between chunks the
@@ -155,13 +149,14 @@ func (c *snapshotCache) release(key string, e *snapshotEntry) {
 }
 
 // sendSnapshot sends an ADDED event for every pod of the snapshot sel
-// selects, at store version version. With the transport's EnvelopeWriter it
-// writes the shared framed snapshot of version in chunks; otherwise, or when
+// selects, at store version version. With raw, the Stream of a binary
+// protobuf watch, it writes the shared snapshot of version in chunks;
+// otherwise, or when
 // the snapshot is not shared, it sends the events one at a time through
 // connect. Either way the client receives the same messages, and the watch
 // checks between writes whether it fell behind or its client left.
-func (h *handler) sendSnapshot(ctx context.Context, f framing, wire watchWire, w *store.Watcher, pods []*store.Pod, pr *projection, sel *selector, version uint64, fellBehind func() error) error {
-	if ew, ok := batcherFrom(ctx).(EnvelopeWriter); ok && len(pods) > 0 {
+func (h *handler) sendSnapshot(ctx context.Context, f framing, wire watchWire, raw Stream, w *store.Watcher, pods []*store.Pod, pr *projection, sel *selector, version uint64, fellBehind func() error) error {
+	if raw != nil && len(pods) > 0 {
 		s, built, release, err := h.snapshots.get(version, f.name+"|"+pr.view+"|"+sel.cacheKey(), func(reserve func(int) bool) (*framedSnapshot, error) {
 			return h.frameSnapshot(f, wire, pods, pr, sel, version, reserve)
 		})
@@ -172,7 +167,7 @@ func (h *handler) sendSnapshot(ctx context.Context, f framing, wire watchWire, w
 			// failed: the watchers starting meanwhile share it.
 			defer release()
 			h.metrics.viewUsed(viewSnapshot, built)
-			return h.writeSnapshot(ctx, ew, wire, w, s, version, fellBehind)
+			return h.writeSnapshot(ctx, raw, wire, w, s, version, fellBehind)
 		}
 		release()
 	}
@@ -191,8 +186,8 @@ func (h *handler) sendSnapshot(ctx context.Context, f framing, wire watchWire, w
 }
 
 // writeSnapshot sends s: its first event through connect, the others in
-// chunks through ew.
-func (h *handler) writeSnapshot(ctx context.Context, ew EnvelopeWriter, wire watchWire, w *store.Watcher, s *framedSnapshot, version uint64, fellBehind func() error) error {
+// chunks through raw.
+func (h *handler) writeSnapshot(ctx context.Context, raw Stream, wire watchWire, w *store.Watcher, s *framedSnapshot, version uint64, fellBehind func() error) error {
 	if s.first == nil {
 		return nil
 	}
@@ -207,7 +202,7 @@ func (h *handler) writeSnapshot(ctx context.Context, ew EnvelopeWriter, wire wat
 		if err := h.check(ctx, w, fellBehind); err != nil {
 			return err
 		}
-		if err := ew.WriteEnvelopes(s.rest[start:end]); err != nil {
+		if err := raw.WriteRaw(s.rest[start:end]); err != nil {
 			return sendErr(ctx, errWrite)
 		}
 		start = end
@@ -252,16 +247,9 @@ func (h *handler) frameSnapshot(f framing, wire watchWire, pods []*store.Pod, pr
 	b := make([]byte, 0, size)
 	chunk := 0
 	for _, ev := range events {
-		at := len(b)
-		b = append(b, make([]byte, envelopeLen)...)
-		if b, err = wire.appendMessage(b, ev, version); err != nil {
+		if b, err = appendEnvelope(b, func(b []byte) ([]byte, error) { return wire.appendMessage(b, ev, version) }); err != nil {
 			return nil, err
 		}
-		n := len(b) - at - envelopeLen
-		if uint64(n) > math.MaxUint32 {
-			return nil, errEncoding
-		}
-		binary.BigEndian.PutUint32(b[at+1:], uint32(n))
 		if len(b)-chunk >= snapshotChunk {
 			chunk = len(b)
 			s.chunks = append(s.chunks, chunk)

@@ -39,13 +39,20 @@ type watchWire struct {
 	// appendMessage appends to b the message of the event ev at store
 	// version version, encoded as connect's binary codec encodes it.
 	appendMessage func(b, ev []byte, version uint64) ([]byte, error)
+	// binary says the messages travel as binary protobuf: the watch may
+	// envelope them itself (binaryEnvelopes).
+	binary bool
 }
 
-// newWatchWire returns the watchWire of a wire whose stream sends with send
-// the message that message returns for an event and store version.
-func newWatchWire[M proto.Message](send func(M) error, message func(ev []byte, version uint64) M) watchWire {
+// newWatchWire returns the watchWire of stream, which sends the message
+// that message returns for an event and store version.
+func newWatchWire[R any, M interface {
+	*R
+	proto.Message
+}](stream *connect.ServerStream[R], message func(ev []byte, version uint64) M) watchWire {
 	return watchWire{
-		send: func(ev []byte, version uint64) error { return send(message(ev, version)) },
+		binary: binaryEnvelopes(stream.Conn().RequestHeader()),
+		send:   func(ev []byte, version uint64) error { return stream.Send(message(ev, version)) },
 		appendMessage: func(b, ev []byte, version uint64) ([]byte, error) {
 			// connect's binary codec marshals with these options.
 			return proto.MarshalOptions{}.MarshalAppend(b, message(ev, version))
@@ -102,9 +109,15 @@ func (h *handler) watch(ctx context.Context, f framing, opts watchOptions, wire 
 	// Events that are ready together go out with one flush: the snapshot
 	// or the replayed changes, then whatever the queue holds each time the
 	// watch wakes up.
-	batch := batcherFrom(ctx)
-	batch.Hold()
-	if err := h.sendSnapshot(ctx, f, wire, w, snapshot, pr, opts.sel, last, fellBehind); err != nil {
+	stream, raw := h.stream(ctx)
+	// The shared snapshot is written raw only to a stream of binary
+	// protobuf envelopes.
+	var rawSnapshot Stream
+	if raw && wire.binary {
+		rawSnapshot = stream
+	}
+	stream.Hold()
+	if err := h.sendSnapshot(ctx, f, wire, rawSnapshot, w, snapshot, pr, opts.sel, last, fellBehind); err != nil {
 		return err
 	}
 	for _, ev := range replay {
@@ -120,7 +133,7 @@ func (h *handler) watch(ctx context.Context, f framing, opts watchOptions, wire 
 		return err
 	}
 	resumable = true
-	batch.Release()
+	stream.Release()
 	var events []store.Event
 	for {
 		select {
@@ -141,7 +154,7 @@ func (h *handler) watch(ctx context.Context, f framing, opts watchOptions, wire 
 			// Every event taken here was queued before any drop, so it is
 			// delivered: the events a drop loses are those still queued.
 			events = w.Take(events)
-			batch.Hold()
+			stream.Hold()
 			for _, ev := range events {
 				if err := h.checkLive(ctx); err != nil {
 					return err
@@ -151,7 +164,7 @@ func (h *handler) watch(ctx context.Context, f framing, opts watchOptions, wire 
 				}
 				last = ev.Version
 			}
-			batch.Release()
+			stream.Release()
 		}
 	}
 }

@@ -27,6 +27,7 @@ package source
 
 import (
 	"context"
+	"flag"
 	"log/slog"
 	"time"
 
@@ -89,4 +90,32 @@ func (o *Options) SetBackoff(minWait, maxWait time.Duration) {
 		o.MaxBackoff = maxWait
 	}
 	o.MaxBackoff = max(o.MaxBackoff, o.MinBackoff)
+}
+
+// Registration offers a source on podsapi-server's command line: --source
+// chooses it by Name, and it is configured by the flags Flags defines. A new
+// source is its package, with its Registration, plus one line in the list
+// of cmd/server.
+type Registration struct {
+	// Name is the value of --source that chooses the source.
+	Name string
+	// Help says in a few words what the source reads, for the help of
+	// --source.
+	Help string
+	// Flags defines the source's flags on fs and returns the constructor
+	// of the Source they configure. The constructor is called after the
+	// command line is parsed, only when the source is chosen; its error is
+	// a usage error, which names the flag to change.
+	Flags func(fs *flag.FlagSet) func(Env) (Source, error)
+}
+
+// Env is what the constructor of a Registration is given beside its flags.
+type Env struct {
+	// NodeName is the name of the node, --node-name.
+	NodeName string
+	// Socket is the path of the socket the server serves on, --socket.
+	Socket string
+	// Logger receives the source's logs; Registerer registers its metrics.
+	Logger     *slog.Logger
+	Registerer prometheus.Registerer
 }

@@ -13,7 +13,7 @@ func TestServerErrors(t *testing.T) {
 	pods := testPods()
 	_, synced := startServer(t, server.Config{}, false, pods...)
 	_, unsynced := startServer(t, server.Config{}, true, pods...)
-	_, limited := startServer(t, server.Config{QPS: 0.001, Burst: 1}, false, pods...)
+	_, limited := startServer(t, server.Config{Limits: server.LimitsConfig{QPS: 0.001, Burst: 1}}, false, pods...)
 	kubelet := startKubelet(t, pods...).Path()
 	if _, stderr, code := run(t, "list", "--socket", limited); code != 0 { // uses the only token
 		t.Fatal(stderr)

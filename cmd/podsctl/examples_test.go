@@ -76,7 +76,7 @@ func examplePods(t *testing.T) []*corev1.Pod {
 func exampleServers(t *testing.T) map[string][]string {
 	t.Helper()
 	pods := examplePods(t)
-	_, socket := startServer(t, server.Config{QPS: -1}, false, pods...)
+	_, socket := startServer(t, server.Config{Limits: server.LimitsConfig{QPS: -1}}, false, pods...)
 	kubelet := startKubelet(t, pods...).Path()
 	return map[string][]string{
 		"Podsapi":            {"--socket", socket},

@@ -26,7 +26,7 @@ func TestFind(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, sock := startServer(t, server.Config{HostProc: proc, QPS: -1}, false, web, gone, proxy)
+	st, sock := startServer(t, server.Config{HostProc: proc, Limits: server.LimitsConfig{QPS: -1}}, false, web, gone, proxy)
 	st.Delete(gone.UID)
 
 	table := "NAMESPACE   NAME    CONTAINER   READY   STATUS    RESTARTS   AGE\n" +

@@ -169,7 +169,7 @@ func TestListAndGetGolden(t *testing.T) {
 			if wire.kubelet {
 				socket = startKubelet(t, pods...).Path()
 			} else {
-				_, socket = startServer(t, server.Config{QPS: -1}, false, pods...)
+				_, socket = startServer(t, server.Config{Limits: server.LimitsConfig{QPS: -1}}, false, pods...)
 			}
 			testListAndGetGolden(t, pods, slices.Concat([]string{"--socket", socket}, wire.args))
 		})

@@ -29,6 +29,7 @@ import (
 	"github.com/podsapi/podsapi/server"
 	"github.com/podsapi/podsapi/service"
 	"github.com/podsapi/podsapi/socket"
+	"github.com/podsapi/podsapi/source"
 	"github.com/podsapi/podsapi/store"
 )
 
@@ -69,46 +70,51 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("podsapi-server", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	hostname, _ := os.Hostname()
+	// The flags are bound straight to the fields of the server's Config.
+	cfg := server.Config{Access: server.AccessConfig{AllowedUIDs: server.DefaultAllowedUIDs()}}
+	fs.StringVar(&cfg.Socket, "socket", socket.DefaultPath, "path of the UNIX socket to serve on")
+	fs.StringVar(&cfg.Metrics.Address, "metrics-address", server.DefaultMetricsAddress, "TCP address of the Prometheus /metrics endpoint, or unix:PATH for a UNIX socket (mode 0600); empty disables it")
+	fs.DurationVar(&cfg.Metrics.Timeout, "metrics-timeout", server.DefaultMetricsTimeout, "bounds reading a scrape request and writing its answer; metrics connections idle this long are closed")
+	fs.IntVar(&cfg.Metrics.MaxConnections, "metrics-max-connections", server.DefaultMetricsMaxConnections, "metrics connections open at once; a new one takes the slot of the oldest idle one, or is closed")
+
+	fs.Var(&idsFlag{ids: &cfg.Access.AllowedUIDs, anyPeer: &cfg.Access.AllowAnyPeer}, "allowed-uids", "comma-separated UIDs that may call the API (SO_PEERCRED; default root and the server's own user); '*' allows every peer that can open the socket")
+	fs.Var(&idsFlag{ids: &cfg.Access.AllowedGIDs}, "allowed-gids", "comma-separated GIDs (effective or supplementary) whose members may call the API")
+	fs.Var(modeFlag{&cfg.Access.SocketMode}, "socket-mode", "permission of the socket file, in octal (default 0600, or 0660 with --socket-group)")
+	fs.StringVar(&cfg.Access.SocketGroup, "socket-group", "", "group (name or number) given to the socket, and to its directory when the server creates it")
+
+	fs.Float64Var(&cfg.Limits.QPS, "qps", server.DefaultQPS, "requests per second allowed to ListPods and GetPod together; negative disables the limit")
+	fs.IntVar(&cfg.Limits.Burst, "burst", server.DefaultBurst, "burst of the ListPods and GetPod rate limit")
+	fs.Float64Var(&cfg.Limits.PerClientQPS, "per-client-qps", 0, "requests per second allowed to ListPods and GetPod per client UID, before the shared limit; 0 disables it")
+	fs.IntVar(&cfg.Limits.PerClientBurst, "per-client-burst", server.DefaultPerClientBurst, "burst of each client's rate limit")
+	fs.DurationVar(&cfg.Limits.RateLimitDelay, "rate-limit-delay", server.DefaultRateLimitDelay, "how long a call refused by a rate limit waits before it is answered RESOURCE_EXHAUSTED (at most half its deadline), so that clients retrying at once cannot take the CPUs from the watchers; negative answers at once")
+	fs.IntVar(&cfg.Limits.MaxWatchers, "max-watchers", server.DefaultMaxWatchers, "watches open at once; beyond it WatchPods returns RESOURCE_EXHAUSTED; negative disables the limit")
+	fs.IntVar(&cfg.Limits.MaxWatchersPerUID, "max-watchers-per-uid", server.DefaultMaxWatchersPerUID, "watches one client UID may hold open at once; beyond it WatchPods returns RESOURCE_EXHAUSTED; negative disables the share")
+	fs.IntVar(&cfg.Limits.MaxConnections, "max-connections", server.DefaultMaxConnections, "connections open at once; more are closed as soon as accepted; negative disables the limit")
+	fs.IntVar(&cfg.Limits.MaxStreams, "max-streams", server.DefaultMaxStreams, "concurrent calls and watches per connection")
+	fs.IntVar(&cfg.Limits.MaxPendingPerUID, "max-pending-per-uid", server.DefaultMaxPendingPerUID, "calls of one client UID that may wait for their request at once; more are refused RESOURCE_EXHAUSTED; negative disables the limit")
+
+	fs.IntVar(&cfg.Watch.Queue, "watch-queue", service.DefaultWatchQueue, "live events a watcher may have queued before it is dropped for falling behind")
+	fs.DurationVar(&cfg.Watch.ProgressInterval, "watch-progress-interval", service.DefaultProgressInterval, "interval between the progress marks of watches that ask for them (progress_notify)")
+
+	fs.DurationVar(&cfg.Transport.RequestReadTimeout, "request-read-timeout", server.DefaultRequestReadTimeout, "how long a call may take to send its request (reflection: its first message) before it ends DEADLINE_EXCEEDED; negative disables it")
+	fs.DurationVar(&cfg.Transport.IdleTimeout, "idle-timeout", server.DefaultIdleTimeout, "close connections without open calls or watches after this long; negative disables it")
+	fs.DurationVar(&cfg.Transport.KeepaliveInterval, "keepalive-interval", server.DefaultKeepaliveInterval, "ping a connection silent for this long; negative disables pings")
+	fs.DurationVar(&cfg.Transport.KeepaliveTimeout, "keepalive-timeout", server.DefaultKeepaliveTimeout, "close a connection that does not answer a ping within this long")
+	fs.DurationVar(&cfg.Transport.WriteStallTimeout, "write-stall-timeout", server.DefaultWriteStallTimeout, "reset a stream (close a connection) whose client has not read for this long while the server has data to write; negative disables it")
+	fs.DurationVar(&cfg.Transport.ShutdownTimeout, "shutdown-timeout", server.DefaultShutdownTimeout, "how long a graceful shutdown may take")
+	fs.StringVar(&cfg.HostProc, "host-proc", podcgroup.DefaultProc, "proc file system FindPods reads the cgroups of processes from (pid, caller): the host's, mounted at /host/proc by a DaemonSet, or /proc with hostPID")
+	kubeletWire := fs.Bool("kubelet-wire", true, "also serve the kubelet's own Pods API (v1alpha1.Pods, pods as bytes) on the socket, for agents written against a kubelet")
+
 	var (
-		sock       = fs.String("socket", socket.DefaultPath, "path of the UNIX socket to serve on")
-		dir        = fs.String("manifest-dir", "", "directory of static pod manifests to serve (required with --source=manifest)")
 		nodeName   = fs.String("node-name", hostname, "name of the node, set as spec.nodeName of the pods")
-		metrics    = fs.String("metrics-address", server.DefaultMetricsAddress, "TCP address of the Prometheus /metrics endpoint, or unix:PATH for a UNIX socket (mode 0600); empty disables it")
-		qps        = fs.Float64("qps", server.DefaultQPS, "requests per second allowed to ListPods and GetPod together; negative disables the limit")
-		burst      = fs.Int("burst", server.DefaultBurst, "burst of the ListPods and GetPod rate limit")
-		watchQueue = fs.Int("watch-queue", service.DefaultWatchQueue, "live events a watcher may have queued before it is dropped for falling behind")
 		history    = fs.Int("watch-history", store.DefaultHistory, "changes kept for watchers that resume (resume_from); negative keeps none")
 		historyMem = fs.Int64("watch-history-bytes", store.DefaultHistoryBytes, "bytes (pod encodings and overhead) the kept changes may hold; negative keeps none")
-		progress   = fs.Duration("watch-progress-interval", service.DefaultProgressInterval, "interval between the progress marks of watches that ask for them (progress_notify)")
-		maxStreams = fs.Int("max-streams", server.DefaultMaxStreams, "concurrent calls and watches per connection")
-		shutdown   = fs.Duration("shutdown-timeout", server.DefaultShutdownTimeout, "how long a graceful shutdown may take")
 		logLevel   = fs.String("log-level", "info", "log level: debug, info, warn or error")
-		srcFlags   = addSourceFlags(fs)
 
-		allowedUIDs    = fs.String("allowed-uids", uintList(server.DefaultAllowedUIDs()), "comma-separated UIDs that may call the API (SO_PEERCRED; default root and the server's own user); '*' allows every peer that can open the socket")
-		allowedGIDs    = fs.String("allowed-gids", "", "comma-separated GIDs (effective or supplementary) whose members may call the API")
-		socketMode     = fs.String("socket-mode", "", "permission of the socket file, in octal (default 0600, or 0660 with --socket-group)")
-		socketGroup    = fs.String("socket-group", "", "group (name or number) given to the socket, and to its directory when the server creates it")
-		perClientQPS   = fs.Float64("per-client-qps", 0, "requests per second allowed to ListPods and GetPod per client UID, before the shared limit; 0 disables it")
-		perClientBurst = fs.Int("per-client-burst", server.DefaultPerClientBurst, "burst of each client's rate limit")
-		limitDelay     = fs.Duration("rate-limit-delay", server.DefaultRateLimitDelay, "how long a call refused by a rate limit waits before it is answered RESOURCE_EXHAUSTED (at most half its deadline), so that clients retrying at once cannot take the CPUs from the watchers; negative answers at once")
-		maxWatchers    = fs.Int("max-watchers", server.DefaultMaxWatchers, "watches open at once; beyond it WatchPods returns RESOURCE_EXHAUSTED; negative disables the limit")
-		maxConns       = fs.Int("max-connections", server.DefaultMaxConnections, "connections open at once; more are closed as soon as accepted; negative disables the limit")
-		idleTimeout    = fs.Duration("idle-timeout", server.DefaultIdleTimeout, "close connections without open calls or watches after this long; negative disables it")
-		keepalive      = fs.Duration("keepalive-interval", server.DefaultKeepaliveInterval, "ping a connection silent for this long; negative disables pings")
-		keepaliveTO    = fs.Duration("keepalive-timeout", server.DefaultKeepaliveTimeout, "close a connection that does not answer a ping within this long")
-		kubeletWire    = fs.Bool("kubelet-wire", true, "also serve the kubelet's own Pods API (v1alpha1.Pods, pods as bytes) on the socket, for agents written against a kubelet")
-		metricsTO      = fs.Duration("metrics-timeout", server.DefaultMetricsTimeout, "bounds reading a scrape request and writing its answer; metrics connections idle this long are closed")
-		metricsConns   = fs.Int("metrics-max-connections", server.DefaultMetricsMaxConnections, "metrics connections open at once; a new one takes the slot of the oldest idle one, or is closed")
-		requestRead    = fs.Duration("request-read-timeout", server.DefaultRequestReadTimeout, "how long a call may take to send its request (reflection: its first message) before it ends DEADLINE_EXCEEDED; negative disables it")
-		pendingPerUID  = fs.Int("max-pending-per-uid", server.DefaultMaxPendingPerUID, "calls of one client UID that may wait for their request at once; more are refused RESOURCE_EXHAUSTED; negative disables the limit")
-		watchersPerUID = fs.Int("max-watchers-per-uid", server.DefaultMaxWatchersPerUID, "watches one client UID may hold open at once; beyond it WatchPods returns RESOURCE_EXHAUSTED; negative disables the share")
-		writeStall     = fs.Duration("write-stall-timeout", server.DefaultWriteStallTimeout, "reset a stream (close a connection) whose client has not read for this long while the server has data to write; negative disables it")
-
-		hostProc      = fs.String("host-proc", podcgroup.DefaultProc, "proc file system FindPods reads the cgroups of processes from (pid, caller): the host's, mounted at /host/proc by a DaemonSet, or /proc with hostPID")
 		deletedRetain = fs.Duration("deleted-pod-retention", store.DefaultDeletedRetention, "how long a deleted pod stays findable by FindPods with include_deleted; negative keeps none")
 		deletedPods   = fs.Int("max-deleted-pods", store.DefaultDeletedPods, "deleted pods kept findable at once; the oldest deletions go first; negative keeps none")
 		deletedBytes  = fs.Int64("max-deleted-pods-bytes", store.DefaultDeletedPodsBytes, "bytes (pod encodings and overhead) the deleted pods kept may hold; negative keeps none")
+		srcFlags      = addSourceFlags(fs)
 	)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: podsapi-server [--source manifest] --manifest-dir DIR [flags]\n"+
@@ -127,6 +133,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		return usageError{err}
 	}
+	cfg.NoKubeletWire = !*kubeletWire
 	switch {
 	case fs.NArg() > 0:
 		return usageError{fmt.Errorf("unexpected arguments: %q", fs.Args())}
@@ -140,41 +147,15 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		name string
 		v    float64
 	}{
-		{"burst", float64(*burst)}, {"watch-queue", float64(*watchQueue)}, {"max-streams", float64(*maxStreams)},
-		{"per-client-qps", *perClientQPS}, {"per-client-burst", float64(*perClientBurst)},
-		{"metrics-max-connections", float64(*metricsConns)}, {"shutdown-timeout", float64(*shutdown)},
-		{"keepalive-timeout", float64(*keepaliveTO)}, {"metrics-timeout", float64(*metricsTO)},
-		{"watch-progress-interval", float64(*progress)},
+		{"burst", float64(cfg.Limits.Burst)}, {"watch-queue", float64(cfg.Watch.Queue)}, {"max-streams", float64(cfg.Limits.MaxStreams)},
+		{"per-client-qps", cfg.Limits.PerClientQPS}, {"per-client-burst", float64(cfg.Limits.PerClientBurst)},
+		{"metrics-max-connections", float64(cfg.Metrics.MaxConnections)}, {"shutdown-timeout", float64(cfg.Transport.ShutdownTimeout)},
+		{"keepalive-timeout", float64(cfg.Transport.KeepaliveTimeout)}, {"metrics-timeout", float64(cfg.Metrics.Timeout)},
+		{"watch-progress-interval", float64(cfg.Watch.ProgressInterval)},
 	} {
 		if f.v < 0 {
 			return usageError{fmt.Errorf("--%s must not be negative (0 means the default)", f.name)}
 		}
-	}
-	anyPeer := strings.TrimSpace(*allowedUIDs) == "*"
-	var uids, gids []uint32
-	var err error
-	if !anyPeer {
-		if uids, err = parseIDs(*allowedUIDs); err != nil {
-			return usageError{fmt.Errorf("--allowed-uids: %w", err)}
-		}
-		if uids == nil {
-			uids = []uint32{} // none: only --allowed-gids
-		}
-	}
-	if gids, err = parseIDs(*allowedGIDs); err != nil {
-		return usageError{fmt.Errorf("--allowed-gids: %w", err)}
-	}
-	var mode iofs.FileMode
-	if *socketMode != "" {
-		m, err := strconv.ParseUint(*socketMode, 8, 32)
-		if err != nil || m == 0 || m > 0o777 {
-			return usageError{fmt.Errorf("--socket-mode %q: want octal permission bits such as 0660", *socketMode)}
-		}
-		mode = iofs.FileMode(m)
-	}
-	srcFlags.manifestDir = *dir
-	if err := srcFlags.check(fs, *sock); err != nil {
-		return usageError{err}
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
@@ -184,55 +165,25 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	cfg.Logger, cfg.Registry = logger, reg
+	src, err := srcFlags.newSource(fs, source.Env{NodeName: *nodeName, Socket: cfg.Socket, Logger: logger, Registerer: reg})
+	if err != nil {
+		return usageError{err}
+	}
 	st := store.New(store.WithErrorHandler(func(err error) { logger.Error("cannot store pod", "error", err) }),
 		store.WithHistory(*history, *historyMem), store.WithDeletedPods(*deletedRetain, *deletedPods, *deletedBytes))
-	src := srcFlags.newSource(*nodeName, logger, reg)
-	srv, err := server.New(st, server.Config{
-		Socket:          *sock,
-		MetricsAddress:  *metrics,
-		QPS:             *qps,
-		Burst:           *burst,
-		WatchQueue:      *watchQueue,
-		MaxStreams:      *maxStreams,
-		ShutdownTimeout: *shutdown,
-		Logger:          logger,
-		Registry:        reg,
-
-		WatchProgressInterval: *progress,
-
-		AllowedUIDs:       uids,
-		AllowedGIDs:       gids,
-		AllowAnyPeer:      anyPeer,
-		SocketMode:        mode,
-		SocketGroup:       *socketGroup,
-		PerClientQPS:      *perClientQPS,
-		PerClientBurst:    *perClientBurst,
-		RateLimitDelay:    *limitDelay,
-		MaxWatchers:       *maxWatchers,
-		MaxConnections:    *maxConns,
-		IdleTimeout:       *idleTimeout,
-		KeepaliveInterval: *keepalive,
-		KeepaliveTimeout:  *keepaliveTO,
-		WriteStallTimeout: *writeStall,
-		NoKubeletWire:     !*kubeletWire,
-
-		MetricsTimeout:        *metricsTO,
-		MetricsMaxConnections: *metricsConns,
-		RequestReadTimeout:    *requestRead,
-		MaxWatchersPerUID:     *watchersPerUID,
-		MaxPendingPerUID:      *pendingPerUID,
-
-		HostProc: *hostProc,
-	})
+	srv, err := server.New(st, cfg)
 	if err != nil {
 		// The libraries name no flags: say here which ones to change.
 		return fmt.Errorf("%w (choose another --socket or --metrics-address)", err)
 	}
+	l := cfg.Limits
 	logger.Info("serving the Pods API",
 		"socket", srv.SocketPath(), "metrics", addrString(srv.MetricsAddr()), "source", src.Name(), "node", *nodeName,
-		"qps", *qps, "burst", *burst, "watchQueue", *watchQueue,
-		"allowedUIDs", *allowedUIDs, "allowedGIDs", *allowedGIDs, "perClientQPS", *perClientQPS, "rateLimitDelay", *limitDelay,
-		"maxWatchers", *maxWatchers, "maxConnections", *maxConns, "goMemLimit", debug.SetMemoryLimit(-1), "goGC", memlimit.GCPercent())
+		"qps", l.QPS, "burst", l.Burst, "watchQueue", cfg.Watch.Queue,
+		"allowedUIDs", fs.Lookup("allowed-uids").Value.String(), "allowedGIDs", fs.Lookup("allowed-gids").Value.String(),
+		"perClientQPS", l.PerClientQPS, "rateLimitDelay", l.RateLimitDelay,
+		"maxWatchers", l.MaxWatchers, "maxConnections", l.MaxConnections, "goMemLimit", debug.SetMemoryLimit(-1), "goGC", memlimit.GCPercent())
 
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -258,29 +209,64 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// parseIDs parses a comma-separated list of user or group IDs.
-func parseIDs(s string) ([]uint32, error) {
-	var ids []uint32
-	for f := range strings.SplitSeq(s, ",") {
-		if f = strings.TrimSpace(f); f == "" {
-			continue
-		}
-		id, err := strconv.ParseUint(f, 10, 32)
-		if err != nil {
-			return nil, fmt.Errorf("%q is not a numeric ID", f)
-		}
-		ids = append(ids, uint32(id))
-	}
-	return ids, nil
+// idsFlag is a flag of comma-separated user or group IDs; with anyPeer, "*"
+// sets it instead. An empty list is none, not the default.
+type idsFlag struct {
+	ids     *[]uint32
+	anyPeer *bool // nil: "*" is not accepted
 }
 
-// uintList formats IDs as parseIDs reads them.
-func uintList(ids []uint32) string {
-	s := make([]string, len(ids))
-	for i, id := range ids {
+func (f *idsFlag) String() string {
+	if f.ids == nil {
+		return ""
+	}
+	if f.anyPeer != nil && *f.anyPeer {
+		return "*"
+	}
+	s := make([]string, len(*f.ids))
+	for i, id := range *f.ids {
 		s[i] = strconv.FormatUint(uint64(id), 10)
 	}
 	return strings.Join(s, ",")
+}
+
+func (f *idsFlag) Set(v string) error {
+	if f.anyPeer != nil && strings.TrimSpace(v) == "*" {
+		*f.anyPeer, *f.ids = true, nil
+		return nil
+	}
+	ids := []uint32{} // none, unless listed
+	for field := range strings.SplitSeq(v, ",") {
+		if field = strings.TrimSpace(field); field == "" {
+			continue
+		}
+		id, err := strconv.ParseUint(field, 10, 32)
+		if err != nil {
+			return fmt.Errorf("%q is not a numeric ID", field)
+		}
+		ids = append(ids, uint32(id))
+	}
+	*f.ids = ids
+	return nil
+}
+
+// modeFlag is a flag of octal permission bits.
+type modeFlag struct{ mode *iofs.FileMode }
+
+func (f modeFlag) String() string {
+	if f.mode == nil || *f.mode == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%#o", uint32(*f.mode))
+}
+
+func (f modeFlag) Set(v string) error {
+	m, err := strconv.ParseUint(v, 8, 32)
+	if err != nil || m == 0 || m > 0o777 {
+		return fmt.Errorf("%q: want octal permission bits such as 0660", v)
+	}
+	*f.mode = iofs.FileMode(m)
+	return nil
 }
 
 // addrString formats an address that may be absent.

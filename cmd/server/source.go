@@ -1,18 +1,10 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
-	"log/slog"
-	"os"
-	"path/filepath"
-	"slices"
-	"time"
+	"strings"
 
-	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/podsapi/podsapi/internal/h2c"
 	"github.com/podsapi/podsapi/source"
 	"github.com/podsapi/podsapi/source/apiserver"
 	"github.com/podsapi/podsapi/source/kubeletgrpc"
@@ -20,133 +12,67 @@ import (
 	"github.com/podsapi/podsapi/source/manifest"
 )
 
-// The values of --source.
-const (
-	sourceManifest    = "manifest"
-	sourceKubeletHTTP = "kubelet-http"
-	sourceKubeletGRPC = "kubelet-grpc"
-	sourceAPIServer   = "apiserver"
-)
-
-var sourceKinds = []string{sourceManifest, sourceKubeletHTTP, sourceKubeletGRPC, sourceAPIServer}
-
-// flagSources names, for each flag that belongs to one source, that source.
-var flagSources = map[string]string{
-	"manifest-dir":                 sourceManifest,
-	"max-manifest-bytes":           sourceManifest,
-	"kubelet-url":                  sourceKubeletHTTP,
-	"kubelet-poll-interval":        sourceKubeletHTTP,
-	"kubelet-token-file":           sourceKubeletHTTP,
-	"kubelet-ca-file":              sourceKubeletHTTP,
-	"kubelet-insecure-skip-verify": sourceKubeletHTTP,
-	"kubelet-client-cert":          sourceKubeletHTTP,
-	"kubelet-client-key":           sourceKubeletHTTP,
-	"source-socket":                sourceKubeletGRPC,
-	"kubeconfig":                   sourceAPIServer,
+// sources are the pod sources --source chooses from, the first by default:
+// one line each.
+var sources = []source.Registration{
+	manifest.Registration,
+	kubelethttp.Registration,
+	kubeletgrpc.Registration,
+	apiserver.Registration,
 }
 
 // sourceFlags are the command-line flags that choose and configure the pod
-// source.
+// source: --source, and the flags of every source, each owned by its source.
 type sourceFlags struct {
-	kind         *string
-	manifestDir  string // Set by Run from --manifest-dir.
-	maxManifest  *int64
-	kubeletURL   *string
-	pollInterval *time.Duration
-	tokenFile    *string
-	caFile       *string
-	insecure     *bool
-	clientCert   *string
-	clientKey    *string
-	sourceSocket *string
-	kubeconfig   *string
+	kind   *string
+	owners map[string]string // source of each flag
+	makers map[string]func(source.Env) (source.Source, error)
 }
 
-// addSourceFlags defines the source flags on fs, except --manifest-dir.
+// addSourceFlags defines --source and the flags of every source on fs.
 func addSourceFlags(fs *flag.FlagSet) *sourceFlags {
-	return &sourceFlags{
-		kind: fs.String("source", sourceManifest,
-			"pod source: manifest (the static pod manifests of --manifest-dir), kubelet-http (the kubelet's /pods endpoint), kubelet-grpc (the kubelet's own Pods API socket) or apiserver (a watch of the node's pods on the Kubernetes API server)"),
-		maxManifest: fs.Int64("max-manifest-bytes", manifest.DefaultMaxFileBytes,
-			"manifest: size cap of a manifest file, and of each YAML document with its aliases expanded; negative for no cap"),
-		kubeletURL: fs.String("kubelet-url", kubelethttp.DefaultURL,
-			"kubelet-http: URL of the kubelet's /pods endpoint (the read-only port is http://127.0.0.1:10255/pods)"),
-		pollInterval: fs.Duration("kubelet-poll-interval", kubelethttp.DefaultInterval, "kubelet-http: time between two polls"),
-		tokenFile:    fs.String("kubelet-token-file", "", "kubelet-http: file holding a bearer token, read again at each poll"),
-		caFile: fs.String("kubelet-ca-file", "",
-			"kubelet-http: PEM file of the certificate authorities of the kubelet's serving certificate (default: the system's)"),
-		insecure:   fs.Bool("kubelet-insecure-skip-verify", false, "kubelet-http: do not verify the kubelet's serving certificate"),
-		clientCert: fs.String("kubelet-client-cert", "", "kubelet-http: PEM client certificate to authenticate to the kubelet with"),
-		clientKey:  fs.String("kubelet-client-key", "", "kubelet-http: PEM key of --kubelet-client-cert"),
-		sourceSocket: fs.String("source-socket", kubeletgrpc.DefaultSocket,
-			"kubelet-grpc: the kubelet's Pods API socket; --socket must be another path"),
-		kubeconfig: fs.String("kubeconfig", "",
-			"apiserver: kubeconfig file of the API server and credentials (default: the in-cluster configuration of the pod's service account)"),
+	f := &sourceFlags{owners: map[string]string{}, makers: map[string]func(source.Env) (source.Source, error){}}
+	var helps []string
+	for _, r := range sources {
+		sub := flag.NewFlagSet(r.Name, flag.ContinueOnError)
+		f.makers[r.Name] = r.Flags(sub)
+		sub.VisitAll(func(fl *flag.Flag) {
+			fs.Var(fl.Value, fl.Name, fl.Usage)
+			f.owners[fl.Name] = r.Name
+		})
+		helps = append(helps, fmt.Sprintf("%s (%s)", r.Name, r.Help))
 	}
+	f.kind = fs.String("source", sources[0].Name, "pod source: "+orList(helps))
+	return f
 }
 
-// check validates the source flags after parsing; servingSocket is --socket.
-func (f *sourceFlags) check(fs *flag.FlagSet, servingSocket string) error {
-	if !slices.Contains(sourceKinds, *f.kind) {
-		return fmt.Errorf("--source %q: want manifest, kubelet-http, kubelet-grpc or apiserver", *f.kind)
+// newSource returns the pod source the parsed flags of fs choose, or a
+// usage error.
+func (f *sourceFlags) newSource(fs *flag.FlagSet, env source.Env) (source.Source, error) {
+	newSource, ok := f.makers[*f.kind]
+	if !ok {
+		names := make([]string, len(sources))
+		for i, r := range sources {
+			names[i] = r.Name
+		}
+		return nil, fmt.Errorf("--source %q: want %s", *f.kind, orList(names))
 	}
 	var err error
 	fs.Visit(func(fl *flag.Flag) {
-		if owner, ok := flagSources[fl.Name]; ok && owner != *f.kind && err == nil {
+		if owner, ok := f.owners[fl.Name]; ok && owner != *f.kind && err == nil {
 			err = fmt.Errorf("--%s is a flag of --source=%s, not of --source=%s", fl.Name, owner, *f.kind)
 		}
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	switch *f.kind {
-	case sourceManifest:
-		if f.manifestDir == "" {
-			return errors.New("--manifest-dir is required")
-		}
-	case sourceKubeletHTTP:
-		if *f.pollInterval < 0 {
-			return errors.New("--kubelet-poll-interval must not be negative (0 means the default)")
-		}
-		if (*f.clientCert == "") != (*f.clientKey == "") {
-			return errors.New("--kubelet-client-cert and --kubelet-client-key go together")
-		}
-	case sourceKubeletGRPC:
-		if filepath.Clean(h2c.SocketPath(*f.sourceSocket)) == filepath.Clean(servingSocket) {
-			return fmt.Errorf("--socket and --source-socket are both %s: serve on another path", servingSocket)
-		}
-	case sourceAPIServer:
-		if *f.kubeconfig != "" {
-			file, err := os.Open(*f.kubeconfig)
-			if err != nil {
-				return fmt.Errorf("--kubeconfig: %w", err)
-			}
-			_ = file.Close()
-		}
-	}
-	return nil
+	return newSource(env)
 }
 
-// newSource makes the pod source the flags choose.
-func (f *sourceFlags) newSource(nodeName string, logger *slog.Logger, reg prometheus.Registerer) source.Source {
-	switch *f.kind {
-	case sourceKubeletHTTP:
-		return kubelethttp.New(
-			kubelethttp.WithURL(*f.kubeletURL),
-			kubelethttp.WithInterval(*f.pollInterval),
-			kubelethttp.WithTokenFile(*f.tokenFile),
-			kubelethttp.WithCAFile(*f.caFile),
-			kubelethttp.WithInsecureSkipVerify(*f.insecure),
-			kubelethttp.WithClientCert(*f.clientCert, *f.clientKey),
-			kubelethttp.WithLogger(logger),
-			kubelethttp.WithRegisterer(reg),
-		)
-	case sourceAPIServer:
-		return apiserver.New(nodeName, apiserver.WithKubeconfig(*f.kubeconfig), apiserver.WithLogger(logger), apiserver.WithRegisterer(reg))
-	case sourceKubeletGRPC:
-		return kubeletgrpc.New(kubeletgrpc.WithSocket(*f.sourceSocket), kubeletgrpc.WithLogger(logger), kubeletgrpc.WithRegisterer(reg))
-	default:
-		return manifest.New(f.manifestDir, nodeName, manifest.WithLogger(logger), manifest.WithRegisterer(reg),
-			manifest.WithMaxFileBytes(*f.maxManifest))
+// orList joins items as "a, b or c".
+func orList(items []string) string {
+	if len(items) < 2 {
+		return strings.Join(items, "")
 	}
+	return strings.Join(items[:len(items)-1], ", ") + " or " + items[len(items)-1]
 }

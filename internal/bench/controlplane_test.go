@@ -210,7 +210,7 @@ func measureLoad(t *testing.T, cp *kubetest.ControlPlane, nodePods []*corev1.Pod
 		}
 	case "podsapi":
 		st := store.New()
-		srv := podstest.Start(t, st, server.Config{QPS: -1, WatchQueue: 100000})
+		srv := podstest.Start(t, st, server.Config{Limits: server.LimitsConfig{QPS: -1}, Watch: server.WatchConfig{Queue: 100000}})
 		src := apiserver.New(loadNode, apiserver.WithKubeconfig(cp.Kubeconfig(t, kubetest.AdminUser, cp.Host())))
 		wg.Go(func() { _ = src.Run(ctx, st) })
 		for i := range n {

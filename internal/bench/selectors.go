@@ -54,8 +54,11 @@ func runSelectors(ctx context.Context, dir string, n int, quick bool) ([]selecto
 	}
 	st.MarkSynced()
 	srv, err := server.New(st, server.Config{
-		Socket: filepath.Join(dir, "selectors.sock"), QPS: -1, WatchQueue: 100000,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Registry: prometheus.NewRegistry(),
+		Socket:   filepath.Join(dir, "selectors.sock"),
+		Logger:   slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Registry: prometheus.NewRegistry(),
+		Limits:   server.LimitsConfig{QPS: -1},
+		Watch:    server.WatchConfig{Queue: 100000},
 	})
 	if err != nil {
 		return nil, err

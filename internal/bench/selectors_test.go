@@ -34,7 +34,7 @@ func selectorServer(b *testing.B, n int, opts ...store.Option) (*store.Store, po
 		st.Upsert(p)
 	}
 	st.MarkSynced()
-	srv := podstest.Start(b, st, server.Config{QPS: -1, WatchQueue: 100000})
+	srv := podstest.Start(b, st, server.Config{Limits: server.LimitsConfig{QPS: -1}, Watch: server.WatchConfig{Queue: 100000}})
 	return st, podstest.ConnectClient(b, srv.SocketPath(), connect.WithReadMaxBytes(64<<20))
 }
 

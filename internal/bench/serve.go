@@ -164,13 +164,16 @@ func serve(ctx context.Context, cfg serveConfig, ready func()) error {
 		in.src = storeSource{st}
 		in.reg = prometheus.NewRegistry()
 		srv, err := server.New(st, server.Config{
-			Socket: cfg.Socket, QPS: -1, WatchQueue: cfg.WatchQueue,
+			Socket: cfg.Socket,
 			// The harness opens a connection per watcher, up to 1,000
 			// of one UID: it measures what they cost, not the limits
 			// that admit them (256 connections, 1,000 watches per UID).
-			MaxConnections: 4096, MaxWatchersPerUID: -1,
-			Registry: in.reg, ShutdownTimeout: 2 * time.Second, HostProc: cfg.HostProc,
-			Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+			Limits:    server.LimitsConfig{QPS: -1, MaxConnections: 4096, MaxWatchersPerUID: -1},
+			Watch:     server.WatchConfig{Queue: cfg.WatchQueue},
+			Transport: server.TransportConfig{ShutdownTimeout: 2 * time.Second},
+			Registry:  in.reg,
+			HostProc:  cfg.HostProc,
+			Logger:    slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		})
 		if err != nil {
 			return err

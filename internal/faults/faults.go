@@ -1,4 +1,4 @@
-// Package faults plants faults in the server's assembly (server.Hooks), for
+// Package faults plants faults in the server's assembly (hooks.Hooks), for
 // the conformance suite's self-test: each fault breaks one behaviour the
 // suite must catch. It is test support, not a public API.
 package faults
@@ -48,7 +48,7 @@ type Pods struct {
 	FindAlwaysDeleted bool
 }
 
-// Hook returns the server.Hooks field that installs p around the typed
+// Hook returns the hooks.Hooks field that installs p around the typed
 // handler.
 func (p *Pods) Hook() func(podsv1alpha1connect.PodsHandler) podsv1alpha1connect.PodsHandler {
 	return func(h podsv1alpha1connect.PodsHandler) podsv1alpha1connect.PodsHandler {

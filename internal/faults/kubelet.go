@@ -37,7 +37,7 @@ type Kubelet struct {
 	WatchQueue int
 }
 
-// Hook returns the server.Hooks field that installs k around the kubelet
+// Hook returns the hooks.Hooks field that installs k around the kubelet
 // wire's handler.
 func (k *Kubelet) Hook() func(v1alpha1connect.PodsHandler) v1alpha1connect.PodsHandler {
 	return func(h v1alpha1connect.PodsHandler) v1alpha1connect.PodsHandler {

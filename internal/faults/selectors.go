@@ -23,7 +23,7 @@ type Selectors struct {
 	TooOldInvalid bool
 }
 
-// Around returns the server.Hooks field that installs s around the handler
+// Around returns the hooks.Hooks field that installs s around the handler
 // next installs (nil: the server's own).
 func (s *Selectors) Around(next func(podsv1alpha1connect.PodsHandler) podsv1alpha1connect.PodsHandler) func(podsv1alpha1connect.PodsHandler) podsv1alpha1connect.PodsHandler {
 	return func(h podsv1alpha1connect.PodsHandler) podsv1alpha1connect.PodsHandler {

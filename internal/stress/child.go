@@ -92,8 +92,13 @@ func runChild(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	}
 	st.MarkSynced()
 	srv, err := server.New(st, server.Config{
-		Socket: *sock, MetricsAddress: "127.0.0.1:0", QPS: *qps, Burst: *burst, WatchQueue: *queue,
-		WriteStallTimeout: *stall, RateLimitDelay: *delay, MaxConnections: *maxConns, RequestReadTimeout: *readTimeout, ShutdownTimeout: 5 * time.Second, Logger: logger, Registry: reg,
+		Socket:    *sock,
+		Logger:    logger,
+		Registry:  reg,
+		Limits:    server.LimitsConfig{QPS: *qps, Burst: *burst, RateLimitDelay: *delay, MaxConnections: *maxConns},
+		Watch:     server.WatchConfig{Queue: *queue},
+		Transport: server.TransportConfig{WriteStallTimeout: *stall, RequestReadTimeout: *readTimeout, ShutdownTimeout: 5 * time.Second},
+		Metrics:   server.MetricsConfig{Address: "127.0.0.1:0"},
 	})
 	if err != nil {
 		return err

@@ -1,7 +1,7 @@
 // Package testimpl runs in-process implementations of the Pods API for the
 // tests of the conformance suite: the server podsapi-server serves, built by
 // the same assembly (server.New), or that server with one fault planted
-// (package internal/faults, through server.Hooks), so that the tests can
+// (package internal/faults, through hooks.Hooks), so that the tests can
 // check that the suite catches it. Both wires are served, the typed
 // kubelet.pods.v1alpha1.Pods and the kubelet's v1alpha1.Pods, and a fault
 // is planted in whichever the suite judges. It is test support only, and
@@ -30,6 +30,7 @@ import (
 
 	"github.com/podsapi/podsapi/guard"
 	"github.com/podsapi/podsapi/internal/faults"
+	"github.com/podsapi/podsapi/internal/hooks"
 	"github.com/podsapi/podsapi/server"
 	"github.com/podsapi/podsapi/source"
 	"github.com/podsapi/podsapi/source/manifest"
@@ -199,7 +200,7 @@ func (g *gatedSink) MarkSynced() {
 }
 
 // Start starts serving: server.New on a fresh store fed by the manifest
-// source, with the Impl's fault planted through server.Hooks.
+// source, with the Impl's fault planted through hooks.Hooks.
 func (im *Impl) Start(context.Context) error {
 	im.mu.Lock()
 	defer im.mu.Unlock()
@@ -215,14 +216,12 @@ func (im *Impl) Start(context.Context) error {
 	pods := &faults.Pods{Served: served, WatchQueue: WatchQueue}
 	kubelet := &faults.Kubelet{Served: served, WatchQueue: WatchQueue}
 	cfg := server.Config{
-		Socket:         im.Socket,
-		QPS:            im.QPS,
-		Burst:          Burst,
-		WatchQueue:     WatchQueue,
-		RateLimitDelay: -1,
-		Logger:         im.logger,
-		Registry:       prometheus.NewRegistry(),
-		Hooks:          server.Hooks{Pods: pods.Hook(), Kubelet: kubelet.Hook()},
+		Socket:   im.Socket,
+		Logger:   im.logger,
+		Registry: prometheus.NewRegistry(),
+		Hooks:    &hooks.Hooks{Pods: pods.Hook(), Kubelet: kubelet.Hook()},
+		Limits:   server.LimitsConfig{QPS: im.QPS, Burst: Burst, RateLimitDelay: -1},
+		Watch:    server.WatchConfig{Queue: WatchQueue},
 	}
 	switch im.brk {
 	case UnsyncedAnswers:
@@ -231,7 +230,7 @@ func (im *Impl) Start(context.Context) error {
 	case IgnoreFieldMasks:
 		cfg.Hooks.Interceptors = faults.Without(server.InterceptorFieldMasks)
 	case NeverDrop:
-		cfg.WatchQueue = 100000
+		cfg.Watch.Queue = 100000
 	case UnknownForMissing:
 		pods.UnknownForMissing, kubelet.UnknownForMissing = true, true
 	case NoSyncMarker:
@@ -242,7 +241,7 @@ func (im *Impl) Start(context.Context) error {
 		pods.WatchLimiter = rate.NewLimiter(rate.Limit(im.QPS), Burst)
 		kubelet.WatchLimiter = pods.WatchLimiter
 	case SeparateBuckets:
-		cfg.QPS = -1
+		cfg.Limits.QPS = -1
 		pods.ListLimiter, pods.GetLimiter = rate.NewLimiter(rate.Limit(im.QPS), Burst), rate.NewLimiter(rate.Limit(im.QPS), Burst)
 		kubelet.ListLimiter, kubelet.GetLimiter = pods.ListLimiter, pods.GetLimiter
 	case StalledWatch:

@@ -1,4 +1,4 @@
-package server
+package transport
 
 import (
 	"container/list"
@@ -22,16 +22,6 @@ import (
 	"github.com/podsapi/podsapi/guard"
 )
 
-// Defaults of the gate.
-const (
-	// DefaultRequestReadTimeout is how long a call may take to send its
-	// request.
-	DefaultRequestReadTimeout = 10 * time.Second
-	// DefaultMaxPendingPerUID is how many calls of one peer UID may wait
-	// for their request at once.
-	DefaultMaxPendingPerUID = 256
-)
-
 // healthPrefix is the path prefix of the gRPC health service, open to
 // every peer.
 const healthPrefix = "/" + grpchealth.HealthV1ServiceName + "/"
@@ -43,7 +33,7 @@ const reflectionSuffix = "/ServerReflectionInfo"
 // gate is the HTTP middleware in front of every service of the API socket.
 // It runs before a request's body is read, so that nothing a peer sends or
 // holds back is awaited for long:
-//   - a peer the access policy denies is refused at once, for every service
+//   - it is the socket's one access check: a peer the access policy denies is refused at once, for every service
 //     but health, without reading the body, and its connection is closed
 //     once its open calls end (HTTP/2 GOAWAY, HTTP/1.1 Connection: close);
 //   - the request body must arrive within readTimeout (for reflection, its
@@ -68,9 +58,10 @@ type gate struct {
 	refused     *prometheus.CounterVec
 }
 
-func newGate(next http.Handler, access *guard.AccessGuard, readTimeout time.Duration, maxPending int, reg prometheus.Registerer) *gate {
+// newGate returns the gate of access, whose next handler Transport.Wrap
+// sets.
+func newGate(access *guard.AccessGuard, readTimeout time.Duration, maxPending int, reg prometheus.Registerer) *gate {
 	g := &gate{
-		next:        next,
 		access:      access,
 		readTimeout: readTimeout,
 		maxPending:  maxPending,

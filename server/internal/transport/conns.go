@@ -1,4 +1,4 @@
-package server
+package transport
 
 import (
 	"container/list"
@@ -26,12 +26,12 @@ const rejectLogInterval = 10 * time.Second
 // started a request: a slow or silent preface, or an idle metrics
 // scrape), which is closed; when none waits, the new connection is closed
 // as soon as accepted. A slowloris client can thus hold only the slots
-// nobody else asks for. With creds set, each connection carries its
-// peer's credentials (SO_PEERCRED), read when it is accepted.
+// nobody else asks for. With peerCred set, each connection carries its
+// peer's credentials, read when it is accepted.
 type connListener struct {
 	net.Listener
 	max      int64
-	creds    bool
+	peerCred func(net.Conn) (socket.Cred, error) // nil: no credentials (metrics)
 	open     atomic.Int64
 	rejected prometheus.Counter
 	shed     prometheus.Counter
@@ -66,11 +66,10 @@ var (
 	metricsConnMetrics = connMetrics{prefix: "podsapi_metrics_connections", what: "the metrics endpoint", flag: "--metrics-max-connections"}
 )
 
-func newConnListener(l net.Listener, max int, creds bool, names connMetrics, reg prometheus.Registerer, log *slog.Logger) *connListener {
+func newConnListener(l net.Listener, max int, names connMetrics, reg prometheus.Registerer, log *slog.Logger) *connListener {
 	cl := &connListener{
 		Listener: l,
 		max:      int64(max),
-		creds:    creds,
 		log:      log,
 		logs:     guard.NewLogLimiter(log, guard.PeerLogInterval),
 		what:     names.what,
@@ -82,14 +81,6 @@ func newConnListener(l net.Listener, max int, creds bool, names connMetrics, reg
 			Name: names.prefix + "_shed_total",
 			Help: "Number of connections to " + names.what + " closed to make room for a new one because " + names.flag + " were open: the oldest that had not started a request (or, for metrics, was idle).",
 		}),
-	}
-	if creds {
-		// The API socket speaks HTTP/2: its floods are cut short.
-		cl.floods = prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "podsapi_connections_flood_closed_total",
-			Help: "Number of connections closed for an HTTP/2 frame flood net/http lets through, by reason: more than 32 CONTINUATION frames in a header block, or RST_STREAM frames beyond 100/s (burst 1000, Rapid Reset).",
-		}, []string{"reason"})
-		reg.MustRegister(cl.floods)
 	}
 	reg.MustRegister(cl.rejected, cl.shed, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: names.prefix + "_open",
@@ -114,9 +105,9 @@ func (l *connListener) Accept() (net.Conn, error) {
 		}
 		l.open.Add(1)
 		p := &guard.Peer{}
-		if !l.creds {
+		if l.peerCred == nil {
 			// No credentials to read: not a UNIX socket of the API.
-		} else if cred, err := socket.PeerCred(c); err == nil {
+		} else if cred, err := l.peerCred(c); err == nil {
 			*p = guard.Peer{Known: true, PID: cred.PID, UID: cred.UID, GID: cred.GID, Groups: cred.Groups}
 		} else {
 			l.log.Debug("cannot read the peer credentials of a connection", "error", err)
@@ -140,12 +131,23 @@ func (l *connListener) Accept() (net.Conn, error) {
 	}
 }
 
-// limitDenied lets a peer policy denies keep at most share connections.
-func (l *connListener) limitDenied(policy *guard.AccessPolicy, share int) {
-	if policy == nil || policy.AnyPeer || share <= 0 {
+// newFloodCounter returns the counter of the connections closed for a frame
+// flood: the API socket speaks HTTP/2, and its floods are cut short.
+func newFloodCounter(reg prometheus.Registerer) *prometheus.CounterVec {
+	floods := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "podsapi_connections_flood_closed_total",
+		Help: "Number of connections closed for an HTTP/2 frame flood net/http lets through, by reason: more than 32 CONTINUATION frames in a header block, or RST_STREAM frames beyond 100/s (burst 1000, Rapid Reset).",
+	}, []string{"reason"})
+	reg.MustRegister(floods)
+	return floods
+}
+
+// limitDenied lets a peer access denies keep at most share connections.
+func (l *connListener) limitDenied(access *guard.AccessGuard, share int) {
+	if access == nil || share <= 0 {
 		return
 	}
-	l.denies = func(p *guard.Peer) bool { return !policy.Allows(p) }
+	l.denies = func(p *guard.Peer) bool { return !access.Allows(p) }
 	l.deniedShare = share
 	l.denied = make(map[uint32]int)
 }

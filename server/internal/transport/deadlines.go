@@ -1,4 +1,4 @@
-package server
+package transport
 
 import (
 	"container/list"
@@ -22,8 +22,6 @@ import (
 // is not woken.
 type readDeadlines struct {
 	timeout time.Duration
-	now     func() time.Time    // time.Now, or a test's clock
-	arm     func(time.Duration) // has expire called after a while; a test's records it
 
 	mu      sync.Mutex
 	waiting list.List   // of *deadlineBody, oldest first
@@ -32,13 +30,11 @@ type readDeadlines struct {
 }
 
 func newReadDeadlines(timeout time.Duration) *readDeadlines {
-	d := &readDeadlines{timeout: timeout, now: time.Now}
-	d.arm = d.armTimer
-	return d
+	return &readDeadlines{timeout: timeout}
 }
 
-// armTimer has expire called after wait. The lock is held.
-func (d *readDeadlines) armTimer(wait time.Duration) {
+// arm has expire called after wait. The lock is held.
+func (d *readDeadlines) arm(wait time.Duration) {
 	if d.timer == nil {
 		d.timer = time.AfterFunc(wait, d.expire)
 	} else {
@@ -50,7 +46,7 @@ func (d *readDeadlines) armTimer(wait time.Duration) {
 func (d *readDeadlines) add(b *deadlineBody) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	b.started = d.now()
+	b.started = time.Now()
 	b.elem = d.waiting.PushBack(b)
 	if d.armed {
 		return
@@ -74,7 +70,7 @@ func (d *readDeadlines) remove(b *deadlineBody) {
 func (d *readDeadlines) expire() {
 	var late []*deadlineBody
 	d.mu.Lock()
-	now := d.now()
+	now := time.Now()
 	for e := d.waiting.Front(); e != nil; e = d.waiting.Front() {
 		b := e.Value.(*deadlineBody)
 		if left := b.started.Add(d.timeout).Sub(now); left > 0 {

@@ -1,0 +1,31 @@
+// Package hooks is the internal seam through which the module's own tests
+// change the assembly of server.New: the conformance suite's self-test
+// plants faults in it, and tests give the peer credentials they want to be.
+// Its type is internal, so that only this module can set
+// server.Config.Hooks; a server that serves agents has none.
+package hooks
+
+import (
+	"net"
+
+	"github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1/podsv1alpha1connect"
+	"github.com/podsapi/podsapi/gen/v1alpha1/v1alpha1connect"
+	"github.com/podsapi/podsapi/guard"
+	"github.com/podsapi/podsapi/socket"
+)
+
+// Hooks change the assembly of server.New. Nil fields change nothing.
+type Hooks struct {
+	// Interceptors edits the interceptor chain of the Pods API, which it is
+	// given outermost first and named: server.InterceptorMetrics, the names
+	// of package guard (guard.NameReadiness, ...),
+	// server.InterceptorFieldMasks.
+	Interceptors func([]guard.Named) []guard.Named
+	// Pods and Kubelet wrap the handlers of the typed and of the kubelet's
+	// wire.
+	Pods    func(podsv1alpha1connect.PodsHandler) podsv1alpha1connect.PodsHandler
+	Kubelet func(v1alpha1connect.PodsHandler) v1alpha1connect.PodsHandler
+	// PeerCred reads the credentials of a connection's peer instead of
+	// SO_PEERCRED, so that a test may be any peer.
+	PeerCred func(net.Conn) (socket.Cred, error)
+}

@@ -1,0 +1,297 @@
+package server
+
+import (
+	"io/fs"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/podsapi/podsapi/internal/hooks"
+	"github.com/podsapi/podsapi/podcgroup"
+	"github.com/podsapi/podsapi/service"
+	"github.com/podsapi/podsapi/socket"
+)
+
+// Config configures a Server, in groups: who may call (Access), how much
+// (Limits), the watches (Watch), the connections' timeouts (Transport) and
+// the metrics endpoint (Metrics). Zero values take the defaults documented
+// beside each group.
+type Config struct {
+	// Socket is the path of the UNIX socket. Default socket.DefaultPath.
+	Socket string
+	// NoKubeletWire turns off the kubelet's own Pods API (v1alpha1.Pods, pods
+	// as bytes), which is served by default beside the typed one on the same
+	// socket, from the same store, guards and rate limit.
+	NoKubeletWire bool
+	// HostProc is the proc file system FindPods reads the cgroups of
+	// processes from (keys pid and caller). Default podcgroup.DefaultProc.
+	HostProc string
+
+	Access    AccessConfig
+	Limits    LimitsConfig
+	Watch     WatchConfig
+	Transport TransportConfig
+	Metrics   MetricsConfig
+
+	// Logger receives the server's logs. Default slog.Default().
+	Logger *slog.Logger
+	// Registry receives the server's metrics. Default a new registry with the
+	// Go and process collectors.
+	Registry *prometheus.Registry
+	// Hooks change the assembly for the module's own tests (package
+	// internal/hooks). Nil for a server that serves agents.
+	Hooks *hooks.Hooks
+}
+
+// withDefaults fills the zero fields of cfg, group by group.
+func (cfg Config) withDefaults() Config {
+	if cfg.Socket == "" {
+		cfg.Socket = socket.DefaultPath
+	}
+	if cfg.HostProc == "" {
+		cfg.HostProc = podcgroup.DefaultProc
+	}
+	cfg.Access = cfg.Access.withDefaults()
+	cfg.Limits = cfg.Limits.withDefaults()
+	cfg.Watch = cfg.Watch.withDefaults()
+	cfg.Transport = cfg.Transport.withDefaults()
+	cfg.Metrics = cfg.Metrics.withDefaults()
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Registry == nil {
+		cfg.Registry = prometheus.NewRegistry()
+		cfg.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	}
+	if cfg.Hooks == nil {
+		cfg.Hooks = &hooks.Hooks{}
+	}
+	return cfg
+}
+
+// AccessConfig says who may call, and who may open the socket.
+type AccessConfig struct {
+	// AllowedUIDs and AllowedGIDs are the peers (SO_PEERCRED) that may call
+	// the Pods API and reflection: a peer whose UID is in AllowedUIDs, or
+	// whose effective or supplementary group is in AllowedGIDs. Others get
+	// PERMISSION_DENIED, and may keep DefaultMaxDeniedConnections
+	// connections open. Health stays open to every peer that can connect.
+	// A nil AllowedUIDs means DefaultAllowedUIDs; AllowAnyPeer turns the
+	// check off.
+	AllowedUIDs  []uint32
+	AllowedGIDs  []uint32
+	AllowAnyPeer bool
+	// SocketMode is the permission of the socket file; default 0600, or 0660
+	// when SocketGroup is set. SocketGroup is a group name or number given
+	// to the socket (and to its directory when the server creates it).
+	SocketMode  fs.FileMode
+	SocketGroup string
+}
+
+// DefaultMaxDeniedConnections is how many connections a peer UID that
+// AccessConfig denies may keep open: it may only call health.
+const DefaultMaxDeniedConnections = 8
+
+// DefaultAllowedUIDs returns the UIDs allowed by default: root and the
+// server's own user (the same when the server runs as root).
+func DefaultAllowedUIDs() []uint32 {
+	uids := []uint32{0}
+	if euid := os.Geteuid(); euid > 0 {
+		uids = append(uids, uint32(euid))
+	}
+	return uids
+}
+
+func (a AccessConfig) withDefaults() AccessConfig {
+	if a.AllowedUIDs == nil {
+		a.AllowedUIDs = DefaultAllowedUIDs()
+	}
+	if a.SocketMode == 0 {
+		a.SocketMode = socket.Mode
+		if a.SocketGroup != "" {
+			a.SocketMode = 0o660
+		}
+	}
+	return a
+}
+
+// LimitsConfig bounds how much the clients may ask.
+type LimitsConfig struct {
+	// QPS and Burst set the rate limit shared by ListPods and GetPod.
+	// Defaults DefaultQPS and DefaultBurst; a negative QPS disables the
+	// limit.
+	QPS   float64
+	Burst int
+	// PerClientQPS and PerClientBurst set a rate limit of ListPods and
+	// GetPod per peer UID, applied before the shared one. 0 (the default)
+	// turns it off; PerClientBurst defaults to DefaultPerClientBurst.
+	PerClientQPS   float64
+	PerClientBurst int
+	// RateLimitDelay is how long a call refused by either rate limit waits
+	// before it is answered RESOURCE_EXHAUSTED (at most half of what is left
+	// of its deadline, and for at most guard.DefaultTarpitCapacity calls
+	// at once): a client that retries at once is slowed to one call per
+	// delay and stream, so that a flood of refusals cannot take the CPUs
+	// from the watchers. Default DefaultRateLimitDelay; negative answers at
+	// once.
+	RateLimitDelay time.Duration
+	// MaxWatchers bounds the watches open at once (RESOURCE_EXHAUSTED
+	// beyond it), MaxWatchersPerUID those of one peer UID, so that one
+	// client cannot take every watch slot. Defaults DefaultMaxWatchers and
+	// DefaultMaxWatchersPerUID; negative means no limit.
+	MaxWatchers       int
+	MaxWatchersPerUID int
+	// MaxConnections bounds the open connections (more are closed as soon
+	// as accepted); MaxStreams is the number of concurrent HTTP/2 streams
+	// (calls, watches included) per connection. Defaults
+	// DefaultMaxConnections and DefaultMaxStreams; a negative
+	// MaxConnections means no limit.
+	MaxConnections int
+	MaxStreams     int
+	// MaxPendingPerUID bounds the calls of one peer UID waiting for their
+	// request at once; more are refused RESOURCE_EXHAUSTED before anything
+	// is read. Default DefaultMaxPendingPerUID; negative means no limit.
+	MaxPendingPerUID int
+}
+
+// Defaults of LimitsConfig.
+const (
+	DefaultQPS   = 100
+	DefaultBurst = 10
+	// DefaultPerClientBurst is the burst of each client's bucket when
+	// PerClientQPS is set without PerClientBurst.
+	DefaultPerClientBurst = 5
+	// DefaultRateLimitDelay is how long a call refused by a rate limit
+	// waits before it is answered.
+	DefaultRateLimitDelay    = 100 * time.Millisecond
+	DefaultMaxWatchers       = 10000
+	DefaultMaxWatchersPerUID = 1000
+	// DefaultMaxStreams and DefaultMaxConnections bound the streams that
+	// can be open at once, 25,600: every stream costs net/http a goroutine
+	// before any handler runs, and a root client holding that many fits the
+	// DaemonSet's 256 MiB (142 MiB peak measured; 100 × 1,000 was
+	// OOM-killed under 256 MiB with the former 1,000 streams per
+	// connection).
+	DefaultMaxStreams     = 100
+	DefaultMaxConnections = 256
+	// DefaultMaxPendingPerUID is how many calls of one peer UID may wait
+	// for their request at once.
+	DefaultMaxPendingPerUID = 256
+)
+
+func (l LimitsConfig) withDefaults() LimitsConfig {
+	l.QPS = orDefault(l.QPS, DefaultQPS)
+	l.Burst = orDefault(l.Burst, DefaultBurst)
+	l.PerClientBurst = orDefault(l.PerClientBurst, DefaultPerClientBurst)
+	l.RateLimitDelay = orDefault(l.RateLimitDelay, DefaultRateLimitDelay)
+	l.MaxWatchers = orDefault(l.MaxWatchers, DefaultMaxWatchers)
+	l.MaxWatchersPerUID = orDefault(l.MaxWatchersPerUID, DefaultMaxWatchersPerUID)
+	l.MaxConnections = orDefault(l.MaxConnections, DefaultMaxConnections)
+	l.MaxStreams = orDefault(l.MaxStreams, DefaultMaxStreams)
+	l.MaxPendingPerUID = orDefault(l.MaxPendingPerUID, DefaultMaxPendingPerUID)
+	return l
+}
+
+// WatchConfig configures the watches.
+type WatchConfig struct {
+	// Queue is how many live events a watcher may have queued before it
+	// is dropped. Default service.DefaultWatchQueue.
+	Queue int
+	// ProgressInterval is the interval between the progress marks of the
+	// typed watches that ask for them (progress_notify). Default
+	// service.DefaultProgressInterval.
+	ProgressInterval time.Duration
+}
+
+func (w WatchConfig) withDefaults() WatchConfig {
+	w.Queue = orDefault(w.Queue, service.DefaultWatchQueue)
+	w.ProgressInterval = orDefault(w.ProgressInterval, service.DefaultProgressInterval)
+	return w
+}
+
+// TransportConfig sets the timeouts of the connections and calls.
+type TransportConfig struct {
+	// RequestReadTimeout is how long a call may take to send its request
+	// (for reflection, its first message) before it ends with
+	// DEADLINE_EXCEEDED, so that streams whose body never comes are not
+	// held. Default DefaultRequestReadTimeout; negative disables it.
+	RequestReadTimeout time.Duration
+	// IdleTimeout closes a connection without open calls or watches after
+	// that long. Default DefaultIdleTimeout; negative disables it.
+	IdleTimeout time.Duration
+	// KeepaliveInterval is how long a connection may stay silent before the
+	// server pings it; a peer that does not answer within KeepaliveTimeout
+	// is closed. Defaults DefaultKeepaliveInterval and
+	// DefaultKeepaliveTimeout; a negative interval disables the pings.
+	KeepaliveInterval time.Duration
+	KeepaliveTimeout  time.Duration
+	// WriteStallTimeout is how long a write to a client may stay blocked
+	// (the client stopped reading) before its stream is reset, and before a
+	// connection on which nothing can be written is closed. Default
+	// DefaultWriteStallTimeout; negative disables it.
+	WriteStallTimeout time.Duration
+	// ShutdownTimeout bounds the graceful shutdown. Default
+	// DefaultShutdownTimeout.
+	ShutdownTimeout time.Duration
+}
+
+// Defaults of TransportConfig.
+const (
+	DefaultRequestReadTimeout = 10 * time.Second
+	DefaultIdleTimeout        = 5 * time.Minute
+	DefaultKeepaliveInterval  = time.Minute
+	DefaultKeepaliveTimeout   = 20 * time.Second
+	DefaultWriteStallTimeout  = 30 * time.Second
+	DefaultShutdownTimeout    = 10 * time.Second
+)
+
+func (t TransportConfig) withDefaults() TransportConfig {
+	t.RequestReadTimeout = orDefault(t.RequestReadTimeout, DefaultRequestReadTimeout)
+	t.IdleTimeout = orDefault(t.IdleTimeout, DefaultIdleTimeout)
+	t.KeepaliveInterval = orDefault(t.KeepaliveInterval, DefaultKeepaliveInterval)
+	t.KeepaliveTimeout = orDefault(t.KeepaliveTimeout, DefaultKeepaliveTimeout)
+	t.WriteStallTimeout = orDefault(t.WriteStallTimeout, DefaultWriteStallTimeout)
+	t.ShutdownTimeout = orDefault(t.ShutdownTimeout, DefaultShutdownTimeout)
+	return t
+}
+
+// MetricsConfig configures the metrics endpoint.
+type MetricsConfig struct {
+	// Address is the TCP address of the /metrics endpoint, or "unix:"
+	// followed by the path of a UNIX socket (created 0600); empty serves no
+	// metrics endpoint (metrics are still kept in Config.Registry).
+	// podsapi-server's default is DefaultMetricsAddress.
+	Address string
+	// Timeout bounds the reading of a scrape request and the writing of its
+	// answer, and closes metrics connections idle that long.
+	// MaxConnections bounds the metrics connections open at once: a new one
+	// takes the slot of the oldest idle one, or is closed. Defaults
+	// DefaultMetricsTimeout and DefaultMetricsMaxConnections.
+	Timeout        time.Duration
+	MaxConnections int
+}
+
+// Defaults of MetricsConfig.
+const (
+	DefaultMetricsAddress        = "127.0.0.1:10265"
+	DefaultMetricsTimeout        = 10 * time.Second
+	DefaultMetricsMaxConnections = 16
+)
+
+func (m MetricsConfig) withDefaults() MetricsConfig {
+	m.Timeout = orDefault(m.Timeout, DefaultMetricsTimeout)
+	m.MaxConnections = orDefault(m.MaxConnections, DefaultMetricsMaxConnections)
+	return m
+}
+
+// orDefault returns v, or def when v is zero.
+func orDefault[T comparable](v, def T) T {
+	var zero T
+	if v == zero {
+		return def
+	}
+	return v
+}

@@ -1,0 +1,150 @@
+package service_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"google.golang.org/protobuf/proto"
+
+	podsv1alpha1 "github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1"
+	"github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1/podsv1alpha1connect"
+	"github.com/podsapi/podsapi/internal/podstest"
+	"github.com/podsapi/podsapi/service"
+	"github.com/podsapi/podsapi/store"
+)
+
+// TestEnvelopesAreConnects pins the rules of envelope.go together: for each
+// protocol of binary protobuf streams, a client that accepts gzip (as
+// connect-go's do) receives from a watch whose snapshot is written raw,
+// shared, exactly the bytes connect sends for the same watch one event at a
+// time: the same envelopes, every flags byte 0 (not compressed). Were
+// connect's framing to change, or the handlers to compress, the raw
+// envelopes would differ from connect's.
+func TestEnvelopesAreConnects(t *testing.T) {
+	st := store.New()
+	for i := range 300 {
+		p := podstest.Pod("default", fmt.Sprintf("pod-%03d", i), i)
+		// Compressible: gzip would shrink every message.
+		p.Annotations = map[string]string{"example.com/padding": strings.Repeat("x", 1<<10)}
+		st.Upsert(p)
+	}
+	st.MarkSynced()
+	reg := prometheus.NewRegistry()
+	raw := newHarness(t, st, true, service.WithMetrics(service.NewMetrics(reg)))
+	plain := newHarness(t, st, false)
+	for _, contentType := range []string{"application/grpc", "application/grpc+proto", "application/grpc-web+proto", "application/connect+proto"} {
+		t.Run(contentType, func(t *testing.T) {
+			before := snapshotComputes(t, reg)
+			want := watchEnvelopes(t, plain, contentType)
+			got := watchEnvelopes(t, raw, contentType)
+			if snapshotComputes(t, reg) != before+1 {
+				t.Fatal("the watch with a Stream did not write a shared snapshot")
+			}
+			for i := range want {
+				if want[i][0] != 0 {
+					t.Fatalf("connect's message %d has flags %#x: the handlers compress", i, want[i][0])
+				}
+			}
+			if len(want) != 301 {
+				t.Fatalf("%d messages from connect, want 300 ADDED, then INITIAL_SYNC_COMPLETE", len(want))
+			}
+			if len(got) != len(want) {
+				t.Fatalf("%d messages written raw, %d by connect", len(got), len(want))
+			}
+			for i := range want {
+				if want[i][0] != 0 {
+					t.Fatalf("connect's message %d has flags %#x: the handlers compress", i, want[i][0])
+				}
+				if !bytes.Equal(got[i], want[i]) {
+					t.Fatalf("message %d written raw differs from connect's:\n got %x\nwant %x", i, got[i][:min(len(got[i]), 32)], want[i][:min(len(want[i]), 32)])
+				}
+			}
+		})
+	}
+}
+
+// watchEnvelopes watches the typed wire of h with contentType, accepting
+// gzip, and returns the enveloped messages up to INITIAL_SYNC_COMPLETE.
+func watchEnvelopes(t *testing.T, h *harness, contentType string) [][]byte {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	req, err := proto.Marshal(&podsv1alpha1.PodWatchRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := append(binary.BigEndian.AppendUint32([]byte{0}, uint32(len(req))), req...)
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, baseURL+podsv1alpha1connect.PodsWatchPodsProcedure, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hreq.Header.Set("Content-Type", contentType)
+	hreq.Header.Set("Te", "trailers")
+	hreq.Header.Set("Grpc-Accept-Encoding", "gzip")
+	hreq.Header.Set("Connect-Accept-Encoding", "gzip")
+	resp, err := h.http.Do(hreq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	var msgs [][]byte
+	for {
+		prefix := make([]byte, 5)
+		if _, err := io.ReadFull(resp.Body, prefix); err != nil {
+			t.Fatalf("after %d messages: %v", len(msgs), err)
+		}
+		msg := make([]byte, 5+int(binary.BigEndian.Uint32(prefix[1:])))
+		copy(msg, prefix)
+		if _, err := io.ReadFull(resp.Body, msg[5:]); err != nil {
+			t.Fatalf("message %d: %v", len(msgs), err)
+		}
+		msgs = append(msgs, msg)
+		if msg[0] != 0 {
+			return msgs // compressed, or the end of the stream: the caller tells
+		}
+		ev := &podsv1alpha1.PodWatchResponse{}
+		if proto.Unmarshal(msg[5:], ev) == nil && ev.GetType() == podsv1alpha1.EventType_EVENT_TYPE_INITIAL_SYNC_COMPLETE {
+			return msgs
+		}
+	}
+}
+
+// snapshotComputes returns how many shared snapshots were built.
+func snapshotComputes(t *testing.T, reg prometheus.Gatherer) float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != "podsapi_view_computes_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			if labelIs(m, "view", "snapshot") {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return 0
+}
+
+func labelIs(m *dto.Metric, name, value string) bool {
+	for _, l := range m.GetLabel() {
+		if l.GetName() == name && l.GetValue() == value {
+			return true
+		}
+	}
+	return false
+}
