@@ -315,9 +315,15 @@ func (c *peerConn) Close() error {
 			delete(c.l.denied, c.deniedUID)
 		}
 	}
+	if first {
+		// Freed under the lock that decided first: a shedOldest that
+		// closes c while another goroutine is closing it too finds the
+		// slot free when its own Close returns, so Accept never counts
+		// one connection more than the limit.
+		c.l.open.Add(-1)
+	}
 	c.l.mu.Unlock()
 	if first {
-		c.l.open.Add(-1)
 		if c.stall != nil {
 			c.stall.g.unwatch(c.stall)
 		}
