@@ -1,7 +1,9 @@
 package kubeletgrpc
 
 import (
+	"context"
 	"log/slog"
+	"net"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -21,9 +23,21 @@ const (
 	DefaultMaxBackoff = 30 * time.Second
 	// DefaultReadMaxBytes is the largest WatchPods event accepted.
 	DefaultReadMaxBytes = 256 << 20
+	// MinPingInterval is the shortest interval between pings that a
+	// grpc-go server permits by default (keepalive.EnforcementPolicy
+	// MinTime, 5 minutes, while a stream is open): a client that pings
+	// more often is sent GOAWAY ENHANCE_YOUR_CALM "too_many_pings" after
+	// its third early ping. A kubelet's Pods API server keeps that
+	// default (pkg/kubelet/server/server.go ListenAndServePodsServer).
+	MinPingInterval = 5 * time.Minute
 	// DefaultPingInterval is how long a connection may be silent before
-	// the Source pings the kubelet; a ping unanswered for as long ends it.
-	DefaultPingInterval = 30 * time.Second
+	// the Source pings the kubelet: MinPingInterval with a minute of margin
+	// for the scheduling of both ends. On a UNIX socket a kubelet that
+	// exits closes the connection at once; the ping finds one that hangs.
+	DefaultPingInterval = MinPingInterval + time.Minute
+	// PingTimeout is how long the Source waits for the answer to a ping
+	// before it closes the connection and reconnects.
+	PingTimeout = 30 * time.Second
 )
 
 // Option configures a Source made by New.
@@ -34,6 +48,7 @@ type options struct {
 	socket       string
 	readMaxBytes int
 	ping         time.Duration
+	dial         func(ctx context.Context) (net.Conn, error) // tests only
 }
 
 func defaultOptions() options {
@@ -90,13 +105,14 @@ func WithReadMaxBytes(n int) Option {
 
 // WithPingInterval sets how long the connection to the kubelet may be
 // silent before the Source sends an HTTP/2 ping; when the ping is not
-// answered within as long, the connection is closed and the Source
+// answered within PingTimeout, the connection is closed and the Source
 // reconnects. The default is DefaultPingInterval. Non-positive values keep
-// the default.
+// the default, and values below MinPingInterval are raised to it: a
+// kubelet would close a connection that pings more often.
 func WithPingInterval(d time.Duration) Option {
 	return func(o *options) {
 		if d > 0 {
-			o.ping = d
+			o.ping = max(d, MinPingInterval)
 		}
 	}
 }
