@@ -159,7 +159,7 @@ func (c *C) podsForMasks() []*corev1pb.Pod {
 func (c *C) runPods(pods []*corev1pb.Pod) map[string][]*corev1pb.Pod {
 	out := map[string][]*corev1pb.Pod{}
 	for _, p := range pods {
-		if p.GetMetadata().GetLabels()[runLabel] == c.env.runID {
+		if c.ofRun(p) {
 			out[p.GetMetadata().GetName()] = append(out[p.GetMetadata().GetName()], p)
 		}
 	}

@@ -303,5 +303,11 @@ func withDefaults(cfg Config) Config {
 	if cfg.Features == (Features{}) {
 		cfg.Features = DefaultFeatures()
 	}
+	if cfg.Features.WatchReports == "" {
+		cfg.Features.WatchReports = WatchReportsAll
+	}
+	if d := cfg.Features.StartTimeout.Duration; d > cfg.StartTimeout {
+		cfg.StartTimeout = d
+	}
 	return cfg
 }
