@@ -338,6 +338,9 @@ func slowConsumer(c *C) {
 		c.Failf("WatchPods", "a stream", err.Error())
 	}
 	gs.CloseSend()
+	// The pod as the snapshot has it, to tell the implementation's own
+	// status events from the changes.
+	var snap event
 	// The snapshot is bounded like any wait for an event.
 	snapshot := time.AfterFunc(c.recvTimeout(), scancel)
 	for {
@@ -345,12 +348,15 @@ func slowConsumer(c *C) {
 		if err := gs.RecvMsg(m); err != nil {
 			c.Failf("WatchPods", "the initial snapshot within "+c.recvTimeout().String(), err.Error())
 		}
-		typ, _, err := decode(m)
+		typ, pod, err := decode(m)
 		if err != nil {
 			c.Failf("WatchPods", "the initial snapshot", err.Error())
 		}
 		if typ == podsv1alpha1.EventType_EVENT_TYPE_INITIAL_SYNC_COMPLETE {
 			break
+		}
+		if pod.GetMetadata().GetName() == name {
+			snap = event{typ: typ, pod: pod}
 		}
 	}
 	if !snapshot.Stop() {
@@ -378,6 +384,7 @@ func slowConsumer(c *C) {
 	// The stalled watcher reads again: it gets a prefix of the changes, in
 	// order, then RESOURCE_EXHAUSTED.
 	last := 1
+	prev := snap
 	events := make(chan event)
 	go func() {
 		for {
@@ -418,6 +425,12 @@ func slowConsumer(c *C) {
 			break
 		}
 		if ev.pod.GetMetadata().GetName() != name {
+			continue
+		}
+		own := ownStatusEvent(prev, ev)
+		prev = ev
+		if own {
+			// The implementation's own status change.
 			continue
 		}
 		v, _ := strconv.Atoi(ev.pod.GetMetadata().GetAnnotations()[versionAnnotation])

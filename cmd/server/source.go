@@ -39,6 +39,7 @@ var flagSources = map[string]string{
 	"kubelet-client-cert":          sourceKubeletHTTP,
 	"kubelet-client-key":           sourceKubeletHTTP,
 	"source-socket":                sourceKubeletGRPC,
+	"source-resync-interval":       sourceKubeletGRPC,
 }
 
 // sourceFlags are the command-line flags that choose and configure the pod
@@ -55,6 +56,7 @@ type sourceFlags struct {
 	clientCert   *string
 	clientKey    *string
 	sourceSocket *string
+	resync       *time.Duration
 }
 
 // addSourceFlags defines the source flags on fs, except --manifest-dir.
@@ -75,6 +77,8 @@ func addSourceFlags(fs *flag.FlagSet) *sourceFlags {
 		clientKey:  fs.String("kubelet-client-key", "", "kubelet-http: PEM key of --kubelet-client-cert"),
 		sourceSocket: fs.String("source-socket", kubeletgrpc.DefaultSocket,
 			"kubelet-grpc: the kubelet's Pods API socket; --socket must be another path"),
+		resync: fs.Duration("source-resync-interval", kubeletgrpc.DefaultResyncInterval,
+			"kubelet-grpc: time between two ListPods of the kubelet that find the edits its watch does not report (one token of its rate limit each); negative for none"),
 	}
 }
 
@@ -127,7 +131,8 @@ func (f *sourceFlags) newSource(nodeName string, logger *slog.Logger, reg promet
 			kubelethttp.WithRegisterer(reg),
 		)
 	case sourceKubeletGRPC:
-		return kubeletgrpc.New(kubeletgrpc.WithSocket(*f.sourceSocket), kubeletgrpc.WithLogger(logger), kubeletgrpc.WithRegisterer(reg))
+		return kubeletgrpc.New(kubeletgrpc.WithSocket(*f.sourceSocket), kubeletgrpc.WithLogger(logger), kubeletgrpc.WithRegisterer(reg),
+			kubeletgrpc.WithResyncInterval(*f.resync))
 	default:
 		return manifest.New(f.manifestDir, nodeName, manifest.WithLogger(logger), manifest.WithRegisterer(reg),
 			manifest.WithMaxFileBytes(*f.maxManifest))

@@ -3,8 +3,6 @@ package realkubelet_test
 import (
 	"context"
 	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -45,21 +43,3 @@ func start(t *testing.T, opts realkubelet.Options) *realkubelet.Kubelet {
 	return k
 }
 
-// readList reads a list of case IDs, one a line, # comments.
-func readList(t *testing.T, path string) []string {
-	t.Helper()
-	data, err := os.ReadFile(filepath.Join(repoRoot, path))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ids []string
-	for _, line := range strings.Split(string(data), "\n") {
-		if i := strings.Index(line, "#"); i >= 0 {
-			line = line[:i]
-		}
-		if line = strings.TrimSpace(line); line != "" {
-			ids = append(ids, line)
-		}
-	}
-	return ids
-}

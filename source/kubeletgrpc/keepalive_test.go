@@ -209,6 +209,8 @@ func TestKeepaliveWithinGRPCDefaultPolicy(t *testing.T) {
 					kubeletgrpc.WithDialer(l.dial),
 					kubeletgrpc.WithLogger(sourcetest.NewLogs(t).Logger()),
 					kubeletgrpc.WithBackoff(time.Second, time.Second),
+					// No resync: its lists would end the quiet spells.
+					kubeletgrpc.WithResyncInterval(-1),
 				}, tc.opts...)...)
 				ctx, cancel := context.WithCancel(t.Context())
 				done := make(chan error, 1)

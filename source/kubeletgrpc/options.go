@@ -35,6 +35,11 @@ const (
 	// for the scheduling of both ends. On a UNIX socket a kubelet that
 	// exits closes the connection at once; the ping finds one that hangs.
 	DefaultPingInterval = MinPingInterval + time.Minute
+	// DefaultResyncInterval is how often the Source lists the kubelet's
+	// pods to find the changes its watch does not report: one ListPods,
+	// one token of the kubelet's rate limit (100 qps, shared by every
+	// client), every 10 s.
+	DefaultResyncInterval = 10 * time.Second
 	// PingTimeout is how long the Source waits for the answer to a ping
 	// before it closes the connection and reconnects.
 	PingTimeout = 30 * time.Second
@@ -48,6 +53,7 @@ type options struct {
 	socket       string
 	readMaxBytes int
 	ping         time.Duration
+	resync       time.Duration
 	dial         func(ctx context.Context) (net.Conn, error) // tests only
 }
 
@@ -57,6 +63,7 @@ func defaultOptions() options {
 		socket:       DefaultSocket,
 		readMaxBytes: DefaultReadMaxBytes,
 		ping:         DefaultPingInterval,
+		resync:       DefaultResyncInterval,
 	}
 }
 
@@ -113,6 +120,25 @@ func WithPingInterval(d time.Duration) Option {
 	return func(o *options) {
 		if d > 0 {
 			o.ping = max(d, MinPingInterval)
+		}
+	}
+}
+
+// WithResyncInterval sets how often the Source lists the kubelet's pods
+// (ListPods) and reconciles them with what it has. A kubelet's WatchPods
+// reports only changes of a pod's status: an edit of a static pod that
+// keeps its UID (labels, annotations, arguments) is in its ListPods at once
+// and never on its watch, and a replaced static pod (a new UID) reaches the
+// watch 10-15 s after ListPods shows it. The resync turns them into
+// changes within the interval. Each resync costs one token of the
+// kubelet's rate limit; one that the limit refuses doubles the wait before
+// the next, up to 8 times the interval. The default is
+// DefaultResyncInterval; zero keeps it, and a negative interval turns the
+// resync off.
+func WithResyncInterval(d time.Duration) Option {
+	return func(o *options) {
+		if d != 0 {
+			o.resync = d
 		}
 	}
 }

@@ -26,6 +26,7 @@ type Source struct {
 	maxBackoff time.Duration
 	readMax    int
 	ping       time.Duration
+	resync     time.Duration // <= 0: no resync
 	// dial, when set (by the tests), replaces the dialing of socket.
 	dial func(ctx context.Context) (net.Conn, error)
 }
@@ -45,6 +46,7 @@ func New(opts ...Option) *Source {
 		maxBackoff: o.MaxBackoff,
 		readMax:    o.readMaxBytes,
 		ping:       o.ping,
+		resync:     o.resync,
 		dial:       o.dial,
 	}
 	s.log = o.Logger.With("source", s.Name())
