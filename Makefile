@@ -65,6 +65,33 @@ conformance: ## Run the conformance suite against our server, started and restar
 		--features conformance/features/podsapi-server-kubelet.yaml --known-failing conformance/features/podsapi-server-kubelet.known-failing \
 		--junit build/conformance-kubelet.xml --json build/conformance-kubelet.json
 
+# KUBELET_BIN is where make kubelet-tools builds the kubelet (k8s.io/kubernetes
+# v1.37.2 cmd/kubelet) and fakecri: a directory named by a digest of
+# tools/kube's go.mod, go.sum and fakecri sources, so a build is reused until
+# they change (a cold build takes 5-12 minutes of both cores, a warm one a
+# few seconds).
+KUBE_DIGEST := $(shell cat tools/kube/go.mod tools/kube/go.sum tools/kube/fakecri/*.go 2>/dev/null | sha256sum | cut -c1-16)
+KUBELET_BIN ?= $(HOME)/.cache/podsapi/kubelet-$(KUBE_DIGEST)
+# CONFORMANCE_RUN, when set, selects the cases of make conformance-kubelet by
+# ID (a regular expression).
+CONFORMANCE_RUN ?=
+
+.PHONY: kubelet-tools
+kubelet-tools: ## Build the real kubelet v1.37.2 and fakecri (upstream's fake CRI on a socket) from tools/kube into KUBELET_BIN, once per digest.
+	@if [ -x "$(KUBELET_BIN)/kubelet" ] && [ -x "$(KUBELET_BIN)/fakecri" ]; then \
+		echo "kubelet-tools: $(KUBELET_BIN) is up to date"; \
+	else \
+		rm -rf "$(KUBELET_BIN).tmp" && mkdir -p "$(KUBELET_BIN).tmp" && \
+		echo "go build k8s.io/kubernetes/cmd/kubelet ./fakecri -> $(KUBELET_BIN)" && \
+		(cd tools/kube && go build -o "$(KUBELET_BIN).tmp/" k8s.io/kubernetes/cmd/kubelet ./fakecri) && \
+		rm -rf "$(KUBELET_BIN)" && mv "$(KUBELET_BIN).tmp" "$(KUBELET_BIN)"; \
+	fi
+
+.PHONY: conformance-kubelet
+conformance-kubelet: kubelet-tools ## Judge a real kubelet v1.37.2 (standalone, fake CRI, confined with unshare; Linux, root) with the suite, and podsapi over it through both kubelet sources (CONFORMANCE_RUN=regexp).
+	PODSAPI_KUBE_BIN="$(KUBELET_BIN)" CONFORMANCE_RUN='$(CONFORMANCE_RUN)' \
+		go test -count=1 -timeout 40m ./internal/realkubelet/
+
 # FUZZTIME, when set, is every target's -fuzztime (a duration, or a count such
 # as 5000x). Unset, each target runs a count of inputs that takes 30 s or less
 # on a 2-core machine: counts, not durations, because Go 1.26's fuzzing

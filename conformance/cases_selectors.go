@@ -42,9 +42,14 @@ func (c *C) servedNames(short ...string) []string {
 	return names
 }
 
-// runSelector is the label selector of the run's pods, and more.
+// runSelector is the label selector of the case's pods, and more: pods
+// of earlier cases that an implementation is still terminating (a
+// kubelet takes its time) are not the case's.
 func (c *C) runSelector(more string) string {
 	s := runLabel + "=" + c.env.runID
+	if c.env.driver != nil {
+		s += "," + caseLabel + "=" + c.env.driver.tag
+	}
 	if more != "" {
 		s += "," + more
 	}

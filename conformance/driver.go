@@ -24,6 +24,7 @@ import (
 // The label and annotations of the pods the suite creates.
 const (
 	runLabel          = "conformance.podsapi.io/run"
+	caseLabel         = "conformance.podsapi.io/case"
 	versionAnnotation = "conformance.podsapi.io/version"
 	paddingAnnotation = "conformance.podsapi.io/padding"
 )
@@ -79,7 +80,7 @@ func (d *manifestDriver) pod(s podSpec) *corev1.Pod {
 	if ns == "" {
 		ns = "default"
 	}
-	labels := map[string]string{runLabel: d.runID, "app.kubernetes.io/name": s.name}
+	labels := map[string]string{runLabel: d.runID, caseLabel: d.tag, "app.kubernetes.io/name": s.name}
 	for k, v := range s.labels {
 		labels[k] = v
 	}

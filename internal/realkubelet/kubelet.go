@@ -244,6 +244,17 @@ func (k *Kubelet) StopKubelet() error {
 	return p.stop()
 }
 
+// PID returns the process ID of the running kubelet, 0 when none is
+// running. The confinement execs it, so it is the PID Start started.
+func (k *Kubelet) PID() int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.kubelet == nil {
+		return 0
+	}
+	return k.kubelet.cmd.Process.Pid
+}
+
 // Exited returns a channel closed when the running kubelet has exited, and
 // nil when none is running.
 func (k *Kubelet) Exited() <-chan struct{} {
