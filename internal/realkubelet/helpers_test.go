@@ -42,4 +42,3 @@ func start(t *testing.T, opts realkubelet.Options) *realkubelet.Kubelet {
 	}
 	return k
 }
-
