@@ -49,6 +49,11 @@ bench-quick: ## The same measurements with small sizes (about a minute and a hal
 	@mkdir -p build
 	go run ./cmd/bench --quick --json build/bench-results.json --svg build/bench-list-latency.svg --md build/benchmarks.md
 
+.PHONY: bench-kubelet
+bench-kubelet: kubelet-tools ## Measure podsapi side by side with a real kubelet (110 static pods, about 3 minutes) into internal/bench/kubelet.md, which make bench puts in docs/benchmarks.md.
+	PODSAPI_KUBE_BIN="$(KUBELET_BIN)" PODSAPI_BENCH_KUBELET="$(CURDIR)/internal/bench/kubelet.md" \
+		go test -count=1 -timeout 20m -run '^TestSideBySide$$' ./internal/realkubelet/
+
 .PHONY: bench-micro
 bench-micro: ## Run the Go micro-benchmarks of every package.
 	go test -run '^$$' -bench . -benchmem ./...

@@ -111,7 +111,7 @@ func (c *Client) watchKubelet(ctx context.Context, o callOptions, m *matcher) (e
 	if err != nil {
 		return nil, wrapError(err, true)
 	}
-	s := &rawEventStream{stream: stream, dec: dec, socket: c.socket}
+	s := &rawEventStream{stream: stream, dec: dec, socket: c.socket, ctx: ctx}
 	if m != nil {
 		s.filter = newEventFilter(m)
 	}
@@ -134,6 +134,9 @@ type rawEventStream struct {
 	// socket is the server's, probed when the stream ends as a kubelet
 	// ends it both on shutdown and for a slow watcher.
 	socket string
+	// ctx is the watch's: once it is done, the stream ended for the client's
+	// own reason.
+	ctx context.Context
 }
 
 func (s *rawEventStream) receive() (Event, error) {
@@ -211,15 +214,31 @@ func (s *rawEventStream) close() { s.stream.Close() }
 // drops a slow watcher (k8s.io/kubernetes pkg/kubelet/apis/pods/server.go).
 // The socket tells them apart: a kubelet that is stopping no longer
 // accepts connections (grpc-go's GracefulStop closes its listener first).
+//
+// A kubelet may also exit before it ends its watches: the stream then
+// breaks (an unexpected EOF), and the same probe tells that the server
+// went away.
 func (s *rawEventStream) endError(err error) error {
 	var ae *apiError
-	if !errors.As(err, &ae) || ae.sentinel != ErrFellBehind || errinfo.Of(ae.err) != nil {
+	if errors.As(err, &ae) {
+		if ae.sentinel != ErrFellBehind || errinfo.Of(ae.err) != nil || !serverGone(s.socket) {
+			return err
+		}
+		return &apiError{sentinel: ErrServerGone, err: ae.err}
+	}
+	var ce *connect.Error
+	if !errors.As(err, &ce) || connect.IsWireError(ce) {
 		return err
 	}
-	if !serverGone(s.socket) {
-		return err
+	switch ce.Code() {
+	case connect.CodeInternal, connect.CodeUnavailable, connect.CodeUnknown, connect.CodeCanceled:
+		// A broken stream (connect-go reports a reset connection as
+		// CANCELED), not the client's own deadline or cancellation.
+		if s.ctx.Err() == nil && serverGone(s.socket) {
+			return &apiError{sentinel: ErrServerGone, err: ce}
+		}
 	}
-	return &apiError{sentinel: ErrServerGone, err: ae.err}
+	return err
 }
 
 // serverGone reports whether the server on socket no longer answers a new

@@ -20,15 +20,19 @@ import (
 // "watch client channel closed" and no ErrorInfo, once while it goes on
 // serving (a slow watcher dropped) and once after it stopped accepting
 // connections (a kubelet shutting down: grpc-go's GracefulStop closes the
-// listener first). The first is ErrFellBehind, the second ErrServerGone.
+// listener first), and once by a server that goes without ending it (a
+// kubelet that exits first). The first is ErrFellBehind, the others
+// ErrServerGone.
 func TestKubeletWatchEnd(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		shutdown bool
+		exit     bool // the server goes without ending the stream
 		want     error
 	}{
-		{"dropped", false, client.ErrFellBehind},
-		{"shutdown", true, client.ErrServerGone},
+		{"dropped", false, false, client.ErrFellBehind},
+		{"shutdown", true, false, client.ErrServerGone},
+		{"exit", true, true, client.ErrServerGone},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			socket := podstest.SocketPath(t)
@@ -37,7 +41,8 @@ func TestKubeletWatchEnd(t *testing.T) {
 				t.Fatal(err)
 			}
 			end := make(chan struct{})
-			srv := grpc.NewServer(grpc.UnknownServiceHandler(func(_ any, stream grpc.ServerStream) error {
+			var srv *grpc.Server
+			srv = grpc.NewServer(grpc.UnknownServiceHandler(func(_ any, stream grpc.ServerStream) error {
 				if err := stream.RecvMsg(new(v1alpha1.WatchPodsRequest)); err != nil {
 					return err
 				}
@@ -47,6 +52,11 @@ func TestKubeletWatchEnd(t *testing.T) {
 				<-end
 				if tc.shutdown {
 					l.Close() // as GracefulStop does first
+				}
+				if tc.exit {
+					go srv.Stop() // closes the connection under the stream
+					<-stream.Context().Done()
+					return nil
 				}
 				return status.Error(codes.ResourceExhausted, "watch client channel closed")
 			}))
@@ -65,8 +75,8 @@ func TestKubeletWatchEnd(t *testing.T) {
 			}
 			close(end)
 			_, err = w.Next()
-			if connect.CodeOf(err) != connect.CodeResourceExhausted || !errors.Is(err, tc.want) {
-				t.Fatalf("the watch ended with %v, want RESOURCE_EXHAUSTED wrapping %v", err, tc.want)
+			if (!tc.exit && connect.CodeOf(err) != connect.CodeResourceExhausted) || !errors.Is(err, tc.want) {
+				t.Fatalf("the watch ended with %v, want an error wrapping %v", err, tc.want)
 			}
 			for _, other := range []error{client.ErrFellBehind, client.ErrServerGone} {
 				if other != tc.want && errors.Is(err, other) {

@@ -629,6 +629,7 @@ INITIAL_SYNC_COMPLETE.
 		"include the connect-go client decoding typed pods. See [benchmarks-selectors.md](benchmarks-selectors.md).\n\n%s",
 		selectorsTable(r))
 	fmt.Fprintf(&sb, "\n%s", changes)
+	fmt.Fprintf(&sb, "\n%s", kubeletSideBySide)
 	if len(r.Errors) > 0 {
 		fmt.Fprintf(&sb, "\nErrors:\n\n- %s\n", strings.Join(r.Errors, "\n- "))
 	}
@@ -641,3 +642,10 @@ INITIAL_SYNC_COMPLETE.
 //
 //go:embed changes.md
 var changes string
+
+// kubeletSideBySide is the comparison with a real kubelet, written by make
+// bench-kubelet (internal/realkubelet TestSideBySide): make bench cannot
+// run a kubelet, so it copies the last measurement.
+//
+//go:embed kubelet.md
+var kubeletSideBySide string
