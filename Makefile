@@ -94,8 +94,9 @@ kubelet-tools: ## Build the real kubelet v1.37.2 and fakecri (upstream's fake CR
 
 .PHONY: conformance-kubelet
 conformance-kubelet: kubelet-tools ## Judge a real kubelet v1.37.2 (standalone, fake CRI, confined with unshare; Linux, root) with the suite, and podsapi over it through both kubelet sources (CONFORMANCE_RUN=regexp).
-	PODSAPI_KUBE_BIN="$(KUBELET_BIN)" CONFORMANCE_RUN='$(CONFORMANCE_RUN)' \
-		go test -count=1 -timeout 40m ./internal/realkubelet/
+	@# In the package's directory, so that go test streams the progress.
+	cd internal/realkubelet && PODSAPI_KUBE_BIN="$(KUBELET_BIN)" CONFORMANCE_RUN='$(CONFORMANCE_RUN)' \
+		go test -count=1 -timeout 40m
 
 # FUZZTIME, when set, is every target's -fuzztime (a duration, or a count such
 # as 5000x). Unset, each target runs a count of inputs that takes 30 s or less
