@@ -81,18 +81,25 @@ func selStep(ev event) string {
 }
 
 // collectSelected reads w until the pod named end is added, returning the
-// events of the run's pods as selStep shows them.
+// events of the run's pods as selStep shows them, without the
+// implementation's own status events (ownStatusEvent).
 func (c *C) collectSelected(w *watch, end string) []string {
 	var steps []string
+	prev := map[string]event{}
 	for {
 		ev := w.mustNext()
 		if !c.ofRun(ev.pod) {
 			c.Failf(w.desc, "events of the run's pods only", ev.String())
 		}
-		if ev.pod.GetMetadata().GetName() == end && ev.typ == added {
+		name := ev.pod.GetMetadata().GetName()
+		if name == end && ev.typ == added {
 			return steps
 		}
-		steps = append(steps, selStep(ev))
+		own := ownStatusEvent(prev[name], ev)
+		prev[name] = ev
+		if !own {
+			steps = append(steps, selStep(ev))
+		}
 	}
 }
 
