@@ -3,6 +3,8 @@ package realkubelet_test
 import (
 	"context"
 	"fmt"
+	"io"
+	"math/rand/v2"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -131,6 +133,7 @@ func measure(t *testing.T, n int) string {
 		return "?"
 	}
 	rows = append(rows, fmt.Sprintf("| RSS after the runs | %s | %s | |", rss(k.PID()), rss(pid)))
+	rows = append(rows, editDelays(t, k, kc, pc, pods))
 	return fmt.Sprintf("### %d static pods (%s a list from the kubelet)\n\n| %d pods, paced at 90/s | kubelet p50 / p99 / CPU per call | podsapi over it | ratio |\n|---|---|---|---|\n%s\n",
 		n, kb(listBytes(pods)), n, strings.Join(rows, "\n"))
 }
@@ -346,4 +349,128 @@ func uidOf(t *testing.T, raw []byte) string {
 		t.Fatal(err)
 	}
 	return string(p.UID)
+}
+
+// editDelays edits the annotations of a static pod five times, one edit at
+// a time, and returns a row with how long each took to reach a watcher of
+// the kubelet and one of podsapi (default resync interval), and the
+// ListPods the kubelet served meanwhile (podsapi's resyncs: the tokens of
+// its rate limit they cost).
+func editDelays(t *testing.T, k *realkubelet.Kubelet, kc, pc v1alpha1connect.PodsClient, pods [][]byte) string {
+	t.Helper()
+	const edits = 5
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var target corev1.Pod
+	if err := target.Unmarshal(pods[0]); err != nil {
+		t.Fatal(err)
+	}
+	// The manifest's own name: the kubelet appends the node name.
+	name := strings.TrimSuffix(target.Name, "-"+k.NodeName)
+	var base *corev1.Pod
+	for i := range len(pods) + 1 {
+		if p := benchPod(i); p.Name == name && p.Namespace == target.Namespace {
+			base = p
+			break
+		}
+	}
+	if base == nil {
+		t.Fatalf("no bench pod named %s", name)
+	}
+	seen := func(c v1alpha1connect.PodsClient) chan string {
+		ch := make(chan string, 64)
+		s, err := c.WatchPods(ctx, connect.NewRequest(&v1alpha1.WatchPodsRequest{}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			defer s.Close()
+			for s.Receive() {
+				var p corev1.Pod
+				if p.Unmarshal(s.Msg().GetPod()) == nil && p.UID == target.UID {
+					select {
+					case ch <- p.Annotations["bench.podsapi.io/edit"]:
+					default:
+					}
+				}
+			}
+		}()
+		return ch
+	}
+	kw, pw := seen(kc), seen(pc)
+	lists0 := kubeletLists(t, k)
+	start := time.Now()
+	var delays []time.Duration
+	kubeletSaw := 0
+	for i := 1; i <= edits; i++ {
+		// At a random point of the resync interval, not right after the
+		// resync that found the previous edit.
+		time.Sleep(rand.N(10 * time.Second))
+		p := base.DeepCopy()
+		if p.Annotations == nil {
+			p.Annotations = map[string]string{}
+		}
+		p.Annotations["bench.podsapi.io/edit"] = strconv.Itoa(i)
+		writeManifest(t, k, p)
+		edited := time.Now()
+		want := strconv.Itoa(i)
+		deadline := time.After(time.Minute)
+	wait:
+		for {
+			select {
+			case v := <-pw:
+				if v == want {
+					delays = append(delays, time.Since(edited))
+					break wait
+				}
+			case v := <-kw:
+				if v == want {
+					kubeletSaw++
+				}
+			case <-deadline:
+				t.Fatalf("edit %d: not on podsapi's watch within a minute", i)
+			}
+		}
+	}
+	// The kubelet's watch gets a last chance.
+	drain := time.After(15 * time.Second)
+drained:
+	for {
+		select {
+		case v := <-kw:
+			if v != "" {
+				kubeletSaw++
+			}
+		case <-drain:
+			break drained
+		}
+	}
+	elapsed := time.Since(start)
+	lists := kubeletLists(t, k) - lists0
+	slices.Sort(delays)
+	return fmt.Sprintf("| an annotation edit, on the watch (%d edits; podsapi: resync every 10 s) | %d of %d seen in 15 s | median %.1f s, max %.1f s; %.0f ListPods of the kubelet in %.0f s (%.2f tokens/s) | |",
+		edits, kubeletSaw, edits, delays[len(delays)/2].Seconds(), delays[len(delays)-1].Seconds(), lists, elapsed.Seconds(), lists/elapsed.Seconds())
+}
+
+// kubeletLists is the kubelet's kubelet_pod_requests_list_total, all codes.
+func kubeletLists(t *testing.T, k *realkubelet.Kubelet) float64 {
+	t.Helper()
+	resp, err := http.Get(k.ReadOnlyURL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total float64
+	for l := range strings.SplitSeq(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(l, "kubelet_pod_requests_list_total{"); ok {
+			f := strings.Fields(rest)
+			v, _ := strconv.ParseFloat(f[len(f)-1], 64)
+			total += v
+		}
+	}
+	return total
 }
