@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/cri-client/pkg/fake"
 )
@@ -133,9 +134,10 @@ func (r *runtime) ContainerStatus(ctx context.Context, req *runtimeapi.Container
 	p := r.logs[req.GetContainerId()]
 	r.mu.Unlock()
 	if p != "" {
-		st := *resp.Status //nolint:govet // a shallow copy: the fake's own status is shared
+		// A copy: the fake's own status may be shared.
+		st := proto.Clone(resp.GetStatus()).(*runtimeapi.ContainerStatus)
 		st.LogPath = p
-		resp.Status = &st
+		resp.Status = st
 	}
 	return resp, nil
 }
