@@ -346,7 +346,7 @@ func init() {
 				if proto.Equal(got, pods[0]) {
 					return
 				}
-				if attempt == 2 {
+				if c.lastAttempt(attempt) {
 					c.Failf("GetPod(podUID="+pods[0].GetMetadata().GetUid()+")", "the pod ListPods returns:\n"+short(pods[0]), short(got))
 				}
 			}
@@ -366,7 +366,7 @@ func init() {
 				if diff == "" {
 					return
 				}
-				if attempt == 2 {
+				if c.lastAttempt(attempt) {
 					c.Failf("WatchPods", "the pods of ListPods", diff)
 				}
 			}
@@ -387,7 +387,7 @@ func init() {
 					if diff == "" {
 						return
 					}
-					if attempt == 2 {
+					if c.lastAttempt(attempt) {
 						c.Failf(describe("ListPods", h, ""), "the pods of ListPods without a mask, trimmed to "+strings.Join(m.paths, ","), diff)
 					}
 				}
@@ -405,7 +405,7 @@ func init() {
 						if proto.Equal(got, want) {
 							break
 						}
-						if attempt == 2 {
+						if c.lastAttempt(attempt) {
 							c.Failf(describe("GetPod", h, "podUID="+uid), short(want), short(got))
 						}
 					}
@@ -432,7 +432,7 @@ func init() {
 				if diff == "" {
 					return
 				}
-				if attempt == 2 {
+				if c.lastAttempt(attempt) {
 					c.Failf(describe("WatchPods", h, ""), "the pods of ListPods trimmed to the mask and the identity fields", diff)
 				}
 			}

@@ -155,7 +155,7 @@ func registerWatchCases() {
 				if slices.Equal(names(got), names(want)) {
 					return
 				}
-				if attempt == 2 {
+				if c.lastAttempt(attempt) {
 					c.Failf("WatchPods", fmt.Sprintf("ADDED for the pods of ListPods %v", names(want)), fmt.Sprint(names(got)))
 				}
 			}

@@ -505,3 +505,24 @@ func (o *observer) waitDeleted(name string) event {
 		return ev.typ == podsv1alpha1.EventType_EVENT_TYPE_DELETED
 	})
 }
+
+// lastAttempt reports whether attempt (from 0) is the last of a case that
+// compares two reads of the node (a watch's snapshot and ListPods, say),
+// which differ when a pod changed in between. An implementation that
+// serves manifest statuses gets three attempts; one that computes
+// statuses, which change on their own for a while (a kubelet's new pods
+// start), gets up to 40, a quarter of a second apart.
+func (c *C) lastAttempt(attempt int) bool {
+	if c.env.cfg.Features.ManifestStatus {
+		return attempt >= 2
+	}
+	if attempt >= 39 {
+		return true
+	}
+	select {
+	case <-c.ctx.Done():
+		return true
+	case <-time.After(250 * time.Millisecond):
+		return false
+	}
+}
