@@ -26,9 +26,14 @@ import (
 // RESOURCE_EXHAUSTED as the kubelet's rate limit does).
 type statusOnlyKubelet struct {
 	mu     sync.Mutex
-	pod    *corev1.Pod
+	pod    *corev1.Pod // nil: ListPods lists none
 	refuse bool
 	lists  atomic.Int32
+	// events are sent on the watch after the sync marker, when
+	// withEvents; serve makes the channel inside the bubble (a channel
+	// made outside is not durably blocking).
+	withEvents bool
+	events     chan *v1alpha1.WatchPodsEvent
 }
 
 func (k *statusOnlyKubelet) encoded() []byte {
@@ -42,6 +47,9 @@ func (k *statusOnlyKubelet) encoded() []byte {
 }
 
 func (k *statusOnlyKubelet) serve(l *pipeListener) *grpc.Server {
+	if k.withEvents {
+		k.events = make(chan *v1alpha1.WatchPodsEvent)
+	}
 	srv := grpc.NewServer(grpc.UnknownServiceHandler(func(_ any, stream grpc.ServerStream) error {
 		method, _ := grpc.MethodFromServerStream(stream)
 		switch method {
@@ -54,8 +62,16 @@ func (k *statusOnlyKubelet) serve(l *pipeListener) *grpc.Server {
 					return err
 				}
 			}
-			<-stream.Context().Done()
-			return nil
+			for {
+				select {
+				case <-stream.Context().Done():
+					return nil
+				case ev := <-k.events:
+					if err := stream.SendMsg(ev); err != nil {
+						return err
+					}
+				}
+			}
 		case "/v1alpha1.Pods/ListPods":
 			if err := stream.RecvMsg(new(v1alpha1.ListPodsRequest)); err != nil {
 				return err
@@ -66,6 +82,12 @@ func (k *statusOnlyKubelet) serve(l *pipeListener) *grpc.Server {
 			k.mu.Unlock()
 			if refuse {
 				return status.Error(codes.ResourceExhausted, "rejected by rate limit")
+			}
+			k.mu.Lock()
+			listed := k.pod != nil
+			k.mu.Unlock()
+			if !listed {
+				return stream.SendMsg(&v1alpha1.ListPodsResponse{})
 			}
 			return stream.SendMsg(&v1alpha1.ListPodsResponse{Pods: [][]byte{k.encoded()}})
 		}
@@ -148,5 +170,39 @@ func TestResyncBacksOffWhenRateLimited(t *testing.T) {
 		if st := rec.Snapshot(); len(st.Pods) != 1 {
 			t.Errorf("the sink holds %d pods, want the one the watch reported", len(st.Pods))
 		}
+	})
+}
+
+// TestResyncIgnoresLateReAdd removes a pod from the kubelet's list, then has
+// its watch send ADDED and DELETED for it, as a v1.37 kubelet does for a
+// static pod it deletes: the resync deleted the pod, and the late ADDED
+// does not bring it back.
+func TestResyncIgnoresLateReAdd(t *testing.T) {
+	pod := resyncPod(map[string]string{"v": "1"})
+	k := &statusOnlyKubelet{pod: pod, withEvents: true}
+	raw, err := pod.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	runResync(t, k, func(rec *sourcetest.Recorder) {
+		k.mu.Lock()
+		k.pod = nil
+		k.mu.Unlock()
+		time.Sleep(kubeletgrpc.DefaultResyncInterval + time.Second) // fake time: a resync
+		rec.Wait(t, "the pod deleted by a resync", func(s sourcetest.State) bool { return len(s.Pods) == 0 })
+		before := len(rec.Snapshot().Calls)
+		k.events <- &v1alpha1.WatchPodsEvent{Type: v1alpha1.EventType_ADDED, Pod: raw}
+		k.events <- &v1alpha1.WatchPodsEvent{Type: v1alpha1.EventType_DELETED, Pod: raw}
+		time.Sleep(time.Second) // fake time: the events are applied
+		synctest.Wait()
+		if calls := since(rec.Snapshot(), before); len(calls) != 0 {
+			t.Errorf("the late ADDED and DELETED of a pod the resync deleted sent the sink %v", calls)
+		}
+		// A pod that comes back for real is listed again.
+		k.mu.Lock()
+		k.pod = pod
+		k.mu.Unlock()
+		time.Sleep(kubeletgrpc.DefaultResyncInterval + time.Second) // fake time: a resync
+		rec.WaitPods(t, func(p *corev1.Pod) bool { return true }, pod.UID)
 	})
 }

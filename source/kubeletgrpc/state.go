@@ -27,6 +27,15 @@ type state struct {
 	// resyncBackoff multiplies the resync interval after the kubelet's
 	// rate limit refused a resync; 0 after a success.
 	resyncBackoff int
+	// gone holds the pods a resync found gone before the watch said so,
+	// by UID, with the number of the resync. A v1.37 kubelet sends a
+	// spurious ADDED for a static pod it is deleting, just before its
+	// DELETED (its status manager forgets the pod's status first): an
+	// ADDED or MODIFIED of a pod in gone is not applied, the watch's
+	// DELETED or a list that has the pod again ends it, and an entry
+	// lives two resyncs at most.
+	gone    map[types.UID]int
+	resyncs int
 }
 
 // resyncTimeout bounds one resync's ListPods.
@@ -110,6 +119,11 @@ loop:
 				case !synced:
 					snapshot[pod.UID] = entry{pod: pod, raw: ev.GetPod()}
 				default:
+					if _, ok := st.gone[pod.UID]; ok {
+						st.s.log.Debug("kubelet reported a pod its list no longer has: ignored", "event", ev.GetType().String(),
+							"namespace", pod.Namespace, "name", pod.Name, "uid", pod.UID)
+						break
+					}
 					st.upsert(pod, ev.GetPod(), ev.GetType())
 				}
 			case v1alpha1.EventType_DELETED:
@@ -119,6 +133,7 @@ loop:
 				case !synced:
 					delete(snapshot, pod.UID)
 				default:
+					delete(st.gone, pod.UID)
 					st.delete(pod.UID, pod.Namespace, pod.Name)
 				}
 			case v1alpha1.EventType_INITIAL_SYNC_COMPLETE:
@@ -215,8 +230,20 @@ func (st *state) resync(ctx context.Context, client v1alpha1connect.PodsClient) 
 		}
 		listed[pod.UID] = entry{pod: pod, raw: raw}
 	}
-	changed, deleted := st.apply(listed)
-	if changed+deleted > 0 {
+	st.resyncs++
+	for uid, n := range st.gone {
+		if _, ok := listed[uid]; ok || st.resyncs-n > 2 {
+			delete(st.gone, uid)
+		}
+	}
+	changed, gone := st.apply(listed)
+	for _, uid := range gone {
+		if st.gone == nil {
+			st.gone = make(map[types.UID]int)
+		}
+		st.gone[uid] = st.resyncs
+	}
+	if deleted := len(gone); changed+deleted > 0 {
 		st.s.log.Debug("resync found changes the watch did not report", "changed", changed, "deleted", deleted,
 			"pods", len(listed), "took", time.Since(start))
 	}
@@ -230,7 +257,8 @@ func (st *state) reconcile(snapshot map[types.UID]entry) {
 		st.down = false
 		st.s.log.Info("kubelet Pods API available again: reconciling", "pods", len(snapshot))
 	}
-	changed, deleted := st.apply(snapshot)
+	changed, gone := st.apply(snapshot)
+	deleted := len(gone)
 	if !st.synced {
 		st.synced = true
 		st.sink.MarkSynced()
@@ -242,13 +270,14 @@ func (st *state) reconcile(snapshot map[types.UID]entry) {
 
 // apply sends the sink the difference between pods, all the kubelet's
 // pods, and what it has: a Delete for each pod that is gone and an Upsert
-// for each that is new or changed. It returns their counts.
-func (st *state) apply(pods map[types.UID]entry) (changed, deleted int) {
+// for each that is new or changed. It returns how many changed and the
+// UIDs of those gone.
+func (st *state) apply(pods map[types.UID]entry) (changed int, deleted []types.UID) {
 	for _, uid := range slices.Sorted(maps.Keys(st.known)) {
 		if _, ok := pods[uid]; !ok {
 			st.sink.Delete(uid)
 			delete(st.known, uid)
-			deleted++
+			deleted = append(deleted, uid)
 			st.s.log.Debug("pod gone", "uid", uid)
 		}
 	}
