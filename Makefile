@@ -59,6 +59,11 @@ bench-quick: ## The same measurements with small sizes (about a minute and a hal
 	@mkdir -p build
 	go run ./cmd/bench --quick --json build/bench-results.json --svg build/bench-list-latency.svg --md build/benchmarks.md
 
+.PHONY: bench-kubelet
+bench-kubelet: kubelet-tools ## Measure podsapi side by side with a real kubelet (110 static pods, about 3 minutes) into internal/bench/kubelet.md, which make bench puts in docs/benchmarks.md.
+	PODSAPI_KUBE_BIN="$(KUBELET_BIN)" PODSAPI_BENCH_KUBELET="$(CURDIR)/internal/bench/kubelet.md" \
+		go test -count=1 -timeout 20m -run '^TestSideBySide$$' ./internal/realkubelet/
+
 .PHONY: bench-micro
 bench-micro: ## Run the Go micro-benchmarks of every package.
 	go test -run '^$$' -bench . -benchmem ./...
@@ -102,6 +107,34 @@ test-apiserver: kube-bin ## Run the tests against a real kube-apiserver and etcd
 bench-apiserver: kube-bin ## Measure the API server's load, 10 and 50 agents direct or through podsapi, into internal/bench/apiserver.md (docs/benchmarks.md embeds it; about a minute).
 	PODSAPI_KUBE_BIN='$(KUBE_BIN)' go test -count=1 -timeout 20m -run '^TestAPIServerLoad$$' -v ./internal/bench \
 		-args -apiserver-load='$(CURDIR)/internal/bench/apiserver.md'
+
+# KUBELET_BIN is where make kubelet-tools builds the kubelet (k8s.io/kubernetes
+# v1.37.2 cmd/kubelet) and fakecri: a directory named by a digest of
+# tools/kube's go.mod, go.sum and fakecri sources, so a build is reused until
+# they change (a cold build takes 5-12 minutes of both cores, a warm one a
+# few seconds).
+KUBE_DIGEST := $(shell cat tools/kube/go.mod tools/kube/go.sum tools/kube/fakecri/*.go 2>/dev/null | sha256sum | cut -c1-16)
+KUBELET_BIN ?= $(HOME)/.cache/podsapi/kubelet-$(KUBE_DIGEST)
+# CONFORMANCE_RUN, when set, selects the cases of make conformance-kubelet by
+# ID (a regular expression).
+CONFORMANCE_RUN ?=
+
+.PHONY: kubelet-tools
+kubelet-tools: ## Build the real kubelet v1.37.2 and fakecri (upstream's fake CRI on a socket) from tools/kube into KUBELET_BIN, once per digest.
+	@if [ -x "$(KUBELET_BIN)/kubelet" ] && [ -x "$(KUBELET_BIN)/fakecri" ]; then \
+		echo "kubelet-tools: $(KUBELET_BIN) is up to date"; \
+	else \
+		rm -rf "$(KUBELET_BIN).tmp" && mkdir -p "$(KUBELET_BIN).tmp" && \
+		echo "go build k8s.io/kubernetes/cmd/kubelet ./fakecri -> $(KUBELET_BIN)" && \
+		(cd tools/kube && go build -o "$(KUBELET_BIN).tmp/" k8s.io/kubernetes/cmd/kubelet ./fakecri) && \
+		rm -rf "$(KUBELET_BIN)" && mv "$(KUBELET_BIN).tmp" "$(KUBELET_BIN)"; \
+	fi
+
+.PHONY: conformance-kubelet
+conformance-kubelet: kubelet-tools ## Judge a real kubelet v1.37.2 (standalone, fake CRI, confined with unshare; Linux, root) with the suite, and podsapi over it through both kubelet sources (CONFORMANCE_RUN=regexp).
+	@# In the package's directory, so that go test streams the progress.
+	cd internal/realkubelet && PODSAPI_KUBE_BIN="$(KUBELET_BIN)" CONFORMANCE_RUN='$(CONFORMANCE_RUN)' \
+		go test -count=1 -timeout 40m
 
 # FUZZTIME, when set, is every target's -fuzztime (a duration, or a count such
 # as 5000x). Unset, each target runs a count of inputs that takes 30 s or less

@@ -26,7 +26,8 @@
 //
 // Errors keep their gRPC code (connect.CodeOf works on them) and wrap the
 // sentinel errors of this package (ErrNotSynced, ErrRateLimited,
-// ErrNotFound, ErrFellBehind, ErrTooManyWatches, ErrPermissionDenied) for
+// ErrNotFound, ErrFellBehind, ErrServerGone, ErrTooManyWatches,
+// ErrPermissionDenied) for
 // errors.Is, chosen by the reason of the server's google.rpc.ErrorInfo
 // (package errinfo), or by the code when the server sends none. Errors the
 // client raises itself wrap none.

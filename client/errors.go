@@ -26,6 +26,13 @@ var (
 	// the watcher because it did not read its events fast enough. Watch
 	// again to resync.
 	ErrFellBehind = errors.New("watch dropped for falling behind")
+	// ErrServerGone reports the end of a watch by a server that is going
+	// away (shutting down or restarting). A kubelet ends its watches with
+	// RESOURCE_EXHAUSTED "watch client channel closed" when it stops, as
+	// when it drops a slow watcher; the client tells them apart by whether
+	// the socket still accepts connections, and wraps this error instead of
+	// ErrFellBehind. Reconnect: watch again once the server is back.
+	ErrServerGone = errors.New("the server went away")
 	// ErrTooManyWatches reports RESOURCE_EXHAUSTED on a watch refused
 	// because the server's limit of open watches (or the client's share of
 	// them) is reached. Close a watch, or retry later.

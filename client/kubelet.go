@@ -6,12 +6,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"slices"
+	"time"
 
 	"connectrpc.com/connect"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	kubeletpods "k8s.io/kubelet/pkg/apis/pods/v1alpha1"
+
+	"github.com/podsapi/podsapi/errinfo"
 )
 
 // The calls of the kubelet's wire, v1alpha1.Pods. They send the field mask
@@ -108,7 +112,7 @@ func (c *Client) watchKubelet(ctx context.Context, o callOptions, m *matcher) (e
 	if err != nil {
 		return nil, wrapError(err, true)
 	}
-	s := &rawEventStream{stream: stream, dec: dec}
+	s := &rawEventStream{stream: stream, dec: dec, socket: c.socket, ctx: ctx}
 	if m != nil {
 		s.filter = newEventFilter(m)
 	}
@@ -128,12 +132,18 @@ type rawEventStream struct {
 	views map[string][]byte
 	// filter applies the selectors to whole pods; nil without selectors.
 	filter *eventFilter
+	// socket is the server's, probed when the stream ends as a kubelet
+	// ends it both on shutdown and for a slow watcher.
+	socket string
+	// ctx is the watch's: once it is done, the stream ended for the client's
+	// own reason.
+	ctx context.Context
 }
 
 func (s *rawEventStream) receive() (Event, error) {
 	for {
 		if !s.stream.Receive() {
-			return Event{}, streamError(s.stream.Err())
+			return Event{}, s.endError(streamError(s.stream.Err()))
 		}
 		msg := s.stream.Msg()
 		typ, err := eventType(uint64(msg.GetType()))
@@ -197,6 +207,64 @@ func (s *rawEventStream) unchanged(typ EventType, view []byte) (bool, error) {
 }
 
 func (s *rawEventStream) close() { s.stream.Close() }
+
+// endError returns err, the error that ended the stream, wrapping
+// ErrServerGone instead of ErrFellBehind when the server is going away: a
+// kubelet ends its watches with the same RESOURCE_EXHAUSTED "watch client
+// channel closed", without an ErrorInfo, when it shuts down as when it
+// drops a slow watcher (k8s.io/kubernetes pkg/kubelet/apis/pods/server.go).
+// The socket tells them apart: a kubelet that is stopping no longer
+// accepts connections (grpc-go's GracefulStop closes its listener first).
+//
+// A kubelet may also exit before it ends its watches: the stream then
+// breaks (an unexpected EOF), and the same probe tells that the server
+// went away.
+func (s *rawEventStream) endError(err error) error {
+	var ae *apiError
+	if errors.As(err, &ae) {
+		if ae.sentinel != ErrFellBehind || errinfo.Of(ae.err) != nil || !serverGone(s.socket) {
+			return err
+		}
+		return &apiError{sentinel: ErrServerGone, err: ae.err}
+	}
+	var ce *connect.Error
+	if !errors.As(err, &ce) || connect.IsWireError(ce) {
+		return err
+	}
+	switch ce.Code() {
+	case connect.CodeInternal, connect.CodeUnavailable, connect.CodeUnknown, connect.CodeCanceled:
+		// A broken stream (connect-go reports a reset connection as
+		// CANCELED), not the client's own deadline or cancellation.
+		if s.ctx.Err() == nil && serverGone(s.socket) {
+			return &apiError{sentinel: ErrServerGone, err: ce}
+		}
+	}
+	return err
+}
+
+// serverGone reports whether the server on socket no longer answers a new
+// connection with its HTTP/2 settings within probeTimeout.
+func serverGone(socket string) bool {
+	conn, err := net.DialTimeout("unix", socket, probeTimeout)
+	if err != nil {
+		return true
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(probeTimeout))
+	// The client preface and an empty SETTINGS frame; a server answers
+	// with its own SETTINGS frame (type 4).
+	if _, err := conn.Write([]byte("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00")); err != nil {
+		return true
+	}
+	var head [9]byte
+	if _, err := io.ReadFull(conn, head[:]); err != nil {
+		return true
+	}
+	return head[3] != 0x4
+}
+
+// probeTimeout bounds the probe of serverGone.
+const probeTimeout = time.Second
 
 // streamError returns the error that ended a watch stream: err, io.EOF
 // when the stream ended without one.

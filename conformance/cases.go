@@ -160,7 +160,7 @@ func (c *C) podsForMasks() []*corev1pb.Pod {
 func (c *C) runPods(pods []*corev1pb.Pod) map[string][]*corev1pb.Pod {
 	out := map[string][]*corev1pb.Pod{}
 	for _, p := range pods {
-		if p.GetMetadata().GetLabels()[runLabel] == c.env.runID {
+		if c.ofRun(p) {
 			out[p.GetMetadata().GetName()] = append(out[p.GetMetadata().GetName()], p)
 		}
 	}
@@ -347,7 +347,7 @@ func init() {
 				if proto.Equal(got, pods[0]) {
 					return
 				}
-				if attempt == 2 {
+				if c.lastAttempt(attempt) {
 					c.Failf("GetPod(podUID="+pods[0].GetMetadata().GetUid()+")", "the pod ListPods returns:\n"+short(pods[0]), short(got))
 				}
 			}
@@ -367,7 +367,7 @@ func init() {
 				if diff == "" {
 					return
 				}
-				if attempt == 2 {
+				if c.lastAttempt(attempt) {
 					c.Failf("WatchPods", "the pods of ListPods", diff)
 				}
 			}
@@ -388,7 +388,7 @@ func init() {
 					if diff == "" {
 						return
 					}
-					if attempt == 2 {
+					if c.lastAttempt(attempt) {
 						c.Failf(describe("ListPods", h, ""), "the pods of ListPods without a mask, trimmed to "+strings.Join(m.paths, ","), diff)
 					}
 				}
@@ -406,7 +406,7 @@ func init() {
 						if proto.Equal(got, want) {
 							break
 						}
-						if attempt == 2 {
+						if c.lastAttempt(attempt) {
 							c.Failf(describe("GetPod", h, "podUID="+uid), short(want), short(got))
 						}
 					}
@@ -433,7 +433,7 @@ func init() {
 				if diff == "" {
 					return
 				}
-				if attempt == 2 {
+				if c.lastAttempt(attempt) {
 					c.Failf(describe("WatchPods", h, ""), "the pods of ListPods trimmed to the mask and the identity fields", diff)
 				}
 			}

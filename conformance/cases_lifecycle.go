@@ -21,8 +21,13 @@ import (
 // implementation starts, so that partial answers are visible.
 const readinessPods = 200
 
-// manyPods writes the manifests of n small pods, without waiting.
+// manyPods writes the manifests of n small pods, or of as many as the
+// declared maxPods allows (less 10, for the node's other pods), without
+// waiting.
 func (c *C) manyPods(n int) []podSpec {
+	if m := c.env.cfg.Features.MaxPods; m > 0 && n > m-10 {
+		n = m - 10
+	}
 	var specs []podSpec
 	for i := range n {
 		s := podSpec{name: fmt.Sprintf("ready-%03d", i), version: 1}
@@ -72,7 +77,7 @@ func (c *C) checkReadiness(client podsClient, specs []podSpec, what string) {
 	count := func(pods []*podsPod) int {
 		n := 0
 		for _, p := range pods {
-			if p.GetMetadata().GetLabels()[runLabel] == c.env.runID {
+			if c.ofRun(p) {
 				n++
 			}
 		}
@@ -161,7 +166,7 @@ func (c *C) readinessWatch(client podsClient, want int, what string) bool {
 		if typ == podsv1alpha1.EventType_EVENT_TYPE_INITIAL_SYNC_COMPLETE {
 			n := 0
 			for _, p := range pods {
-				if p.GetMetadata().GetLabels()[runLabel] == c.env.runID {
+				if c.ofRun(p) {
 					n++
 				}
 			}
@@ -190,7 +195,7 @@ func registerLifecycleCases() {
 			c.stop()
 			specs := c.manyPods(readinessPods)
 			c.start()
-			c.checkReadiness(c.env.newClient(c.env.newHTTPClient(nil)), specs, fmt.Sprintf("start with %d manifests", readinessPods))
+			c.checkReadiness(c.env.newClient(c.env.newHTTPClient(nil)), specs, fmt.Sprintf("start with %d manifests", len(specs)))
 		})
 	register("Readiness/Restart",
 		"After a restart (SIGTERM, then the same command), answers MUST again be FAILED_PRECONDITION or complete, and existing clients MUST be able to reconnect.",
@@ -205,7 +210,7 @@ func registerLifecycleCases() {
 			c.stop()
 			c.start()
 			// The suite's own client, whose connection the restart broke.
-			c.checkReadiness(c.env.client, specs, fmt.Sprintf("restart with %d manifests", readinessPods))
+			c.checkReadiness(c.env.client, specs, fmt.Sprintf("restart with %d manifests", len(specs)))
 		})
 	register("Health/Readiness",
 		"gRPC health MUST NOT report SERVING before the pods are served completely (NOT_SERVING until the sources synced).",
@@ -230,7 +235,7 @@ func registerLifecycleCases() {
 				}
 				n := 0
 				for _, p := range pods {
-					if p.GetMetadata().GetLabels()[runLabel] == c.env.runID {
+					if c.ofRun(p) {
 						n++
 					}
 				}

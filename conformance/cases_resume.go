@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -16,9 +17,16 @@ import (
 const revisionTooOld = "REVISION_TOO_OLD"
 
 // replay reads a resumed watch up to INITIAL_SYNC_COMPLETE and returns the
-// steps of the run's pods, the revision of each, and the revision of the
-// sync marker.
-func (c *C) replay(w *watch) (steps, revs []string, syncRev string) {
+// steps of the run's pods, the revision and the event of each, and the
+// revision of the sync marker. The implementation's own status events
+// (ownStatusEvent: the same version as the pod's previous event, another
+// status) are left out; seed holds the previous event of the pods, by
+// name, from before the revision resumed from.
+func (c *C) replay(w *watch, seed map[string]event) (steps, revs []string, syncRev string, kept []event) {
+	prev := maps.Clone(seed)
+	if prev == nil {
+		prev = map[string]event{}
+	}
 	for i := 0; ; i++ {
 		var ev event
 		if i == 0 {
@@ -34,14 +42,21 @@ func (c *C) replay(w *watch) (steps, revs []string, syncRev string) {
 			if ev.rev == "" {
 				c.Failf(w.desc, "EVENT_TYPE_INITIAL_SYNC_COMPLETE with a revision", "none")
 			}
-			return steps, revs, ev.rev
+			return steps, revs, ev.rev, kept
 		case added, modified, deleted:
 			if ev.rev == "" {
 				c.Failf(w.desc, "events with a revision", ev.String()+" without")
 			}
-			if c.ofRun(ev.pod) {
+			if !c.ofRun(ev.pod) {
+				break
+			}
+			name := ev.pod.GetMetadata().GetName()
+			own := ownStatusEvent(prev[name], ev)
+			prev[name] = ev
+			if !own {
 				steps = append(steps, step(ev))
 				revs = append(revs, ev.rev)
+				kept = append(kept, ev)
 			}
 		default:
 			c.Failf(w.desc, "the changes after the revision, then EVENT_TYPE_INITIAL_SYNC_COMPLETE", ev.String())
@@ -112,15 +127,23 @@ func registerResumeCases() {
 			a, b := d.served("a"), d.served("b")
 			want := []string{"EVENT_TYPE_ADDED " + a + " v1", "EVENT_TYPE_MODIFIED " + a + " v2", "EVENT_TYPE_ADDED " + b + " v1", "EVENT_TYPE_DELETED " + a + " v2"}
 			w := c.watchSelected(selection{resumeFrom: rev}, nil)
-			got, revs, _ := c.replay(w)
+			got, revs, _, kept := c.replay(w, nil)
 			if !slices.Equal(got, want) {
 				c.Failf(w.desc+" (the revision of ListPods) after the driver changed pods", strings.Join(want, ", "), strings.Join(got, ", "))
 			}
 			// Live events follow.
+			last := map[string]event{}
+			for _, ev := range kept {
+				last[ev.pod.GetMetadata().GetName()] = ev
+			}
 			put(podSpec{name: "b", version: 2})
 			for {
 				ev := w.mustNext()
 				if !c.ofRun(ev.pod) {
+					continue
+				}
+				if own := ownStatusEvent(last[ev.pod.GetMetadata().GetName()], ev); own {
+					last[ev.pod.GetMetadata().GetName()] = ev
 					continue
 				}
 				if s := step(ev); s != "EVENT_TYPE_MODIFIED "+b+" v2" {
@@ -131,9 +154,13 @@ func registerResumeCases() {
 			w.close()
 			// From the revision of an event: the changes after it.
 			from := revs[2]
+			seed := map[string]event{}
+			for _, ev := range kept[:3] {
+				seed[ev.pod.GetMetadata().GetName()] = ev
+			}
 			w = c.watchSelected(selection{resumeFrom: from}, nil)
 			want = []string{"EVENT_TYPE_DELETED " + a + " v2", "EVENT_TYPE_MODIFIED " + b + " v2"}
-			if got, _, _ := c.replay(w); !slices.Equal(got, want) {
+			if got, _, _, _ := c.replay(w, seed); !slices.Equal(got, want) {
 				c.Failf(w.desc+" (the revision of "+b+"'s EVENT_TYPE_ADDED)", strings.Join(want, ", "), strings.Join(got, ", "))
 			}
 		})
@@ -177,7 +204,7 @@ func registerResumeCases() {
 			}
 			c.checkTooOld(before, "a revision from before a restart")
 			w := c.watchSelected(selection{resumeFrom: after}, nil)
-			if _, _, syncRev := c.replay(w); syncRev == "" {
+			if _, _, syncRev, _ := c.replay(w, nil); syncRev == "" {
 				c.Failf(w.desc, "EVENT_TYPE_INITIAL_SYNC_COMPLETE", "none")
 			}
 		})

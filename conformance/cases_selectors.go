@@ -42,9 +42,14 @@ func (c *C) servedNames(short ...string) []string {
 	return names
 }
 
-// runSelector is the label selector of the run's pods, and more.
+// runSelector is the label selector of the case's pods, and more: pods
+// of earlier cases that an implementation is still terminating (a
+// kubelet takes its time) are not the case's.
 func (c *C) runSelector(more string) string {
 	s := runLabel + "=" + c.env.runID
+	if c.env.driver != nil {
+		s += "," + caseLabel + "=" + c.env.driver.tag
+	}
 	if more != "" {
 		s += "," + more
 	}
@@ -76,18 +81,25 @@ func selStep(ev event) string {
 }
 
 // collectSelected reads w until the pod named end is added, returning the
-// events of the run's pods as selStep shows them.
+// events of the run's pods as selStep shows them, without the
+// implementation's own status events (ownStatusEvent).
 func (c *C) collectSelected(w *watch, end string) []string {
 	var steps []string
+	prev := map[string]event{}
 	for {
 		ev := w.mustNext()
 		if !c.ofRun(ev.pod) {
 			c.Failf(w.desc, "events of the run's pods only", ev.String())
 		}
-		if ev.pod.GetMetadata().GetName() == end && ev.typ == added {
+		name := ev.pod.GetMetadata().GetName()
+		if name == end && ev.typ == added {
 			return steps
 		}
-		steps = append(steps, selStep(ev))
+		own := ownStatusEvent(prev[name], ev)
+		prev[name] = ev
+		if !own {
+			steps = append(steps, selStep(ev))
+		}
 	}
 }
 

@@ -2,11 +2,13 @@ package conformance
 
 import (
 	"context"
-
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,6 +17,7 @@ import (
 	"connectrpc.com/connect"
 	corev1 "k8s.io/api/core/v1"
 
+	corev1pb "github.com/podsapi/podsapi/gen/k8s.io/api/core/v1"
 	podsv1alpha1 "github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1"
 )
 
@@ -29,6 +32,31 @@ func step(ev event) string {
 	return fmt.Sprintf("%s %s v%s", ev.typ, ev.pod.GetMetadata().GetName(), ev.pod.GetMetadata().GetAnnotations()[versionAnnotation])
 }
 
+// seqStep is step with a digest of the pod's status, as checkSequence
+// reads it.
+func seqStep(ev event) string { return step(ev) + " s" + statusKey(ev.pod) }
+
+// statusKey is a short digest of the status of p, to tell an
+// implementation's own status events (the same version, another status)
+// from duplicates (the same version and status).
+func statusKey(p *corev1pb.Pod) string {
+	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(p.GetStatus())
+	if err != nil {
+		return "?"
+	}
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:4])
+}
+
+// ownStatusEvent reports whether ev, an event of the pod whose previous
+// event was prev, is an implementation's own status change (a kubelet's
+// Pending to Running, a termination): a MODIFIED at the same version with
+// another status. The same version with the same status is a duplicate.
+func ownStatusEvent(prev, ev event) bool {
+	v := func(e event) string { return e.pod.GetMetadata().GetAnnotations()[versionAnnotation] }
+	return ev.typ == modified && prev.pod != nil && prev.typ != deleted && v(ev) == v(prev) && statusKey(ev.pod) != statusKey(prev.pod)
+}
+
 // collectRun reads w until the pod named end is added, returning the steps
 // of the run's pods.
 func (c *C) collectRun(w *watch, end string) []string {
@@ -41,23 +69,29 @@ func (c *C) collectRun(w *watch, end string) []string {
 		if ev.pod.GetMetadata().GetName() == end {
 			return steps
 		}
-		steps = append(steps, step(ev))
+		steps = append(steps, seqStep(ev))
 	}
 }
 
-// checkSequence checks that steps, per pod, start with ADDED, have
-// strictly increasing versions, nothing after DELETED (which carries the
-// last version when lastState), and end at final.
+// checkSequence checks that steps, per pod, start with ADDED, have every
+// version once and in order (MODIFIED events at the same version are
+// allowed only with another status: the implementation's own status
+// changes), nothing after DELETED (which carries the last version when
+// lastState), and end at final.
 func checkSequence(steps []string, final map[string]string, lastState bool) string {
 	type state struct {
 		version int
+		status  string
 		gone    bool
 		seen    bool
 	}
 	pods := map[string]*state{}
 	for i, s := range steps {
 		f := strings.Fields(s)
-		typ, name := f[0], f[1]
+		if len(f) != 4 {
+			return fmt.Sprintf("event %d %q: malformed step", i, s)
+		}
+		typ, name, status := f[0], f[1], f[3]
 		v, _ := strconv.Atoi(strings.TrimPrefix(f[2], "v"))
 		st := pods[name]
 		if st == nil {
@@ -76,12 +110,16 @@ func checkSequence(steps []string, final map[string]string, lastState bool) stri
 			st.gone = true
 		case st.seen && typ == added.String():
 			return fmt.Sprintf("event %d %q: a second EVENT_TYPE_ADDED", i, s)
+		case st.seen && v == st.version && status != st.status:
+			// The implementation's own status change.
 		case st.seen && v <= st.version:
 			return fmt.Sprintf("event %d %q: version %d after %d: out of order or duplicate", i, s, v, st.version)
+		case st.seen && v != st.version+1:
+			return fmt.Sprintf("event %d %q: version %d after %d: the versions between are missing", i, s, v, st.version)
 		}
 		st.seen = true
 		if typ != deleted.String() {
-			st.version = v
+			st.version, st.status = v, status
 		}
 	}
 	for name, want := range final {
@@ -117,7 +155,7 @@ func registerWatchCases() {
 				if slices.Equal(names(got), names(want)) {
 					return
 				}
-				if attempt == 2 {
+				if c.lastAttempt(attempt) {
 					c.Failf("WatchPods", fmt.Sprintf("ADDED for the pods of ListPods %v", names(want)), fmt.Sprint(names(got)))
 				}
 			}
@@ -138,12 +176,22 @@ func registerWatchCases() {
 				c.Fatalf("driver: %v", err)
 			}
 			o.waitVersion(d.served(s.name), 1)
+			// prev is the latest event of the pod: events of the same
+			// version with another status are the implementation's own
+			// (a kubelet's Pending to Running, a termination), and events of
+			// other pods are not the case's.
+			var prev event
 			next := func(what string, typ podsv1alpha1.EventType, version int) event {
 				for {
 					ev := w.mustNext()
-					if !c.ofRun(ev.pod) {
+					if !c.ofRun(ev.pod) || ev.pod.GetMetadata().GetName() != d.served(s.name) {
 						continue
 					}
+					if ownStatusEvent(prev, ev) {
+						prev = ev
+						continue
+					}
+					prev = ev
 					wrongVersion := ev.pod.GetMetadata().GetAnnotations()[versionAnnotation] != strconv.Itoa(version)
 					if typ == deleted && !c.env.cfg.Features.DeletedLastState {
 						// Only the identity is promised.
@@ -290,6 +338,9 @@ func slowConsumer(c *C) {
 		c.Failf("WatchPods", "a stream", err.Error())
 	}
 	gs.CloseSend()
+	// The pod as the snapshot has it, to tell the implementation's own
+	// status events from the changes.
+	var snap event
 	// The snapshot is bounded like any wait for an event.
 	snapshot := time.AfterFunc(c.recvTimeout(), scancel)
 	for {
@@ -297,12 +348,15 @@ func slowConsumer(c *C) {
 		if err := gs.RecvMsg(m); err != nil {
 			c.Failf("WatchPods", "the initial snapshot within "+c.recvTimeout().String(), err.Error())
 		}
-		typ, _, err := decode(m)
+		typ, pod, err := decode(m)
 		if err != nil {
 			c.Failf("WatchPods", "the initial snapshot", err.Error())
 		}
 		if typ == podsv1alpha1.EventType_EVENT_TYPE_INITIAL_SYNC_COMPLETE {
 			break
+		}
+		if pod.GetMetadata().GetName() == name {
+			snap = event{typ: typ, pod: pod}
 		}
 	}
 	if !snapshot.Stop() {
@@ -330,6 +384,7 @@ func slowConsumer(c *C) {
 	// The stalled watcher reads again: it gets a prefix of the changes, in
 	// order, then RESOURCE_EXHAUSTED.
 	last := 1
+	prev := snap
 	events := make(chan event)
 	go func() {
 		for {
@@ -370,6 +425,12 @@ func slowConsumer(c *C) {
 			break
 		}
 		if ev.pod.GetMetadata().GetName() != name {
+			continue
+		}
+		own := ownStatusEvent(prev, ev)
+		prev = ev
+		if own {
+			// The implementation's own status change.
 			continue
 		}
 		v, _ := strconv.Atoi(ev.pod.GetMetadata().GetAnnotations()[versionAnnotation])

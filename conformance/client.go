@@ -381,13 +381,18 @@ func (w *watch) initial() []*corev1pb.Pod {
 // the driver.
 type observer struct {
 	*watch
-	pods map[string]*corev1pb.Pod // by name, the run's pods only
+	pods map[string]*corev1pb.Pod // by name, the pods it saw, latest state
+	// last is the latest event of each pod of the case, by name: the
+	// events of the other pods, read while waiting for one, are kept, since
+	// an implementation delivers the changes of different pods in any
+	// order.
+	last map[string]event
 }
 
 // observe opens an observer, past its initial snapshot.
 func (c *C) observe() *observer {
 	for attempt := 0; ; attempt++ {
-		o := &observer{watch: c.watch(nil), pods: map[string]*corev1pb.Pod{}}
+		o := &observer{watch: c.watch(nil), pods: map[string]*corev1pb.Pod{}, last: map[string]event{}}
 		pods, err := o.tryInitial()
 		if codeOf(err) == connect.CodeResourceExhausted && attempt < 100 {
 			// Dropped during a burst of changes: watch again.
@@ -399,6 +404,7 @@ func (c *C) observe() *observer {
 		}
 		for _, p := range pods {
 			o.pods[p.GetMetadata().GetName()] = p
+			o.last[p.GetMetadata().GetName()] = event{typ: podsv1alpha1.EventType_EVENT_TYPE_ADDED, pod: p}
 		}
 		return o
 	}
@@ -420,7 +426,9 @@ func (w *watch) tryInitial() ([]*corev1pb.Pod, error) {
 }
 
 // waitFor reads events until one about the pod named name satisfies ok,
-// and returns it. Events about other pods are skipped. When the observer
+// and returns it; the latest event seen of that pod, if it satisfies ok,
+// is returned at once. Events about other pods are kept (latest first) for
+// their own waits. When the observer
 // is dropped for falling behind (a burst of changes beyond a small watch
 // queue), it watches again and checks the new snapshot with ok. A stream
 // that sends nothing at all within EventTimeout has stalled: the case
@@ -428,6 +436,9 @@ func (w *watch) tryInitial() ([]*corev1pb.Pod, error) {
 func (o *observer) waitFor(name string, what string, ok func(ev event) bool) event {
 	if msg, stalled := o.c.env.defect(stalledWatch); stalled {
 		o.c.Failf("driver change of "+name, what, "not attempted: "+msg)
+	}
+	if ev, seen := o.last[name]; seen && ok(ev) {
+		return ev
 	}
 	deadline := time.Now().Add(o.c.recvTimeout())
 	silent := true
@@ -462,13 +473,17 @@ func (o *observer) waitFor(name string, what string, ok func(ev event) bool) eve
 		if ev.err != nil {
 			o.c.Failf(o.desc, what, ev.String())
 		}
-		if ev.pod.GetMetadata().GetName() != name {
-			continue
-		}
+		evName := ev.pod.GetMetadata().GetName()
 		if ev.typ == podsv1alpha1.EventType_EVENT_TYPE_DELETED {
-			delete(o.pods, name)
+			delete(o.pods, evName)
 		} else {
-			o.pods[name] = ev.pod
+			o.pods[evName] = ev.pod
+		}
+		if o.c.ofRun(ev.pod) {
+			o.last[evName] = ev
+		}
+		if evName != name {
+			continue
 		}
 		if ok(ev) {
 			return ev
@@ -489,4 +504,25 @@ func (o *observer) waitDeleted(name string) event {
 	return o.waitFor(name, "EVENT_TYPE_DELETED of "+name, func(ev event) bool {
 		return ev.typ == podsv1alpha1.EventType_EVENT_TYPE_DELETED
 	})
+}
+
+// lastAttempt reports whether attempt (from 0) is the last of a case that
+// compares two reads of the node (a watch's snapshot and ListPods, say),
+// which differ when a pod changed in between. An implementation that
+// serves manifest statuses gets three attempts; one that computes
+// statuses, which change on their own for a while (a kubelet's new pods
+// start), gets up to 40, a quarter of a second apart.
+func (c *C) lastAttempt(attempt int) bool {
+	if c.env.cfg.Features.ManifestStatus {
+		return attempt >= 2
+	}
+	if attempt >= 39 {
+		return true
+	}
+	select {
+	case <-c.ctx.Done():
+		return true
+	case <-time.After(250 * time.Millisecond):
+		return false
+	}
 }

@@ -24,6 +24,7 @@ import (
 // The label and annotations of the pods the suite creates.
 const (
 	runLabel          = "conformance.podsapi.io/run"
+	caseLabel         = "conformance.podsapi.io/case"
 	versionAnnotation = "conformance.podsapi.io/version"
 	paddingAnnotation = "conformance.podsapi.io/padding"
 )
@@ -34,6 +35,16 @@ type manifestDriver struct {
 	dir    string
 	runID  string
 	suffix string
+	// tag is the case's own part of the names, UIDs and files of its
+	// pods, so that no two cases share a pod's name or UID: an
+	// implementation that remembers a pod by its UID (a kubelet) must not
+	// see a deleted pod come back.
+	tag string
+	// statusOnly: the implementation's watch reports status changes only
+	// (Features.WatchReports "status"); every version of a pod then
+	// changes the image of its app container too, which a kubelet
+	// reports (it restarts the container, and its status changes).
+	statusOnly bool
 }
 
 // podSpec describes a pod the suite creates.
@@ -51,19 +62,19 @@ type podSpec struct {
 
 // name is the pod's metadata.name in the manifest.
 func (d *manifestDriver) name(short string) string {
-	return "cf-" + d.runID + "-" + short
+	return "cf-" + d.runID + "-" + d.tag + "-" + short
 }
 
 // served is the name the implementation serves the pod under.
 func (d *manifestDriver) served(short string) string { return d.name(short) + d.suffix }
 
 func (d *manifestDriver) uid(short string) types.UID {
-	h := sha256.Sum256([]byte(d.runID + "/" + short))
+	h := sha256.Sum256([]byte(d.runID + "/" + d.tag + "/" + short))
 	return types.UID(fmt.Sprintf("%x-%x-4%x-8%x-%x", h[0:4], h[4:6], h[6:8], h[8:10], h[10:16])[:36])
 }
 
 func (d *manifestDriver) file(short string) string {
-	return filepath.Join(d.dir, "conformance-"+d.runID+"-"+short+".yaml")
+	return filepath.Join(d.dir, "conformance-"+d.runID+"-"+d.tag+"-"+short+".yaml")
 }
 
 // pod returns the manifest of s.
@@ -72,13 +83,17 @@ func (d *manifestDriver) pod(s podSpec) *corev1.Pod {
 	if ns == "" {
 		ns = "default"
 	}
-	labels := map[string]string{runLabel: d.runID, "app.kubernetes.io/name": s.name}
+	labels := map[string]string{runLabel: d.runID, caseLabel: d.tag, "app.kubernetes.io/name": s.name}
 	for k, v := range s.labels {
 		labels[k] = v
 	}
 	annotations := map[string]string{versionAnnotation: fmt.Sprint(s.version)}
 	if s.padding > 0 {
 		annotations[paddingAnnotation] = strings.Repeat("x", s.padding)
+	}
+	image := "registry.k8s.io/pause:3.10"
+	if d.statusOnly {
+		image = fmt.Sprintf("registry.k8s.io/pause:3.10-v%d", s.version)
 	}
 	p := &corev1.Pod{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
@@ -88,7 +103,7 @@ func (d *manifestDriver) pod(s podSpec) *corev1.Pod {
 		},
 		Spec: corev1.PodSpec{
 			Containers: []corev1.Container{
-				{Name: "app", Image: "registry.k8s.io/pause:3.10", Args: []string{"--version", fmt.Sprint(s.version)}},
+				{Name: "app", Image: image, Args: []string{"--version", fmt.Sprint(s.version)}},
 				{Name: "sidecar", Image: "registry.k8s.io/busybox:1.36", Command: []string{"sleep", "infinity"}},
 			},
 			// A volume of an inlined Go struct (VolumeSource), for the
@@ -103,7 +118,7 @@ func (d *manifestDriver) pod(s podSpec) *corev1.Pod {
 			PodIP:  "10.244.0.7",
 			PodIPs: []corev1.PodIP{{IP: "10.244.0.7"}, {IP: "fd00::7"}},
 			ContainerStatuses: []corev1.ContainerStatus{
-				{Name: "app", Image: "registry.k8s.io/pause:3.10", Ready: true, RestartCount: 0,
+				{Name: "app", Image: image, Ready: true, RestartCount: 0,
 					State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.Unix(1767225600, 0)}}},
 				{Name: "sidecar", Image: "registry.k8s.io/busybox:1.36", Ready: false, RestartCount: 3,
 					State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}},
@@ -198,12 +213,17 @@ func (c *C) track(short string) {
 	c.created[short] = true
 }
 
-// ofRun reports whether p is a pod of this run: by its label, or by its
-// name for the events (DELETED on the kubelet wire) that carry only the
-// pod's identity.
+// ofRun reports whether p is a pod of this case: by its name, which every
+// event carries (DELETED on the kubelet wire carries only the pod's
+// identity), or, when a field mask left the name out, by its label. Pods of
+// earlier cases (a kubelet may still be terminating them, and reports it)
+// are not the case's.
 func (c *C) ofRun(p *corev1pb.Pod) bool {
 	m := p.GetMetadata()
-	return m.GetLabels()[runLabel] == c.env.runID || strings.HasPrefix(m.GetName(), "cf-"+c.env.runID+"-")
+	if name := m.GetName(); name != "" && c.env.driver != nil {
+		return strings.HasPrefix(name, c.env.driver.name(""))
+	}
+	return m.GetLabels()[runLabel] == c.env.runID
 }
 
 // cleanupPods removes the manifests of the case's pods and waits (bounded)

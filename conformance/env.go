@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -34,6 +35,9 @@ type env struct {
 	driver  *manifestDriver
 	mu      sync.Mutex
 	clients []*http.Client
+
+	// cases counts the cases run, for the driver's case tags.
+	cases int
 
 	harnessFailure error
 	// defects are what the implementation was seen to lack, by defect,
@@ -94,7 +98,8 @@ func newEnv(_ context.Context, cfg Config) (*env, error) {
 		if err != nil || !st.IsDir() {
 			return nil, harnessErr("manifest directory %q: not a directory: %v", cfg.ManifestDir, err)
 		}
-		e.driver = &manifestDriver{dir: cfg.ManifestDir, runID: e.runID, suffix: cfg.Features.PodNameSuffix}
+		e.driver = &manifestDriver{dir: cfg.ManifestDir, runID: e.runID, suffix: cfg.Features.PodNameSuffix,
+			statusOnly: cfg.Features.WatchReports == WatchReportsStatus}
 	}
 	return e, nil
 }
@@ -253,7 +258,17 @@ func (e *env) runCase(ctx context.Context, tc *Case) (res Result) {
 		res.Status, res.Message = Skipped, reason
 		return res
 	}
-	cctx, cancel := context.WithTimeout(ctx, e.cfg.CaseTimeout)
+	timeout := e.cfg.CaseTimeout
+	if slices.Contains(tc.Needs, NeedLifecycle) {
+		// A lifecycle case waits for a start on top of its own work.
+		timeout += e.cfg.StartTimeout
+	}
+	e.cases++
+	if e.driver != nil {
+		// Cases run one at a time: the tag is the running case's.
+		e.driver.tag = fmt.Sprintf("c%02d", e.cases)
+	}
+	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	c := &C{ctx: cctx, env: e, id: tc.ID, status: Passed}
 	done := make(chan struct{})
@@ -275,7 +290,7 @@ func (e *env) runCase(ctx context.Context, tc *Case) (res Result) {
 	}()
 	select {
 	case <-done:
-	case <-time.After(e.cfg.CaseTimeout + e.cfg.StartTimeout + 60*time.Second):
+	case <-time.After(timeout + e.cfg.StartTimeout + 60*time.Second):
 		e.harnessFailure = harnessErr("case %s did not stop within %s of its timeout", tc.ID, e.cfg.StartTimeout+60*time.Second)
 		c.mu.Lock()
 		c.status, c.msg = Failed, "the case did not end: "+e.harnessFailure.Error()
@@ -285,7 +300,7 @@ func (e *env) runCase(ctx context.Context, tc *Case) (res Result) {
 	defer c.mu.Unlock()
 	res.Status, res.Message, res.Log = c.status, c.msg, append([]string(nil), c.log...)
 	if res.Status == Failed && cctx.Err() == context.DeadlineExceeded && !strings.Contains(res.Message, "timed out") {
-		res.Message = fmt.Sprintf("the case timed out after %s\n%s", e.cfg.CaseTimeout, res.Message)
+		res.Message = fmt.Sprintf("the case timed out after %s\n%s", timeout, res.Message)
 	}
 	return res
 }

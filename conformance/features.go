@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 )
 
@@ -62,7 +63,33 @@ type Features struct {
 	// by container ID, IP and cgroup, deleted ones with include_deleted.
 	// Default false: the FindPods cases are skipped.
 	FindPods bool `json:"findPods"`
+	// WatchReports is what a watch reports: WatchReportsAll (every change
+	// of a pod, the default) or WatchReportsStatus (changes of its status
+	// only, as a kubelet: an edit of a static pod's labels, annotations or
+	// arguments is in ListPods at once and never on the watch). With
+	// "status", every change the watch cases make also changes the image of
+	// a container, which restarts it and changes the pod's status.
+	WatchReports string `json:"watchReports"`
+	// MaxPods is how many pods the implementation runs at most (a
+	// kubelet's maxPods, 110 by default; beyond it pods are rejected and
+	// served as Failed). The cases that need many pods create at most
+	// MaxPods less 10. Zero: no limit.
+	MaxPods int `json:"maxPods"`
+	// StartTimeout is how long the implementation may take, after it
+	// starts, to answer completely (a kubelet: tens of seconds). It raises
+	// Config.StartTimeout when longer; the lifecycle cases are bounded by
+	// the case timeout plus the start timeout. Zero: Config.StartTimeout.
+	StartTimeout metav1.Duration `json:"startTimeout"`
 }
+
+// The values of Features.WatchReports.
+const (
+	// WatchReportsAll: a watch reports every change of a pod.
+	WatchReportsAll = "all"
+	// WatchReportsStatus: a watch reports the changes of a pod's status
+	// only.
+	WatchReportsStatus = "status"
+)
 
 // RateLimit is a token bucket.
 type RateLimit struct {
@@ -84,6 +111,7 @@ func DefaultFeatures() Features {
 		SocketPermissions: true,
 		FieldMasks:        true,
 		DeletedLastState:  true,
+		WatchReports:      WatchReportsAll,
 	}
 }
 
@@ -116,6 +144,12 @@ func (f Features) validate() error {
 		return errors.New("features: rateLimit.burst must be at least 1")
 	case f.WatchQueue < 0:
 		return errors.New("features: watchQueue must not be negative")
+	case f.WatchReports != WatchReportsAll && f.WatchReports != WatchReportsStatus:
+		return fmt.Errorf("features: watchReports must be %q or %q, not %q", WatchReportsAll, WatchReportsStatus, f.WatchReports)
+	case f.MaxPods < 0 || (f.MaxPods > 0 && f.MaxPods <= 10):
+		return errors.New("features: maxPods must be 0 (no limit) or more than 10")
+	case f.StartTimeout.Duration < 0:
+		return errors.New("features: startTimeout must not be negative")
 	}
 	return nil
 }

@@ -8,7 +8,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"flag"
@@ -67,7 +66,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		featuresFile = fs.String("features", "", "YAML file of the features the implementation declares")
 		runRe        = fs.String("run", "", "run only the cases whose ID matches this regexp")
 		skipRe       = fs.String("skip", "", "skip the cases whose ID matches this regexp")
-		knownFailing = fs.String("known-failing", "", "file of case IDs expected to fail, one per line, # comments")
+		knownFailing = fs.String("known-failing", "", "file of case IDs expected to fail, one per line (followed by \"intermittent\" for one that fails in some runs only), # comments")
 		junitFile    = fs.String("junit", "", "write a JUnit XML report to this file")
 		jsonFile     = fs.String("json", "", "write a JSON report to this file")
 		list         = fs.Bool("list", false, "list the cases and exit")
@@ -134,7 +133,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	if *knownFailing != "" {
-		if cfg.KnownFailing, err = readKnownFailing(*knownFailing); err != nil {
+		if cfg.KnownFailing, cfg.KnownIntermittent, err = conformance.ReadKnownFailing(*knownFailing); err != nil {
 			return err
 		}
 	}
@@ -226,28 +225,6 @@ func writeFile(path string, write func(io.Writer) error) error {
 		return err
 	}
 	return f.Close()
-}
-
-// readKnownFailing reads a known-failing file: one case ID per line, blank
-// lines and # comments ignored.
-func readKnownFailing(path string) ([]string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	var ids []string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := sc.Text()
-		if i := strings.Index(line, "#"); i >= 0 {
-			line = line[:i]
-		}
-		if line = strings.TrimSpace(line); line != "" {
-			ids = append(ids, line)
-		}
-	}
-	return ids, sc.Err()
 }
 
 // freeAddress returns a loopback address with a port that was free.

@@ -33,6 +33,8 @@ func hint(err error) string {
 		return "the server has not synced yet: retry in a moment"
 	case errors.Is(err, client.ErrRateLimited):
 		return "rate limited, retry later"
+	case errors.Is(err, client.ErrServerGone):
+		return "the server went away (it is stopping or restarting): reconnect, watch again once it is back"
 	case errors.Is(err, client.ErrFellBehind):
 		return "podsctl fell behind the server's events: watch again"
 	case errors.Is(err, client.ErrTooManyWatches):

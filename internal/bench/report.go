@@ -691,6 +691,7 @@ INITIAL_SYNC_COMPLETE.
 		o.SelectorPods, o.PacedRate, o.PacedDuration, findPID, findTable(r))
 	fmt.Fprintf(&sb, "\n%s", controlPlane)
 	fmt.Fprintf(&sb, "\n%s", changes)
+	fmt.Fprintf(&sb, "\n%s", kubeletSideBySide)
 	if len(r.Errors) > 0 {
 		fmt.Fprintf(&sb, "\nErrors:\n\n- %s\n", strings.Join(r.Errors, "\n- "))
 	}
@@ -711,3 +712,10 @@ var changes string
 //
 //go:embed apiserver.md
 var controlPlane string
+
+// kubeletSideBySide is the comparison with a real kubelet, written by make
+// bench-kubelet (internal/realkubelet TestSideBySide): make bench cannot
+// run a kubelet, so it copies the last measurement.
+//
+//go:embed kubelet.md
+var kubeletSideBySide string

@@ -19,6 +19,29 @@
 // ADDED and MODIFIED events are Upserts; DELETED events, which carry only
 // the pod's name, namespace and UID, are Deletes by UID.
 //
+// # Resync
+//
+// A kubelet's watch reports only the changes of a pod's status (its status
+// manager's notifications): an edit of a static pod that keeps its UID
+// (labels, annotations, arguments) is in its ListPods at once and never on
+// its watch, and a replaced static pod (a new UID) reaches the watch 10-15 s
+// after ListPods shows it. So once synced the Source also calls ListPods
+// every resync interval (WithResyncInterval, default 10 s) and reconciles
+// the list as it does a snapshot: what differs becomes Upserts and Deletes,
+// an unchanged list nothing. Each resync costs one token of the kubelet's
+// rate limit, which every client shares; one that the limit refuses
+// (RESOURCE_EXHAUSTED) is counted with reason "resync" and doubles the wait
+// before the next, up to 8 intervals.
+//
+// # Keepalive
+//
+// The Source pings the kubelet (HTTP/2 PING) only after DefaultPingInterval
+// (6 minutes) of silence, and never more often than every MinPingInterval
+// (5 minutes): a kubelet, like every grpc-go server with the default
+// keepalive enforcement policy, closes a connection that pings more often
+// with GOAWAY ENHANCE_YOUR_CALM "too_many_pings". A ping unanswered within
+// PingTimeout ends the connection.
+//
 // # Outages
 //
 // When the stream ends or the socket does not answer (the kubelet restarts,
@@ -29,8 +52,7 @@
 // reconciled as above, so that changes made while it was disconnected are
 // neither lost nor duplicated; the recovery is logged once.
 // podsapi_source_last_success_timestamp_seconds{source="kubelet-grpc"} is
-// the time of the last event or snapshot received. HTTP/2 pings detect a
-// connection that went silent.
+// the time of the last event or snapshot received.
 //
 // A pod whose bytes do not decode is logged, counted with reason "decode"
 // and skipped. An event of an unknown type, or a second

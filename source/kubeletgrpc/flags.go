@@ -10,17 +10,19 @@ import (
 )
 
 // Registration offers the source on podsapi-server's command line, as
-// --source=kubelet-grpc with --source-socket.
+// --source=kubelet-grpc with --source-socket and --source-resync-interval.
 var Registration = source.Registration{
 	Name: "kubelet-grpc",
 	Help: "the kubelet's own Pods API socket",
 	Flags: func(fs *flag.FlagSet) func(source.Env) (source.Source, error) {
 		sock := fs.String("source-socket", DefaultSocket, "kubelet-grpc: the kubelet's Pods API socket; --socket must be another path")
+		resync := fs.Duration("source-resync-interval", DefaultResyncInterval,
+			"kubelet-grpc: time between two ListPods of the kubelet that find the edits its watch does not report (one token of its rate limit each); negative for none")
 		return func(env source.Env) (source.Source, error) {
 			if filepath.Clean(h2c.SocketPath(*sock)) == filepath.Clean(env.Socket) {
 				return nil, fmt.Errorf("--socket and --source-socket are both %s: serve on another path", env.Socket)
 			}
-			return New(WithSocket(*sock), WithLogger(env.Logger), WithRegisterer(env.Registerer)), nil
+			return New(WithSocket(*sock), WithLogger(env.Logger), WithRegisterer(env.Registerer), WithResyncInterval(*resync)), nil
 		}
 	},
 }

@@ -22,9 +22,12 @@ const (
 	// reasonProtocol is an event the Source does not expect: an unknown
 	// type, a pod without a UID, or a second INITIAL_SYNC_COMPLETE.
 	reasonProtocol = "protocol"
+	// reasonResync is a resync's ListPods that failed: refused by the
+	// kubelet's rate limit (RESOURCE_EXHAUSTED), or any other error.
+	reasonResync = "resync"
 )
 
-var reasons = []string{reasonConnect, reasonStream, reasonDecode, reasonProtocol}
+var reasons = []string{reasonConnect, reasonStream, reasonDecode, reasonProtocol, reasonResync}
 
 // newMetrics makes the source's metrics and registers them with reg
 // unless reg is nil.

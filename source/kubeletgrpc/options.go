@@ -1,7 +1,9 @@
 package kubeletgrpc
 
 import (
+	"context"
 	"log/slog"
+	"net"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -21,9 +23,26 @@ const (
 	DefaultMaxBackoff = 30 * time.Second
 	// DefaultReadMaxBytes is the largest WatchPods event accepted.
 	DefaultReadMaxBytes = 256 << 20
+	// MinPingInterval is the shortest interval between pings that a
+	// grpc-go server permits by default (keepalive.EnforcementPolicy
+	// MinTime, 5 minutes, while a stream is open): a client that pings
+	// more often is sent GOAWAY ENHANCE_YOUR_CALM "too_many_pings" after
+	// its third early ping. A kubelet's Pods API server keeps that
+	// default (pkg/kubelet/server/server.go ListenAndServePodsServer).
+	MinPingInterval = 5 * time.Minute
 	// DefaultPingInterval is how long a connection may be silent before
-	// the Source pings the kubelet; a ping unanswered for as long ends it.
-	DefaultPingInterval = 30 * time.Second
+	// the Source pings the kubelet: MinPingInterval with a minute of margin
+	// for the scheduling of both ends. On a UNIX socket a kubelet that
+	// exits closes the connection at once; the ping finds one that hangs.
+	DefaultPingInterval = MinPingInterval + time.Minute
+	// DefaultResyncInterval is how often the Source lists the kubelet's
+	// pods to find the changes its watch does not report: one ListPods,
+	// one token of the kubelet's rate limit (100 qps, shared by every
+	// client), every 10 s.
+	DefaultResyncInterval = 10 * time.Second
+	// PingTimeout is how long the Source waits for the answer to a ping
+	// before it closes the connection and reconnects.
+	PingTimeout = 30 * time.Second
 )
 
 // Option configures a Source made by New.
@@ -34,6 +53,8 @@ type options struct {
 	socket       string
 	readMaxBytes int
 	ping         time.Duration
+	resync       time.Duration
+	dial         func(ctx context.Context) (net.Conn, error) // tests only
 }
 
 func defaultOptions() options {
@@ -42,6 +63,7 @@ func defaultOptions() options {
 		socket:       DefaultSocket,
 		readMaxBytes: DefaultReadMaxBytes,
 		ping:         DefaultPingInterval,
+		resync:       DefaultResyncInterval,
 	}
 }
 
@@ -90,13 +112,33 @@ func WithReadMaxBytes(n int) Option {
 
 // WithPingInterval sets how long the connection to the kubelet may be
 // silent before the Source sends an HTTP/2 ping; when the ping is not
-// answered within as long, the connection is closed and the Source
+// answered within PingTimeout, the connection is closed and the Source
 // reconnects. The default is DefaultPingInterval. Non-positive values keep
-// the default.
+// the default, and values below MinPingInterval are raised to it: a
+// kubelet would close a connection that pings more often.
 func WithPingInterval(d time.Duration) Option {
 	return func(o *options) {
 		if d > 0 {
-			o.ping = d
+			o.ping = max(d, MinPingInterval)
+		}
+	}
+}
+
+// WithResyncInterval sets how often the Source lists the kubelet's pods
+// (ListPods) and reconciles them with what it has. A kubelet's WatchPods
+// reports only changes of a pod's status: an edit of a static pod that
+// keeps its UID (labels, annotations, arguments) is in its ListPods at once
+// and never on its watch, and a replaced static pod (a new UID) reaches the
+// watch 10-15 s after ListPods shows it. The resync turns them into
+// changes within the interval. Each resync costs one token of the
+// kubelet's rate limit; one that the limit refuses doubles the wait before
+// the next, up to 8 times the interval. The default is
+// DefaultResyncInterval; zero keeps it, and a negative interval turns the
+// resync off.
+func WithResyncInterval(d time.Duration) Option {
+	return func(o *options) {
+		if d != 0 {
+			o.resync = d
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net"
 	"net/http"
 	"time"
 
@@ -25,6 +26,9 @@ type Source struct {
 	maxBackoff time.Duration
 	readMax    int
 	ping       time.Duration
+	resync     time.Duration // <= 0: no resync
+	// dial, when set (by the tests), replaces the dialing of socket.
+	dial func(ctx context.Context) (net.Conn, error)
 }
 
 // New returns a Source configured by opts. It registers the Source's
@@ -42,6 +46,8 @@ func New(opts ...Option) *Source {
 		maxBackoff: o.MaxBackoff,
 		readMax:    o.readMaxBytes,
 		ping:       o.ping,
+		resync:     o.resync,
+		dial:       o.dial,
 	}
 	s.log = o.Logger.With("source", s.Name())
 	return s
@@ -68,7 +74,12 @@ func (s *Source) Run(ctx context.Context, sink Sink) error {
 	}
 	httpClient := h2c.NewClient(s.socket)
 	if t, ok := httpClient.Transport.(*http.Transport); ok {
-		t.HTTP2 = &http.HTTP2Config{SendPingTimeout: s.ping, PingTimeout: s.ping}
+		// Pings no more often than a grpc-go server permits by default:
+		// see MinPingInterval.
+		t.HTTP2 = &http.HTTP2Config{SendPingTimeout: s.ping, PingTimeout: PingTimeout}
+		if s.dial != nil {
+			t.DialContext = func(ctx context.Context, _, _ string) (net.Conn, error) { return s.dial(ctx) }
+		}
 		defer t.CloseIdleConnections()
 	}
 	client := v1alpha1connect.NewPodsClient(httpClient, h2c.BaseURL,

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"maps"
 	"slices"
+	"sync"
 	"time"
 
 	"connectrpc.com/connect"
@@ -23,7 +24,26 @@ type state struct {
 	known  map[types.UID][]byte // The encoding of each pod sent to the sink.
 	synced bool                 // MarkSynced was called.
 	down   bool                 // An outage is going on and was logged.
+	// resyncBackoff multiplies the resync interval after the kubelet's
+	// rate limit refused a resync; 0 after a success.
+	resyncBackoff int
+	// gone holds the pods a resync found gone before the watch said so,
+	// by UID, with the number of the resync. A v1.37 kubelet sends a
+	// spurious ADDED for a static pod it is deleting, just before its
+	// DELETED (its status manager forgets the pod's status first): an
+	// ADDED or MODIFIED of a pod in gone is not applied, the watch's
+	// DELETED or a list that has the pod again ends it, and an entry
+	// lives two resyncs at most.
+	gone    map[types.UID]int
+	resyncs int
 }
+
+// resyncTimeout bounds one resync's ListPods.
+const resyncTimeout = 10 * time.Second
+
+// maxResyncBackoff is the most the resync interval is multiplied by after
+// refusals of the kubelet's rate limit.
+const maxResyncBackoff = 8
 
 func newState(s *Source, sink Sink) *state {
 	return &state{s: s, sink: sink, known: make(map[types.UID][]byte)}
@@ -42,51 +62,94 @@ type entry struct {
 	raw []byte
 }
 
-// watch opens one WatchPods stream and follows it until it ends.
+// watch opens one WatchPods stream and follows it until it ends. Once the
+// stream is synced it also lists the kubelet's pods every resync interval
+// and reconciles them (see resync): a kubelet's watch reports only status
+// changes.
 func (st *state) watch(ctx context.Context, client v1alpha1connect.PodsClient) result {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	stream, err := client.WatchPods(ctx, connect.NewRequest(&v1alpha1.WatchPodsRequest{}))
 	if err != nil {
 		return result{reason: reasonConnect, err: err}
 	}
-	defer func() { _ = stream.Close() }()
+	// The stream is read in a goroutine of its own, so that the resyncs
+	// can interleave with its events; the sink is still called from this
+	// one only.
+	events := make(chan *v1alpha1.WatchPodsEvent)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer close(events)
+		for stream.Receive() {
+			select {
+			case events <- stream.Msg():
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	defer func() {
+		cancel()
+		_ = stream.Close()
+		wg.Wait()
+	}()
 	var (
 		snapshot = make(map[types.UID]entry)
 		received bool
 		synced   bool
+		resync   resyncTimer
 	)
-	for stream.Receive() {
-		received = true
-		ev := stream.Msg()
-		st.s.metrics.Success(time.Now())
-		switch ev.GetType() {
-		case v1alpha1.EventType_ADDED, v1alpha1.EventType_MODIFIED:
-			pod, ok := st.decode(ev)
-			switch {
-			case !ok:
-			case !synced:
-				snapshot[pod.UID] = entry{pod: pod, raw: ev.GetPod()}
+	defer resync.stop()
+loop:
+	for {
+		select {
+		case ev, ok := <-events:
+			if !ok {
+				break loop
+			}
+			received = true
+			st.s.metrics.Success(time.Now())
+			switch ev.GetType() {
+			case v1alpha1.EventType_ADDED, v1alpha1.EventType_MODIFIED:
+				pod, ok := st.decode(ev)
+				switch {
+				case !ok:
+				case !synced:
+					snapshot[pod.UID] = entry{pod: pod, raw: ev.GetPod()}
+				default:
+					if _, ok := st.gone[pod.UID]; ok {
+						st.s.log.Debug("kubelet reported a pod its list no longer has: ignored", "event", ev.GetType().String(),
+							"namespace", pod.Namespace, "name", pod.Name, "uid", pod.UID)
+						break
+					}
+					st.upsert(pod, ev.GetPod(), ev.GetType())
+				}
+			case v1alpha1.EventType_DELETED:
+				pod, ok := st.decode(ev)
+				switch {
+				case !ok:
+				case !synced:
+					delete(snapshot, pod.UID)
+				default:
+					delete(st.gone, pod.UID)
+					st.delete(pod.UID, pod.Namespace, pod.Name)
+				}
+			case v1alpha1.EventType_INITIAL_SYNC_COMPLETE:
+				if synced {
+					st.protocolError("a second INITIAL_SYNC_COMPLETE event: ignored", ev)
+					break
+				}
+				synced = true
+				st.reconcile(snapshot)
+				snapshot = nil
+				resync.start(st.s.resync)
 			default:
-				st.upsert(pod, ev.GetPod(), ev.GetType())
+				st.protocolError("an event of unknown type: ignored", ev)
 			}
-		case v1alpha1.EventType_DELETED:
-			pod, ok := st.decode(ev)
-			switch {
-			case !ok:
-			case !synced:
-				delete(snapshot, pod.UID)
-			default:
-				st.delete(pod.UID, pod.Namespace, pod.Name)
-			}
-		case v1alpha1.EventType_INITIAL_SYNC_COMPLETE:
-			if synced {
-				st.protocolError("a second INITIAL_SYNC_COMPLETE event: ignored", ev)
-				break
-			}
-			synced = true
-			st.reconcile(snapshot)
-			snapshot = nil
-		default:
-			st.protocolError("an event of unknown type: ignored", ev)
+		case <-resync.c:
+			resync.start(st.resync(ctx, client))
 		}
 	}
 	err = stream.Err()
@@ -100,6 +163,93 @@ func (st *state) watch(ctx context.Context, client v1alpha1connect.PodsClient) r
 	return result{synced: synced, reason: reason, err: err}
 }
 
+// resyncTimer is the timer of the next resync; nil channel when none.
+type resyncTimer struct {
+	t *time.Timer
+	c <-chan time.Time
+}
+
+// start arms the timer for d from now; d <= 0 disarms it.
+func (r *resyncTimer) start(d time.Duration) {
+	r.stop()
+	if d <= 0 {
+		return
+	}
+	r.t = time.NewTimer(d)
+	r.c = r.t.C
+}
+
+func (r *resyncTimer) stop() {
+	if r.t != nil {
+		r.t.Stop()
+		r.t, r.c = nil, nil
+	}
+}
+
+// resync lists the kubelet's pods and sends the sink what differs from
+// what it has: a kubelet's watch reports only the changes of a pod's
+// status, while its ListPods shows edits of a static pod's metadata and
+// spec, and replaced static pods, at once. It returns the wait before the
+// next resync: the resync interval, doubled after each refusal by the
+// kubelet's rate limit (one bucket shared by every client) up to
+// maxResyncBackoff times the interval, and reset by a success.
+//
+// The list is taken while no event is being applied, so the events that
+// follow it are newer than it; an event that was already on its way when
+// the kubelet answered may be applied after it, and the next resync
+// settles that.
+func (st *state) resync(ctx context.Context, client v1alpha1connect.PodsClient) time.Duration {
+	interval := st.s.resync
+	cctx, cancel := context.WithTimeout(ctx, resyncTimeout)
+	defer cancel()
+	start := time.Now()
+	res, err := client.ListPods(cctx, connect.NewRequest(&v1alpha1.ListPodsRequest{}))
+	if err != nil {
+		if ctx.Err() != nil {
+			return 0
+		}
+		st.s.metrics.CountError(reasonResync)
+		if connect.CodeOf(err) == connect.CodeResourceExhausted {
+			st.resyncBackoff = min(max(2*st.resyncBackoff, 2), maxResyncBackoff)
+			st.s.log.Debug("resync refused by the kubelet's rate limit: waiting longer", "wait", interval*time.Duration(st.resyncBackoff))
+		} else {
+			st.s.log.Debug("resync failed", "error", err)
+		}
+		return interval * time.Duration(max(st.resyncBackoff, 1))
+	}
+	st.resyncBackoff = 0
+	listed := make(map[types.UID]entry, len(res.Msg.GetPods()))
+	for _, raw := range res.Msg.GetPods() {
+		pod := new(corev1.Pod)
+		if err := pod.Unmarshal(raw); err != nil || pod.UID == "" {
+			// Counted and logged as the watch's are; the pod keeps the state
+			// the watch gave it.
+			st.s.metrics.CountError(reasonDecode)
+			st.s.log.Warn("cannot decode a pod of the kubelet's ListPods: resync skipped", "bytes", len(raw), "error", err)
+			return interval
+		}
+		listed[pod.UID] = entry{pod: pod, raw: raw}
+	}
+	st.resyncs++
+	for uid, n := range st.gone {
+		if _, ok := listed[uid]; ok || st.resyncs-n > 2 {
+			delete(st.gone, uid)
+		}
+	}
+	changed, gone := st.apply(listed)
+	for _, uid := range gone {
+		if st.gone == nil {
+			st.gone = make(map[types.UID]int)
+		}
+		st.gone[uid] = st.resyncs
+	}
+	if deleted := len(gone); changed+deleted > 0 {
+		st.s.log.Debug("resync found changes the watch did not report", "changed", changed, "deleted", deleted,
+			"pods", len(listed), "took", time.Since(start))
+	}
+	return interval
+}
+
 // reconcile sends the sink the difference between the snapshot and what it
 // has, marks it synced the first time, and ends any outage.
 func (st *state) reconcile(snapshot map[types.UID]entry) {
@@ -107,23 +257,8 @@ func (st *state) reconcile(snapshot map[types.UID]entry) {
 		st.down = false
 		st.s.log.Info("kubelet Pods API available again: reconciling", "pods", len(snapshot))
 	}
-	deleted, changed := 0, 0
-	for _, uid := range slices.Sorted(maps.Keys(st.known)) {
-		if _, ok := snapshot[uid]; !ok {
-			st.sink.Delete(uid)
-			delete(st.known, uid)
-			deleted++
-			st.s.log.Debug("pod gone while disconnected", "uid", uid)
-		}
-	}
-	for _, uid := range slices.Sorted(maps.Keys(snapshot)) {
-		e := snapshot[uid]
-		if !bytes.Equal(st.known[uid], e.raw) {
-			st.known[uid] = e.raw
-			st.sink.Upsert(e.pod)
-			changed++
-		}
-	}
+	changed, gone := st.apply(snapshot)
+	deleted := len(gone)
 	if !st.synced {
 		st.synced = true
 		st.sink.MarkSynced()
@@ -131,6 +266,30 @@ func (st *state) reconcile(snapshot map[types.UID]entry) {
 	} else {
 		st.s.log.Debug("reconciled with a new snapshot", "pods", len(st.known), "changed", changed, "deleted", deleted)
 	}
+}
+
+// apply sends the sink the difference between pods, all the kubelet's
+// pods, and what it has: a Delete for each pod that is gone and an Upsert
+// for each that is new or changed. It returns how many changed and the
+// UIDs of those gone.
+func (st *state) apply(pods map[types.UID]entry) (changed int, deleted []types.UID) {
+	for _, uid := range slices.Sorted(maps.Keys(st.known)) {
+		if _, ok := pods[uid]; !ok {
+			st.sink.Delete(uid)
+			delete(st.known, uid)
+			deleted = append(deleted, uid)
+			st.s.log.Debug("pod gone", "uid", uid)
+		}
+	}
+	for _, uid := range slices.Sorted(maps.Keys(pods)) {
+		e := pods[uid]
+		if !bytes.Equal(st.known[uid], e.raw) {
+			st.known[uid] = e.raw
+			st.sink.Upsert(e.pod)
+			changed++
+		}
+	}
+	return changed, deleted
 }
 
 // upsert sends a pod the sink does not have in this version.
