@@ -9,10 +9,10 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"k8s.io/kubelet/pkg/apis/pods/v1alpha1"
 
 	"github.com/podsapi/podsapi/client"
 	"github.com/podsapi/podsapi/internal/podstest"
-	"k8s.io/kubelet/pkg/apis/pods/v1alpha1"
 )
 
 // TestKubeletWatchEnd serves the kubelet's wire from a grpc-go server that

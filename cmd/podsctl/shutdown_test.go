@@ -9,7 +9,6 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-
 	"k8s.io/kubelet/pkg/apis/pods/v1alpha1"
 )
 

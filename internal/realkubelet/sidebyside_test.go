@@ -17,13 +17,13 @@ import (
 
 	"connectrpc.com/connect"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/kubelet/pkg/apis/pods/v1alpha1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/podsapi/podsapi/gen/v1alpha1/v1alpha1connect"
 	"github.com/podsapi/podsapi/internal/h2c"
 	"github.com/podsapi/podsapi/internal/podstest"
 	"github.com/podsapi/podsapi/internal/realkubelet"
-	"k8s.io/kubelet/pkg/apis/pods/v1alpha1"
 )
 
 // SideBySideEnv names the file TestSideBySide writes its Markdown section

@@ -12,10 +12,10 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"k8s.io/kubelet/pkg/apis/pods/v1alpha1"
 
 	"github.com/podsapi/podsapi/source/kubeletgrpc"
 	"github.com/podsapi/podsapi/source/sourcetest"
-	"k8s.io/kubelet/pkg/apis/pods/v1alpha1"
 )
 
 // pipeListener is a net.Listener of in-memory connections (net.Pipe), so

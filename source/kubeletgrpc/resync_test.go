@@ -14,10 +14,10 @@ import (
 	"google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/kubelet/pkg/apis/pods/v1alpha1"
 
 	"github.com/podsapi/podsapi/source/kubeletgrpc"
 	"github.com/podsapi/podsapi/source/sourcetest"
-	"k8s.io/kubelet/pkg/apis/pods/v1alpha1"
 )
 
 // statusOnlyKubelet is a grpc-go server of the kubelet's wire whose watch,
