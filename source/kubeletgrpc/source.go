@@ -12,6 +12,7 @@ import (
 	"github.com/podsapi/podsapi/gen/v1alpha1/v1alpha1connect"
 	"github.com/podsapi/podsapi/internal/h2c"
 	"github.com/podsapi/podsapi/internal/retry"
+	"github.com/podsapi/podsapi/source/internal/sourcelog"
 	"github.com/podsapi/podsapi/source/internal/sourcemetrics"
 )
 
@@ -20,6 +21,7 @@ import (
 type Source struct {
 	socket     string
 	log        *slog.Logger
+	warn       *sourcelog.Warner // The upstream's faults, rate-limited.
 	metrics    *sourcemetrics.Metrics
 	minBackoff time.Duration
 	maxBackoff time.Duration
@@ -44,6 +46,7 @@ func New(opts ...Option) *Source {
 		ping:       o.ping,
 	}
 	s.log = o.Logger.With("source", s.Name())
+	s.warn = sourcelog.New(s.log)
 	return s
 }
 

@@ -158,7 +158,7 @@ func (st *state) decode(ev *v1alpha1.WatchPodsEvent) (*corev1.Pod, bool) {
 	pod := new(corev1.Pod)
 	if err := pod.Unmarshal(ev.GetPod()); err != nil {
 		st.s.metrics.CountError(reasonDecode)
-		st.s.log.Warn("cannot decode a pod of the kubelet: skipped", "event", ev.GetType().String(),
+		st.s.warn.Warn(reasonDecode, "cannot decode a pod of the kubelet: skipped", "event", ev.GetType().String(),
 			"bytes", len(ev.GetPod()), "error", err)
 		return nil, false
 	}
@@ -172,7 +172,7 @@ func (st *state) decode(ev *v1alpha1.WatchPodsEvent) (*corev1.Pod, bool) {
 // protocolError logs and counts an event the Source does not expect.
 func (st *state) protocolError(msg string, ev *v1alpha1.WatchPodsEvent, attrs ...any) {
 	st.s.metrics.CountError(reasonProtocol)
-	st.s.log.Warn("kubelet sent "+msg, append([]any{"event", ev.GetType().String()}, attrs...)...)
+	st.s.warn.Warn(reasonProtocol, "kubelet sent "+msg, append([]any{"event", ev.GetType().String()}, attrs...)...)
 }
 
 // fail counts a stream that ended and logs the outage once.

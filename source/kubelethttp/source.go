@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/podsapi/podsapi/internal/retry"
+	"github.com/podsapi/podsapi/source/internal/sourcelog"
 	"github.com/podsapi/podsapi/source/internal/sourcemetrics"
 )
 
@@ -16,6 +17,7 @@ import (
 type Source struct {
 	options
 	log     *slog.Logger
+	warn    *sourcelog.Warner // The upstream's faults, rate-limited.
 	metrics *sourcemetrics.Metrics
 }
 
@@ -29,6 +31,7 @@ func New(opts ...Option) *Source {
 	}
 	s := &Source{options: o, metrics: newMetrics(o.Registerer)}
 	s.log = o.Logger.With("source", s.Name())
+	s.warn = sourcelog.New(s.log)
 	return s
 }
 
