@@ -59,6 +59,11 @@ func main() {
 	}
 }
 
+// minProgressInterval is the shortest --watch-progress-interval: progress
+// marks are for watchers to learn that they are up to date, and a mark
+// every millisecond for each of thousands of watchers is a flood.
+const minProgressInterval = time.Second
+
 // usageError is an error in the command line.
 type usageError struct{ error }
 
@@ -94,7 +99,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&cfg.Limits.MaxPendingPerUID, "max-pending-per-uid", server.DefaultMaxPendingPerUID, "calls of one client UID that may wait for their request at once; more are refused RESOURCE_EXHAUSTED; negative disables the limit")
 
 	fs.IntVar(&cfg.Watch.Queue, "watch-queue", service.DefaultWatchQueue, "live events a watcher may have queued before it is dropped for falling behind")
-	fs.DurationVar(&cfg.Watch.ProgressInterval, "watch-progress-interval", service.DefaultProgressInterval, "interval between the progress marks of watches that ask for them (progress_notify)")
+	fs.DurationVar(&cfg.Watch.ProgressInterval, "watch-progress-interval", service.DefaultProgressInterval, "interval between the progress marks of watches that ask for them (progress_notify); at least 1s")
 
 	fs.DurationVar(&cfg.Transport.RequestReadTimeout, "request-read-timeout", server.DefaultRequestReadTimeout, "how long a call may take to send its request (reflection: its first message) before it ends DEADLINE_EXCEEDED; negative disables it")
 	fs.DurationVar(&cfg.Transport.IdleTimeout, "idle-timeout", server.DefaultIdleTimeout, "close connections without open calls or watches after this long; negative disables it")
@@ -156,6 +161,12 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if f.v < 0 {
 			return usageError{fmt.Errorf("--%s must not be negative (0 means the default)", f.name)}
 		}
+	}
+	switch pi := cfg.Watch.ProgressInterval; {
+	case len(cfg.Socket) > socket.MaxPathLen:
+		return usageError{fmt.Errorf("--socket %s is %d bytes: %w", cfg.Socket, len(cfg.Socket), socket.ErrPathTooLong)}
+	case pi > 0 && pi < minProgressInterval:
+		return usageError{fmt.Errorf("--watch-progress-interval %v is below its minimum, %v (0 means the default, %v)", pi, minProgressInterval, service.DefaultProgressInterval)}
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {

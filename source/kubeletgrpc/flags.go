@@ -3,7 +3,6 @@ package kubeletgrpc
 import (
 	"flag"
 	"fmt"
-	"path/filepath"
 
 	"github.com/podsapi/podsapi/internal/h2c"
 	"github.com/podsapi/podsapi/source"
@@ -17,8 +16,8 @@ var Registration = source.Registration{
 	Flags: func(fs *flag.FlagSet) func(source.Env) (source.Source, error) {
 		sock := fs.String("source-socket", DefaultSocket, "kubelet-grpc: the kubelet's Pods API socket; --socket must be another path")
 		return func(env source.Env) (source.Source, error) {
-			if filepath.Clean(h2c.SocketPath(*sock)) == filepath.Clean(env.Socket) {
-				return nil, fmt.Errorf("--socket and --source-socket are both %s: serve on another path", env.Socket)
+			if samePath(h2c.SocketPath(*sock), env.Socket) {
+				return nil, fmt.Errorf("--socket and --source-socket are both %s (through symbolic links or not): serve on another path", env.Socket)
 			}
 			return New(WithSocket(*sock), WithLogger(env.Logger), WithRegisterer(env.Registerer)), nil
 		}
