@@ -24,6 +24,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/podsapi/podsapi/internal/loglimit"
 	"github.com/podsapi/podsapi/internal/memlimit"
 	"github.com/podsapi/podsapi/podcgroup"
 	"github.com/podsapi/podsapi/server"
@@ -111,10 +112,11 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	kubeletWire := fs.Bool("kubelet-wire", true, "also serve the kubelet's own Pods API (v1alpha1.Pods, pods as bytes) on the socket, for agents written against a kubelet")
 
 	var (
-		nodeName   = fs.String("node-name", hostname, "name of the node, set as spec.nodeName of the pods")
-		history    = fs.Int("watch-history", store.DefaultHistory, "changes kept for watchers that resume (resume_from); negative keeps none")
-		historyMem = fs.Int64("watch-history-bytes", store.DefaultHistoryBytes, "bytes (pod encodings and overhead) the kept changes may hold; negative keeps none")
-		logLevel   = fs.String("log-level", "info", "log level: debug, info, warn or error")
+		nodeName    = fs.String("node-name", hostname, "name of the node, set as spec.nodeName of the pods")
+		history     = fs.Int("watch-history", store.DefaultHistory, "changes kept for watchers that resume (resume_from); negative keeps none")
+		maxPodBytes = fs.Int("max-pod-bytes", store.DefaultMaxPodBytes, "largest encoding of one pod taken from the source (the API server's object limit by default); a larger pod is refused, logged and counted (podsapi_pods_too_large_total), never served; negative takes any size")
+		historyMem  = fs.Int64("watch-history-bytes", store.DefaultHistoryBytes, "bytes (pod encodings and overhead) the kept changes may hold; negative keeps none")
+		logLevel    = fs.String("log-level", "info", "log level: debug, info, warn or error")
 
 		deletedRetain = fs.Duration("deleted-pod-retention", store.DefaultDeletedRetention, "how long a deleted pod stays findable by FindPods with include_deleted; negative keeps none")
 		deletedPods   = fs.Int("max-deleted-pods", store.DefaultDeletedPods, "deleted pods kept findable at once; the oldest deletions go first; negative keeps none")
@@ -181,7 +183,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return usageError{err}
 	}
-	st := store.New(store.WithErrorHandler(func(err error) { logger.Error("cannot store pod", "error", err) }),
+	st := store.New(store.WithErrorHandler(storeErrors(logger)), store.WithMaxPodBytes(*maxPodBytes),
 		store.WithHistory(*history, *historyMem), store.WithDeletedPods(*deletedRetain, *deletedPods, *deletedBytes))
 	srv, err := server.New(st, cfg)
 	if err != nil {
@@ -218,6 +220,30 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return cause
 	}
 	return nil
+}
+
+// storeErrors returns the store's error handler: it logs the pods the store
+// refuses at most once per kind of error every 10 s, with
+// the number held back, so that a source sending them endlessly does not
+// flood the log; the store counts every one.
+func storeErrors(logger *slog.Logger) func(error) {
+	limit := loglimit.New[bool](10 * time.Second)
+	return func(err error) {
+		tooLarge := errors.Is(err, store.ErrPodTooLarge)
+		ok, suppressed := limit.Allow(tooLarge)
+		if !ok {
+			return
+		}
+		args := []any{"error", err}
+		if suppressed > 0 {
+			args = append(args, "suppressed", suppressed)
+		}
+		if tooLarge {
+			logger.Warn("refused a pod larger than --max-pod-bytes", args...)
+			return
+		}
+		logger.Error("cannot store pod", args...)
+	}
 }
 
 // idsFlag is a flag of comma-separated user or group IDs; with anyPeer, "*"
