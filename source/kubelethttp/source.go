@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/podsapi/podsapi/internal/memlimit"
 	"github.com/podsapi/podsapi/internal/retry"
 	"github.com/podsapi/podsapi/source/internal/sourcelog"
 	"github.com/podsapi/podsapi/source/internal/sourcemetrics"
@@ -28,6 +29,9 @@ func New(opts ...Option) *Source {
 	o := defaultOptions()
 	for _, opt := range opts {
 		opt(&o)
+	}
+	if o.maxBody <= 0 {
+		o.maxBody = memlimit.Share(memlimit.Limit(), MaxBodyShare, MinMaxBodyBytes, DefaultMaxBodyBytes)
 	}
 	s := &Source{options: o, metrics: newMetrics(o.Registerer)}
 	s.log = o.Logger.With("source", s.Name())
