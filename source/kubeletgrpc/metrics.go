@@ -22,9 +22,12 @@ const (
 	// reasonProtocol is an event the Source does not expect: an unknown
 	// type, a pod without a UID, or a second INITIAL_SYNC_COMPLETE.
 	reasonProtocol = "protocol"
+	// reasonTooLarge is a snapshot abandoned beyond its bounds
+	// (WithSnapshotBounds).
+	reasonTooLarge = "too_large"
 )
 
-var reasons = []string{reasonConnect, reasonStream, reasonDecode, reasonProtocol}
+var reasons = []string{reasonConnect, reasonStream, reasonDecode, reasonProtocol, reasonTooLarge}
 
 // newMetrics makes the source's metrics and registers them with reg
 // unless reg is nil.

@@ -34,6 +34,7 @@ type options struct {
 	socket       string
 	readMaxBytes int
 	ping         time.Duration
+	snapshot     snapshotBounds
 }
 
 func defaultOptions() options {

@@ -27,6 +27,7 @@ type Source struct {
 	maxBackoff time.Duration
 	readMax    int
 	ping       time.Duration
+	snapshot   snapshotBounds
 }
 
 // New returns a Source configured by opts. It registers the Source's
@@ -44,6 +45,7 @@ func New(opts ...Option) *Source {
 		maxBackoff: o.MaxBackoff,
 		readMax:    o.readMaxBytes,
 		ping:       o.ping,
+		snapshot:   o.snapshot.resolve(),
 	}
 	s.log = o.Logger.With("source", s.Name())
 	s.warn = sourcelog.New(s.log)

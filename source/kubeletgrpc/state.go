@@ -53,11 +53,19 @@ func (st *state) watch(ctx context.Context, client v1alpha1connect.PodsClient) r
 		snapshot = make(map[types.UID]entry)
 		received bool
 		synced   bool
+		bytes    int64 // Of the pods received before INITIAL_SYNC_COMPLETE.
 	)
 	for stream.Receive() {
 		received = true
 		ev := stream.Msg()
-		st.s.metrics.Success(time.Now())
+		if synced {
+			st.s.metrics.Success(time.Now())
+		} else {
+			bytes += int64(len(ev.GetPod()))
+			if res := st.s.snapshot.check(len(snapshot), bytes); res != nil {
+				return *res
+			}
+		}
 		switch ev.GetType() {
 		case v1alpha1.EventType_ADDED, v1alpha1.EventType_MODIFIED:
 			pod, ok := st.decode(ev)
@@ -83,6 +91,7 @@ func (st *state) watch(ctx context.Context, client v1alpha1connect.PodsClient) r
 				break
 			}
 			synced = true
+			st.s.metrics.Success(time.Now())
 			st.reconcile(snapshot)
 			snapshot = nil
 		default:
