@@ -65,6 +65,7 @@ func WithGroup(gid int) Option {
 // socket file (nobody answers on it) is replaced; a socket on which a server
 // still answers is not taken over (ErrInUse), and a path that is not a socket
 // is never removed. Closing the returned listener removes the socket file.
+// A path longer than MaxPathLen is refused with ErrPathTooLong.
 //
 // Options change the socket's permission (WithMode) and group (WithGroup);
 // a directory Listen creates gets DirMode and the same group, while an
