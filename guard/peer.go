@@ -10,6 +10,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/time/rate"
+
+	"github.com/podsapi/podsapi/internal/loglimit"
 )
 
 // Peer is the client process at the other end of a connection, as the
@@ -126,21 +128,14 @@ func (a *AccessGuard) Check(ctx context.Context, procedure string) error {
 	return errPermissionDenied(p)
 }
 
-// maxLogKeys bounds the (UID, message) pairs a LogLimiter remembers; beyond
-// it, the pairs whose interval has passed are forgotten, and if none has,
-// new pairs are not logged rather than memory grown.
-const maxLogKeys = 4096
-
 // LogLimiter writes WARN lines about peers at most once per interval for
 // each peer UID and message, so that a hostile peer cannot fill the logs:
 // the lines it suppresses are counted and reported, as suppressed=N, by the
-// next line written for the same UID and message.
+// next line written for the same UID and message. It remembers at most
+// loglimit.MaxKeys (UID, message) pairs.
 type LogLimiter struct {
-	logger   *slog.Logger
-	interval time.Duration
-
-	mu   sync.Mutex
-	keys map[logKey]*logState
+	logger *slog.Logger
+	limit  *loglimit.Limiter[logKey]
 }
 
 type logKey struct {
@@ -148,46 +143,19 @@ type logKey struct {
 	msg string
 }
 
-type logState struct {
-	last       time.Time
-	suppressed int
-}
-
 // NewLogLimiter returns a limiter writing to logger at most one line per
 // peer UID and message every interval.
 func NewLogLimiter(logger *slog.Logger, interval time.Duration) *LogLimiter {
-	return &LogLimiter{logger: logger, interval: interval, keys: make(map[logKey]*logState)}
+	return &LogLimiter{logger: logger, limit: loglimit.New[logKey](interval)}
 }
 
 // Warn logs msg about peer p with args at WARN level, unless a line with
 // the same message was logged for p's UID less than the interval ago.
 func (l *LogLimiter) Warn(p *Peer, msg string, args ...any) {
-	key := logKey{uid: peerUID(p), msg: msg}
-	now := time.Now()
-	l.mu.Lock()
-	st, ok := l.keys[key]
+	ok, suppressed := l.limit.Allow(logKey{uid: peerUID(p), msg: msg})
 	if !ok {
-		if len(l.keys) >= maxLogKeys {
-			for k, v := range l.keys {
-				if now.Sub(v.last) >= l.interval {
-					delete(l.keys, k)
-				}
-			}
-		}
-		if len(l.keys) >= maxLogKeys {
-			l.mu.Unlock()
-			return
-		}
-		st = &logState{}
-		l.keys[key] = st
-	} else if now.Sub(st.last) < l.interval {
-		st.suppressed++
-		l.mu.Unlock()
 		return
 	}
-	suppressed := st.suppressed
-	st.last, st.suppressed = now, 0
-	l.mu.Unlock()
 	attrs := append(p.logAttrs(), args...)
 	if suppressed > 0 {
 		attrs = append(attrs, "suppressed", suppressed)

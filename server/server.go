@@ -184,6 +184,12 @@ func registerStoreMetrics(reg prometheus.Registerer, st Store) {
 			Help: "Number of pod versions encoded by the store: each is encoded once, whatever the number of requests and watchers.",
 		}, func() float64 { return float64(enc.Encodes()) }))
 	}
+	if big, ok := st.(interface{ TooLarge() uint64 }); ok {
+		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "podsapi_pods_too_large_total",
+			Help: "Number of pod versions a source sent that the store refused for an encoding over --max-pod-bytes.",
+		}, func() float64 { return float64(big.TooLarge()) }))
+	}
 	if d, ok := st.(interface{ DeletedLen() (int, int64) }); ok {
 		registerDeleted(reg, d.DeletedLen)
 	}

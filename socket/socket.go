@@ -30,6 +30,13 @@ const probeTimeout = time.Second
 // ErrInUse is returned by Listen when another server answers on the socket.
 var ErrInUse = errors.New("another server is answering on the socket")
 
+// MaxPathLen is the length in bytes of the longest path a UNIX socket can
+// be bound to: the size of sun_path less its terminating NUL (107 on Linux).
+const MaxPathLen = len(syscall.RawSockaddrUnix{}.Path) - 1
+
+// ErrPathTooLong is returned by Listen for a path longer than MaxPathLen.
+var ErrPathTooLong = fmt.Errorf("a UNIX socket path has at most %d bytes", MaxPathLen)
+
 // Option configures Listen.
 type Option func(*options)
 
@@ -58,6 +65,7 @@ func WithGroup(gid int) Option {
 // socket file (nobody answers on it) is replaced; a socket on which a server
 // still answers is not taken over (ErrInUse), and a path that is not a socket
 // is never removed. Closing the returned listener removes the socket file.
+// A path longer than MaxPathLen is refused with ErrPathTooLong.
 //
 // Options change the socket's permission (WithMode) and group (WithGroup);
 // a directory Listen creates gets DirMode and the same group, while an
@@ -66,6 +74,9 @@ func Listen(path string, opts ...Option) (net.Listener, error) {
 	o := options{mode: Mode, group: -1}
 	for _, opt := range opts {
 		opt(&o)
+	}
+	if len(path) > MaxPathLen {
+		return nil, fmt.Errorf("the socket path %s is %d bytes: %w", path, len(path), ErrPathTooLong)
 	}
 	dir := filepath.Dir(path)
 	_, statErr := os.Stat(dir)
@@ -94,7 +105,7 @@ func Listen(path string, opts ...Option) (net.Listener, error) {
 	}
 	defer os.RemoveAll(tmp)
 	tmpPath := filepath.Join(tmp, "s")
-	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: tmpPath, Net: "unix"})
+	l, err := listenIn(tmp, tmpPath)
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", path, err)
 	}
@@ -119,6 +130,23 @@ func Listen(path string, opts ...Option) (net.Listener, error) {
 		return nil, fmt.Errorf("stat the socket: %w", err)
 	}
 	return &listener{UnixListener: l, path: path, info: info}, nil
+}
+
+// listenIn binds a socket at tmpPath, in the private directory tmp. The
+// private directory makes tmpPath longer than the path it is renamed to;
+// when it is too long to bind, the socket is bound through the directory's
+// descriptor (/proc/self/fd/N/s), as short whatever the directory.
+func listenIn(tmp, tmpPath string) (*net.UnixListener, error) {
+	if len(tmpPath) <= MaxPathLen {
+		return net.ListenUnix("unix", &net.UnixAddr{Name: tmpPath, Net: "unix"})
+	}
+	d, err := os.Open(tmp)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	name := fmt.Sprintf("/proc/self/fd/%d/%s", d.Fd(), filepath.Base(tmpPath))
+	return net.ListenUnix("unix", &net.UnixAddr{Name: name, Net: "unix"})
 }
 
 // removeStale removes the socket at path if nobody answers on it.

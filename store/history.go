@@ -20,7 +20,9 @@ const historyOverhead = 512
 // whose pods' encodings and overhead add up to at most bytes. The oldest go
 // first. The defaults are DefaultHistory and DefaultHistoryBytes, which 0
 // keeps (the zero rule of package source); a negative value for either keeps
-// no history, and WatchFrom then only accepts the current revision.
+// no history, and WatchFrom then only accepts the current revision. A change
+// counts at most half of bytes, so that one pod larger than bytes does not
+// empty the history.
 func WithHistory(events int, bytes int64) Option {
 	return func(s *Store) {
 		s.history = history{maxEvents: DefaultHistory, maxBytes: DefaultHistoryBytes}
@@ -58,12 +60,10 @@ func historySize(ev Event) int64 { return int64(len(ev.Pod.raw)) + historyOverhe
 
 // add appends ev, dropping the oldest changes beyond the bounds.
 func (h *history) add(ev Event) {
-	size := historySize(ev)
-	if h.maxEvents == 0 || size > h.maxBytes {
-		h.start, h.n, h.bytes = 0, 0, 0
-		clear(h.ring)
+	if h.maxEvents == 0 || h.maxBytes == 0 {
 		return
 	}
+	size := h.cost(ev)
 	for h.n > 0 && (h.n >= h.maxEvents || h.bytes+size > h.maxBytes) {
 		h.dropOldest()
 	}
@@ -75,9 +75,16 @@ func (h *history) add(ev Event) {
 	h.bytes += size
 }
 
+// cost is what ev counts against the bound of bytes: its historySize, but
+// at most half the bound, so that one change larger than the whole bound
+// (a pod of --max-pod-bytes in a small history) pushes out half the history
+// rather than all of it, and leaves resumable the changes before it. The
+// history then holds at most its bound plus twice the largest pod.
+func (h *history) cost(ev Event) int64 { return min(historySize(ev), max(h.maxBytes/2, 1)) }
+
 func (h *history) dropOldest() {
 	old := &h.ring[h.start]
-	h.bytes -= historySize(*old)
+	h.bytes -= h.cost(*old)
 	*old = Event{}
 	h.start = (h.start + 1) % len(h.ring)
 	h.n--

@@ -25,8 +25,12 @@ type Store struct {
 	watchers map[*Watcher]struct{}
 	onError  func(error)
 	encodes  atomic.Uint64
-	instance string
-	history  history
+	// maxPodBytes bounds one pod's encoding (0: no bound); tooLarge counts
+	// the versions refused for it (podsize.go).
+	maxPodBytes int
+	tooLarge    atomic.Uint64
+	instance    string
+	history     history
 	// viewLag is the largest queue of a watcher so far: a change older
 	// than that has left every live watcher's queue.
 	viewLag int
@@ -48,14 +52,15 @@ func WithErrorHandler(f func(error)) Option {
 // New returns an empty, not yet synced Store.
 func New(opts ...Option) *Store {
 	s := &Store{
-		pods:     make(map[types.UID]*Pod),
-		synced:   make(chan struct{}),
-		watchers: make(map[*Watcher]struct{}),
-		onError:  func(error) {},
-		instance: newInstance(),
-		history:  history{maxEvents: DefaultHistory, maxBytes: DefaultHistoryBytes},
-		index:    newIndex(),
-		tombs:    newTombstones(),
+		pods:        make(map[types.UID]*Pod),
+		synced:      make(chan struct{}),
+		watchers:    make(map[*Watcher]struct{}),
+		onError:     func(error) {},
+		instance:    newInstance(),
+		history:     history{maxEvents: DefaultHistory, maxBytes: DefaultHistoryBytes},
+		maxPodBytes: DefaultMaxPodBytes,
+		index:       newIndex(),
+		tombs:       newTombstones(),
 	}
 	for _, opt := range opts {
 		opt(s)
@@ -72,6 +77,9 @@ func (s *Store) Upsert(pod *corev1.Pod) {
 	s.encodes.Add(1)
 	if err != nil {
 		s.onError(fmt.Errorf("encode pod %s/%s (uid %s): %w", pod.Namespace, pod.Name, pod.UID, err))
+		return
+	}
+	if !s.checkSize(pod.Namespace, pod.Name, string(pod.UID), raw) {
 		return
 	}
 	keys := newPodKeys(pod)

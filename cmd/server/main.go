@@ -24,6 +24,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/podsapi/podsapi/internal/loglimit"
 	"github.com/podsapi/podsapi/internal/memlimit"
 	"github.com/podsapi/podsapi/podcgroup"
 	"github.com/podsapi/podsapi/server"
@@ -58,6 +59,11 @@ func main() {
 		os.Exit(1)
 	}
 }
+
+// minProgressInterval is the shortest --watch-progress-interval: progress
+// marks are for watchers to learn that they are up to date, and a mark
+// every millisecond for each of thousands of watchers is a flood.
+const minProgressInterval = time.Second
 
 // usageError is an error in the command line.
 type usageError struct{ error }
@@ -94,7 +100,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&cfg.Limits.MaxPendingPerUID, "max-pending-per-uid", server.DefaultMaxPendingPerUID, "calls of one client UID that may wait for their request at once; more are refused RESOURCE_EXHAUSTED; negative disables the limit")
 
 	fs.IntVar(&cfg.Watch.Queue, "watch-queue", service.DefaultWatchQueue, "live events a watcher may have queued before it is dropped for falling behind")
-	fs.DurationVar(&cfg.Watch.ProgressInterval, "watch-progress-interval", service.DefaultProgressInterval, "interval between the progress marks of watches that ask for them (progress_notify)")
+	fs.DurationVar(&cfg.Watch.ProgressInterval, "watch-progress-interval", service.DefaultProgressInterval, "interval between the progress marks of watches that ask for them (progress_notify); at least 1s")
 
 	fs.DurationVar(&cfg.Transport.RequestReadTimeout, "request-read-timeout", server.DefaultRequestReadTimeout, "how long a call may take to send its request (reflection: its first message) before it ends DEADLINE_EXCEEDED; negative disables it")
 	fs.DurationVar(&cfg.Transport.IdleTimeout, "idle-timeout", server.DefaultIdleTimeout, "close connections without open calls or watches after this long; negative disables it")
@@ -106,10 +112,11 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	kubeletWire := fs.Bool("kubelet-wire", true, "also serve the kubelet's own Pods API (v1alpha1.Pods, pods as bytes) on the socket, for agents written against a kubelet")
 
 	var (
-		nodeName   = fs.String("node-name", hostname, "name of the node, set as spec.nodeName of the pods")
-		history    = fs.Int("watch-history", store.DefaultHistory, "changes kept for watchers that resume (resume_from); negative keeps none")
-		historyMem = fs.Int64("watch-history-bytes", store.DefaultHistoryBytes, "bytes (pod encodings and overhead) the kept changes may hold; negative keeps none")
-		logLevel   = fs.String("log-level", "info", "log level: debug, info, warn or error")
+		nodeName    = fs.String("node-name", hostname, "name of the node, set as spec.nodeName of the pods")
+		history     = fs.Int("watch-history", store.DefaultHistory, "changes kept for watchers that resume (resume_from); negative keeps none")
+		maxPodBytes = fs.Int("max-pod-bytes", store.DefaultMaxPodBytes, "largest encoding of one pod taken from the source (the API server's object limit by default); a larger pod is refused, logged and counted (podsapi_pods_too_large_total), never served; negative takes any size")
+		historyMem  = fs.Int64("watch-history-bytes", store.DefaultHistoryBytes, "bytes (pod encodings and overhead) the kept changes may hold; negative keeps none")
+		logLevel    = fs.String("log-level", "info", "log level: debug, info, warn or error")
 
 		deletedRetain = fs.Duration("deleted-pod-retention", store.DefaultDeletedRetention, "how long a deleted pod stays findable by FindPods with include_deleted; negative keeps none")
 		deletedPods   = fs.Int("max-deleted-pods", store.DefaultDeletedPods, "deleted pods kept findable at once; the oldest deletions go first; negative keeps none")
@@ -157,6 +164,12 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return usageError{fmt.Errorf("--%s must not be negative (0 means the default)", f.name)}
 		}
 	}
+	switch pi := cfg.Watch.ProgressInterval; {
+	case len(cfg.Socket) > socket.MaxPathLen:
+		return usageError{fmt.Errorf("--socket %s is %d bytes: %w", cfg.Socket, len(cfg.Socket), socket.ErrPathTooLong)}
+	case pi > 0 && pi < minProgressInterval:
+		return usageError{fmt.Errorf("--watch-progress-interval %v is below its minimum, %v (0 means the default, %v)", pi, minProgressInterval, service.DefaultProgressInterval)}
+	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
 		return usageError{fmt.Errorf("--log-level: %w", err)}
@@ -170,7 +183,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return usageError{err}
 	}
-	st := store.New(store.WithErrorHandler(func(err error) { logger.Error("cannot store pod", "error", err) }),
+	st := store.New(store.WithErrorHandler(storeErrors(logger)), store.WithMaxPodBytes(*maxPodBytes),
 		store.WithHistory(*history, *historyMem), store.WithDeletedPods(*deletedRetain, *deletedPods, *deletedBytes))
 	srv, err := server.New(st, cfg)
 	if err != nil {
@@ -207,6 +220,30 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return cause
 	}
 	return nil
+}
+
+// storeErrors returns the store's error handler: it logs the pods the store
+// refuses at most once per kind of error every 10 s, with
+// the number held back, so that a source sending them endlessly does not
+// flood the log; the store counts every one.
+func storeErrors(logger *slog.Logger) func(error) {
+	limit := loglimit.New[bool](10 * time.Second)
+	return func(err error) {
+		tooLarge := errors.Is(err, store.ErrPodTooLarge)
+		ok, suppressed := limit.Allow(tooLarge)
+		if !ok {
+			return
+		}
+		args := []any{"error", err}
+		if suppressed > 0 {
+			args = append(args, "suppressed", suppressed)
+		}
+		if tooLarge {
+			logger.Warn("refused a pod larger than --max-pod-bytes", args...)
+			return
+		}
+		logger.Error("cannot store pod", args...)
+	}
 }
 
 // idsFlag is a flag of comma-separated user or group IDs; with anyPeer, "*"

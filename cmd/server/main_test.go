@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -54,6 +55,9 @@ func TestRunUsageErrors(t *testing.T) {
 		{"SameSocketAsSource", []string{"--source", "kubelet-grpc", "--source-socket", "/tmp/k.sock", "--socket", "/tmp/k.sock"}, "serve on another path"},
 		{"MissingKubeconfig", []string{"--source", "apiserver", "--kubeconfig", "/nonexistent/kubeconfig"}, "--kubeconfig: open /nonexistent/kubeconfig"},
 		{"KubeconfigOfAnotherSource", []string{"--manifest-dir", ".", "--kubeconfig", "k"}, "--kubeconfig is a flag of --source=apiserver"},
+		{"SocketPathTooLong", []string{"--manifest-dir", ".", "--socket", "/tmp/" + strings.Repeat("s", socket.MaxPathLen-4)}, "a UNIX socket path has at most 107 bytes"},
+		{"ProgressIntervalTooShort", []string{"--manifest-dir", ".", "--watch-progress-interval", "1ms"}, "--watch-progress-interval 1ms is below its minimum, 1s"},
+		{"SameSocketThroughLink", []string{"--source", "kubelet-grpc", "--source-socket", sameSocketLink(t), "--socket", "/tmp/podsapi-test-absent/k.sock"}, "serve on another path"},
 		{"CertWithoutKey", []string{"--source", "kubelet-http", "--kubelet-client-cert", "c.pem"}, "go together"},
 	}
 	for _, tt := range tests {
@@ -66,6 +70,16 @@ func TestRunUsageErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// sameSocketLink returns a symbolic link to /tmp/podsapi-test-absent/k.sock,
+// a socket that does not exist.
+func sameSocketLink(t *testing.T) string {
+	link := filepath.Join(t.TempDir(), "k.sock")
+	if err := os.Symlink("/tmp/podsapi-test-absent/k.sock", link); err != nil {
+		t.Fatal(err)
+	}
+	return link
 }
 
 // TestRunServesExamples runs the command on the example manifests, as

@@ -89,3 +89,23 @@ func TestSetGCPercent(t *testing.T) {
 		})
 	}
 }
+
+func TestShare(t *testing.T) {
+	tests := []struct {
+		name                 string
+		limit, divisor, f, c int64
+		want                 int64
+	}{
+		{"no limit gives the ceiling", 0, 8, 4 << 20, 256 << 20, 256 << 20},
+		{"the DaemonSet's 230 MiB", 230 << 20, 8, 4 << 20, 256 << 20, 230 << 20 / 8},
+		{"a tiny limit gives the floor", 16 << 20, 8, 4 << 20, 256 << 20, 4 << 20},
+		{"a huge limit gives the ceiling", 64 << 30, 8, 4 << 20, 256 << 20, 256 << 20},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := memlimit.Share(tt.limit, tt.divisor, tt.f, tt.c); got != tt.want {
+				t.Fatalf("Share(%d, %d, %d, %d) = %d, want %d", tt.limit, tt.divisor, tt.f, tt.c, got, tt.want)
+			}
+		})
+	}
+}

@@ -3,7 +3,6 @@ package kubeletgrpc
 import (
 	"flag"
 	"fmt"
-	"path/filepath"
 
 	"github.com/podsapi/podsapi/internal/h2c"
 	"github.com/podsapi/podsapi/source"
@@ -19,8 +18,8 @@ var Registration = source.Registration{
 		resync := fs.Duration("source-resync-interval", DefaultResyncInterval,
 			"kubelet-grpc: time between two ListPods of the kubelet that find the edits its watch does not report (one token of its rate limit each); negative for none")
 		return func(env source.Env) (source.Source, error) {
-			if filepath.Clean(h2c.SocketPath(*sock)) == filepath.Clean(env.Socket) {
-				return nil, fmt.Errorf("--socket and --source-socket are both %s: serve on another path", env.Socket)
+			if samePath(h2c.SocketPath(*sock), env.Socket) {
+				return nil, fmt.Errorf("--socket and --source-socket are both %s (through symbolic links or not): serve on another path", env.Socket)
 			}
 			return New(WithSocket(*sock), WithLogger(env.Logger), WithRegisterer(env.Registerer), WithResyncInterval(*resync)), nil
 		}

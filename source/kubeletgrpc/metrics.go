@@ -25,9 +25,12 @@ const (
 	// reasonResync is a resync's ListPods that failed: refused by the
 	// kubelet's rate limit (RESOURCE_EXHAUSTED), or any other error.
 	reasonResync = "resync"
+	// reasonTooLarge is a snapshot abandoned beyond its bounds
+	// (WithSnapshotBounds).
+	reasonTooLarge = "too_large"
 )
 
-var reasons = []string{reasonConnect, reasonStream, reasonDecode, reasonProtocol, reasonResync}
+var reasons = []string{reasonConnect, reasonStream, reasonDecode, reasonProtocol, reasonResync, reasonTooLarge}
 
 // newMetrics makes the source's metrics and registers them with reg
 // unless reg is nil.

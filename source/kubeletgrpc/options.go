@@ -54,6 +54,7 @@ type options struct {
 	readMaxBytes int
 	ping         time.Duration
 	resync       time.Duration
+	snapshot     snapshotBounds
 	dial         func(ctx context.Context) (net.Conn, error) // tests only
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/podsapi/podsapi/gen/v1alpha1/v1alpha1connect"
 	"github.com/podsapi/podsapi/internal/h2c"
 	"github.com/podsapi/podsapi/internal/retry"
+	"github.com/podsapi/podsapi/source/internal/sourcelog"
 	"github.com/podsapi/podsapi/source/internal/sourcemetrics"
 )
 
@@ -21,6 +22,7 @@ import (
 type Source struct {
 	socket     string
 	log        *slog.Logger
+	warn       *sourcelog.Warner // The upstream's faults, rate-limited.
 	metrics    *sourcemetrics.Metrics
 	minBackoff time.Duration
 	maxBackoff time.Duration
@@ -28,7 +30,8 @@ type Source struct {
 	ping       time.Duration
 	resync     time.Duration // <= 0: no resync
 	// dial, when set (by the tests), replaces the dialing of socket.
-	dial func(ctx context.Context) (net.Conn, error)
+	dial     func(ctx context.Context) (net.Conn, error)
+	snapshot snapshotBounds
 }
 
 // New returns a Source configured by opts. It registers the Source's
@@ -48,8 +51,10 @@ func New(opts ...Option) *Source {
 		ping:       o.ping,
 		resync:     o.resync,
 		dial:       o.dial,
+		snapshot:   o.snapshot.resolve(),
 	}
 	s.log = o.Logger.With("source", s.Name())
+	s.warn = sourcelog.New(s.log)
 	return s
 }
 

@@ -100,6 +100,7 @@ func (st *state) watch(ctx context.Context, client v1alpha1connect.PodsClient) r
 		received bool
 		synced   bool
 		resync   resyncTimer
+		bytes    int64 // Of the pods received before INITIAL_SYNC_COMPLETE.
 	)
 	defer resync.stop()
 loop:
@@ -110,7 +111,14 @@ loop:
 				break loop
 			}
 			received = true
-			st.s.metrics.Success(time.Now())
+			if synced {
+				st.s.metrics.Success(time.Now())
+			} else {
+				bytes += int64(len(ev.GetPod()))
+				if res := st.s.snapshot.check(len(snapshot), bytes); res != nil {
+					return *res
+				}
+			}
 			switch ev.GetType() {
 			case v1alpha1.EventType_ADDED, v1alpha1.EventType_MODIFIED:
 				pod, ok := st.decode(ev)
@@ -142,6 +150,7 @@ loop:
 					break
 				}
 				synced = true
+				st.s.metrics.Success(time.Now())
 				st.reconcile(snapshot)
 				snapshot = nil
 				resync.start(st.s.resync)
@@ -317,7 +326,7 @@ func (st *state) decode(ev *v1alpha1.WatchPodsEvent) (*corev1.Pod, bool) {
 	pod := new(corev1.Pod)
 	if err := pod.Unmarshal(ev.GetPod()); err != nil {
 		st.s.metrics.CountError(reasonDecode)
-		st.s.log.Warn("cannot decode a pod of the kubelet: skipped", "event", ev.GetType().String(),
+		st.s.warn.Warn(reasonDecode, "cannot decode a pod of the kubelet: skipped", "event", ev.GetType().String(),
 			"bytes", len(ev.GetPod()), "error", err)
 		return nil, false
 	}
@@ -331,7 +340,7 @@ func (st *state) decode(ev *v1alpha1.WatchPodsEvent) (*corev1.Pod, bool) {
 // protocolError logs and counts an event the Source does not expect.
 func (st *state) protocolError(msg string, ev *v1alpha1.WatchPodsEvent, attrs ...any) {
 	st.s.metrics.CountError(reasonProtocol)
-	st.s.log.Warn("kubelet sent "+msg, append([]any{"event", ev.GetType().String()}, attrs...)...)
+	st.s.warn.Warn(reasonProtocol, "kubelet sent "+msg, append([]any{"event", ev.GetType().String()}, attrs...)...)
 }
 
 // fail counts a stream that ended and logs the outage once.

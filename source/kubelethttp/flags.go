@@ -22,7 +22,12 @@ var Registration = source.Registration{
 		insecure := fs.Bool("kubelet-insecure-skip-verify", false, "kubelet-http: do not verify the kubelet's serving certificate")
 		clientCert := fs.String("kubelet-client-cert", "", "kubelet-http: PEM client certificate to authenticate to the kubelet with")
 		clientKey := fs.String("kubelet-client-key", "", "kubelet-http: PEM key of --kubelet-client-cert")
+		maxBody := fs.Int64("kubelet-max-body-bytes", 0,
+			"kubelet-http: largest /pods body, counted after decompression (0: a tenth of the memory limit, 4 MiB to 256 MiB)")
 		return func(env source.Env) (source.Source, error) {
+			if *maxBody < 0 {
+				return nil, errors.New("--kubelet-max-body-bytes must not be negative (0 means the default)")
+			}
 			if *interval < 0 {
 				return nil, errors.New("--kubelet-poll-interval must not be negative (0 means the default)")
 			}
@@ -32,6 +37,7 @@ var Registration = source.Registration{
 			return New(
 				WithURL(*url),
 				WithInterval(*interval),
+				WithMaxBodyBytes(*maxBody),
 				WithTokenFile(*tokenFile),
 				WithCAFile(*caFile),
 				WithInsecureSkipVerify(*insecure),

@@ -21,8 +21,18 @@ const (
 	DefaultMinBackoff = time.Second
 	// DefaultMaxBackoff is the longest wait after failed polls.
 	DefaultMaxBackoff = time.Minute
-	// DefaultMaxBodyBytes is the largest response body accepted.
+	// DefaultMaxBodyBytes is the largest response body accepted by
+	// default when the process has no memory limit; under one, the default
+	// is MaxBodyShare of it, at least MinMaxBodyBytes and at most this.
 	DefaultMaxBodyBytes = 256 << 20
+	// MaxBodyShare is the divisor of the memory limit that gives the
+	// default bound of the body: decoded, a pod list takes 5 to 6 times its
+	// JSON (a 200 MB body held 1.0 to 1.25 GB), so that a body of a tenth
+	// of the limit, with its decoded pods, stays within about 60% of it.
+	MaxBodyShare = 10
+	// MinMaxBodyBytes is the smallest default bound of the body, whatever
+	// the memory limit: a node of 250 pods of 16 KiB of JSON.
+	MinMaxBodyBytes = 4 << 20
 )
 
 // Option configures a Source made by New.
@@ -46,7 +56,6 @@ func defaultOptions() options {
 		url:      DefaultURL,
 		interval: DefaultInterval,
 		timeout:  DefaultRequestTimeout,
-		maxBody:  DefaultMaxBodyBytes,
 	}
 }
 
@@ -86,8 +95,12 @@ func WithBackoff(minWait, maxWait time.Duration) Option {
 	return func(o *options) { o.SetBackoff(minWait, maxWait) }
 }
 
-// WithMaxBodyBytes sets the size of the largest response body accepted; a
-// larger one fails the poll. The default is DefaultMaxBodyBytes (256 MiB).
+// WithMaxBodyBytes sets the size of the largest response body accepted,
+// counted after decompression (a gzip body is bounded by what it inflates
+// to); a larger one fails the poll, reason too_large. The default is
+// derived from the memory limit of the process when New is called (see
+// MaxBodyShare): a tenth of it, between MinMaxBodyBytes and
+// DefaultMaxBodyBytes (256 MiB, also the default without a limit).
 // Non-positive values keep the default.
 func WithMaxBodyBytes(n int64) Option {
 	return func(o *options) {

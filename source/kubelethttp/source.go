@@ -7,7 +7,9 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/podsapi/podsapi/internal/memlimit"
 	"github.com/podsapi/podsapi/internal/retry"
+	"github.com/podsapi/podsapi/source/internal/sourcelog"
 	"github.com/podsapi/podsapi/source/internal/sourcemetrics"
 )
 
@@ -16,6 +18,7 @@ import (
 type Source struct {
 	options
 	log     *slog.Logger
+	warn    *sourcelog.Warner // The upstream's faults, rate-limited.
 	metrics *sourcemetrics.Metrics
 }
 
@@ -27,8 +30,12 @@ func New(opts ...Option) *Source {
 	for _, opt := range opts {
 		opt(&o)
 	}
+	if o.maxBody <= 0 {
+		o.maxBody = memlimit.Share(memlimit.Limit(), MaxBodyShare, MinMaxBodyBytes, DefaultMaxBodyBytes)
+	}
 	s := &Source{options: o, metrics: newMetrics(o.Registerer)}
 	s.log = o.Logger.With("source", s.Name())
+	s.warn = sourcelog.New(s.log)
 	return s
 }
 

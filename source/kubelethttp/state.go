@@ -49,7 +49,7 @@ func (st *state) apply(pods []corev1.Pod) {
 			problems[key] = true
 			if !st.problems[key] {
 				st.s.metrics.CountError(reasonInvalid)
-				st.s.log.Warn("kubelet listed "+problem, "namespace", pod.Namespace, "name", pod.Name, "uid", pod.UID)
+				st.s.warn.Warn(reasonInvalid, "kubelet listed "+problem, "namespace", pod.Namespace, "name", pod.Name, "uid", pod.UID)
 			}
 			continue
 		}
