@@ -16,17 +16,18 @@ import (
 
 // containerID is the ID the driver gives the container of the pod short in
 // its status: 64 hex digits, the first 12 shared by every container of the
-// run (so that a 12-digit prefix is ambiguous), the rest its own.
+// run (so that a 12-digit prefix is ambiguous), the rest its own and the
+// case's (d.tag), so that the pods an earlier case deleted never share it.
 func (d *manifestDriver) containerID(short, container string) string {
 	run := sha256.Sum256([]byte(d.runID))
-	own := sha256.Sum256([]byte(d.runID + "/" + short + "/" + container))
+	own := sha256.Sum256([]byte(d.runID + "/" + d.tag + "/" + short + "/" + container))
 	return hex.EncodeToString(run[:6]) + hex.EncodeToString(own[:])[:52]
 }
 
 // podIP is the IP the driver gives the pod short: an IPv4 of 10.250.0.0/16
-// and an IPv6 of fd00:cf::/32 of its own.
+// and an IPv6 of fd00:cf::/32 of its own, in this case (d.tag).
 func (d *manifestDriver) podIP(short string) (string, string) {
-	h := sha256.Sum256([]byte(d.runID + "/" + short))
+	h := sha256.Sum256([]byte(d.runID + "/" + d.tag + "/" + short))
 	return fmt.Sprintf("10.250.%d.%d", h[0], h[1]|1), fmt.Sprintf("fd00:cf:%x:%x::1", h[2], h[3])
 }
 
