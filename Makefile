@@ -103,6 +103,11 @@ kube-bin: ## Build kube-apiserver and etcd (tools/kube) once, cached in KUBE_BIN
 test-apiserver: kube-bin ## Run the tests against a real kube-apiserver and etcd (started on loopback by the tests, stopped by PID).
 	PODSAPI_KUBE_BIN='$(KUBE_BIN)' go test -race -count=1 -timeout 20m -run 'APIServer' -v ./internal/kubetest ./source/apiserver ./cmd/server
 
+.PHONY: test-grpcurl
+test-grpcurl: ## Build the real grpcurl (pinned in tools/go.mod) into bin/ and run FindPods through it over the socket (issue 22).
+	go build -modfile=tools/go.mod -o bin/grpcurl github.com/fullstorydev/grpcurl/cmd/grpcurl
+	PODSAPI_GRPCURL='$(CURDIR)/bin/grpcurl' go test -race -count=1 -timeout 10m -run 'RealGrpcurl' -v ./server
+
 .PHONY: bench-apiserver
 bench-apiserver: kube-bin ## Measure the API server's load, 10 and 50 agents direct or through podsapi, into internal/bench/apiserver.md (docs/benchmarks.md embeds it; about a minute).
 	PODSAPI_KUBE_BIN='$(KUBE_BIN)' go test -count=1 -timeout 20m -run '^TestAPIServerLoad$$' -v ./internal/bench \

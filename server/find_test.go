@@ -143,8 +143,10 @@ func findMatches(t *testing.T, out string) string {
 }
 
 const (
-	findUID = "8dbc5a3c-7f4e-4b39-9e7c-2a1f0c6d9e11"
-	findCID = "4f1e9b0c2d3a4b5c6d7e8f9a0b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c"
+	// callerRequest is the FindPods request of the key caller.
+	callerRequest = `{"caller": true}`
+	findUID       = "8dbc5a3c-7f4e-4b39-9e7c-2a1f0c6d9e11"
+	findCID       = "4f1e9b0c2d3a4b5c6d7e8f9a0b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c"
 )
 
 // findPods returns the pods of the FindPods tests: web (UID findUID, its
@@ -186,21 +188,23 @@ func hostProc(t *testing.T) string {
 	return root
 }
 
-// TestFindPodsGrpcurl finds pods by each key with grpcurl's means alone:
-// reflection, JSON and the socket.
-func TestFindPodsGrpcurl(t *testing.T) {
-	web, gone, host := findPods()
-	reg := prometheus.NewRegistry()
-	f := start(t, server.Config{HostProc: hostProc(t), Registry: reg, Limits: server.LimitsConfig{QPS: -1}}, false, append([]*corev1.Pod{web, gone}, host...)...)
-	f.store.Delete(gone.UID)
-	g := newGrpcurl(t, f.socket)
+// findCase is a FindPods call of the grpcurl tests: its JSON request, and
+// the matches it returns (as findMatches prints them) or its error's code
+// and ErrorInfo reason.
+type findCase struct {
+	name, request string
+	want          string
+	code          connect.Code
+	reason        string
+}
+
+// findCases returns the FindPods calls of the grpcurl tests over the
+// pods of findPods (web, and gone deleted) and the processes of hostProc.
+// The request callerRequest finds the calling process, which each test
+// puts in web's app container in its fake --host-proc.
+func findCases(web, gone *corev1.Pod) []findCase {
 	usc := strings.ReplaceAll(findUID, "-", "_")
-	for _, tc := range []struct {
-		name, request string
-		want          string
-		code          connect.Code
-		reason        string
-	}{
+	return []findCase{
 		{"a full container ID", `{"containerId": "containerd://` + findCID + `"}`, "default/web/app", 0, ""},
 		{"a container ID without its runtime", `{"containerId": "` + findCID + `"}`, "default/web/app", 0, ""},
 		{"a prefix of a container ID", `{"containerId": "` + findCID[:20] + `"}`, "default/web/app", 0, ""},
@@ -214,7 +218,7 @@ func TestFindPodsGrpcurl(t *testing.T) {
 		{"a PID, cgroupfs, cgroup v2", `{"pid": 105}`, "default/web/app", 0, ""},
 		{"a cgroup line", `{"cgroupPath": "0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod` + usc + `.slice/cri-containerd-` + findCID + `.scope"}`, "default/web/app", 0, ""},
 		{"a cgroup path", `{"cgroupPath": "/kubepods/burstable/pod` + findUID + `/` + findCID + `"}`, "default/web/app", 0, ""},
-		{"the caller", `{"caller": true}`, "default/web/app", 0, ""},
+		{"the caller", callerRequest, "default/web/app", 0, ""},
 		{"a deleted pod with include_deleted", `{"ip": "` + gone.Status.PodIP + `", "includeDeleted": true}`, "default/gone (deleted)", 0, ""},
 		{"a deleted pod without", `{"ip": "` + gone.Status.PodIP + `"}`, "", connect.CodeNotFound, errinfo.NoPodMatches},
 		{"a deleted pod by container with include_deleted", `{"containerId": "` + store.TrimRuntime(gone.Status.ContainerStatuses[1].ContainerID) + `", "includeDeleted": true}`, "default/gone/log-shipper (deleted)", 0, ""},
@@ -234,7 +238,18 @@ func TestFindPodsGrpcurl(t *testing.T) {
 		{"not a cgroup", `{"cgroupPath": "hello"}`, "", connect.CodeInvalidArgument, errinfo.InvalidFindKey},
 		{"a cgroup of no pod", `{"cgroupPath": "0::/system.slice/containerd.service"}`, "", connect.CodeNotFound, errinfo.NoPodMatches},
 		{"a cgroup of a pod not on the node", `{"cgroupPath": "/kubepods/pod0b0b0b0b-0000-4000-8000-000000000000"}`, "", connect.CodeNotFound, errinfo.NoPodMatches},
-	} {
+	}
+}
+
+// TestFindPodsGrpcurl finds pods by each key with grpcurl's means alone:
+// reflection, JSON and the socket.
+func TestFindPodsGrpcurl(t *testing.T) {
+	web, gone, host := findPods()
+	reg := prometheus.NewRegistry()
+	f := start(t, server.Config{HostProc: hostProc(t), Registry: reg, Limits: server.LimitsConfig{QPS: -1}}, false, append([]*corev1.Pod{web, gone}, host...)...)
+	f.store.Delete(gone.UID)
+	g := newGrpcurl(t, f.socket)
+	for _, tc := range findCases(web, gone) {
 		t.Run(tc.name, func(t *testing.T) {
 			out, err := g.call(t, "FindPods", tc.request)
 			if tc.code != 0 {
@@ -287,7 +302,7 @@ func TestFindPodsGrpcurl(t *testing.T) {
 func TestFindPodsCallerRealProc(t *testing.T) {
 	web, _, _ := findPods()
 	f := start(t, server.Config{Limits: server.LimitsConfig{QPS: -1}}, false, web)
-	_, err := newGrpcurl(t, f.socket).call(t, "FindPods", `{"caller": true}`)
+	_, err := newGrpcurl(t, f.socket).call(t, "FindPods", callerRequest)
 	if codeOf(err) != connect.CodeNotFound || reasonOf(err) != errinfo.NoPodMatches {
 		t.Fatalf("FindPods of the caller = %v (%s), want NOT_FOUND, NO_POD_MATCHES", err, reasonOf(err))
 	}
