@@ -141,6 +141,15 @@ conformance-kubelet: kubelet-tools ## Judge a real kubelet v1.37.2 (standalone, 
 	cd internal/realkubelet && PODSAPI_KUBE_BIN="$(KUBELET_BIN)" CONFORMANCE_RUN='$(CONFORMANCE_RUN)' \
 		go test -count=1 -timeout 40m
 
+# SOAK is how long make soak-kubelet keeps podsapi's kubelet-grpc
+# connections to a real kubelet open (a duration).
+SOAK ?= 1h
+
+.PHONY: soak-kubelet
+soak-kubelet: kubelet-tools ## Keep two podsapi-servers on a real kubelet through --source=kubelet-grpc for SOAK (1h): no GOAWAY, no reconnect, and an image change still arrives at the end.
+	cd internal/realkubelet && PODSAPI_KUBE_BIN="$(KUBELET_BIN)" PODSAPI_SOAK='$(SOAK)' \
+		go test -count=1 -v -timeout 0 -run '^TestKubeletGRPCSoak$$'
+
 # FUZZTIME, when set, is every target's -fuzztime (a duration, or a count such
 # as 5000x). Unset, each target runs a count of inputs that takes 30 s or less
 # on a 2-core machine: counts, not durations, because Go 1.26's fuzzing

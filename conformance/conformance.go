@@ -78,11 +78,12 @@ type Config struct {
 	// fail the run, but their success does, so that the list is kept up to
 	// date.
 	KnownFailing []string
-	// KnownIntermittent lists case IDs known to fail in some runs only (a
-	// race of the implementation's own): their failure does not fail the
-	// run, and neither does their success. Prefer KnownFailing: a case
+	// KnownIntermittent lists cases known to fail in some runs only (a
+	// race of the implementation's own), each with the failure it is known
+	// for: that failure does not fail the run, and neither does their
+	// success, but any other failure does. Prefer KnownFailing: a case
 	// belongs here only with evidence that it does both.
-	KnownIntermittent []string
+	KnownIntermittent []Intermittent
 	// CaseTimeout bounds each case. Default 60s.
 	CaseTimeout time.Duration
 	// EventTimeout bounds each call of the suite (its answer, or the
@@ -231,12 +232,15 @@ func RunCases(ctx context.Context, cfg Config) (*Report, error) {
 		}
 		known[id] = true
 	}
-	intermittent := make(map[string]bool)
-	for _, id := range cfg.KnownIntermittent {
-		if caseByID(id) == nil {
-			return rep, harnessErr("known-intermittent case %q does not exist (see --list)", id)
+	intermittent := make(map[string]*regexp.Regexp)
+	for _, k := range cfg.KnownIntermittent {
+		if caseByID(k.ID) == nil {
+			return rep, harnessErr("known-intermittent case %q does not exist (see --list)", k.ID)
 		}
-		intermittent[id] = true
+		if k.Failure == nil {
+			return rep, harnessErr("known-intermittent case %q: no expression of its known failure", k.ID)
+		}
+		intermittent[k.ID] = k.Failure
 	}
 	if cfg.Log != nil {
 		fmt.Fprintln(cfg.Log, cfg.Wire.banner())
@@ -257,9 +261,13 @@ func RunCases(ctx context.Context, cfg Config) (*Report, error) {
 			continue
 		}
 		res := env.runCase(ctx, c)
-		if intermittent[c.ID] && res.Status == Failed {
-			res.Status = KnownFailure
-			res.Message = "known to fail intermittently: " + res.Message
+		if re := intermittent[c.ID]; re != nil && res.Status == Failed {
+			if re.MatchString(res.Message) {
+				res.Status = KnownFailure
+				res.Message = "known to fail intermittently: " + res.Message
+			} else {
+				res.Message += fmt.Sprintf("\nthe case is listed as known to fail intermittently, but its failure does not match %q", re)
+			}
 		}
 		if known[c.ID] {
 			switch res.Status {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -242,6 +243,63 @@ func TestKnownFailing(t *testing.T) {
 	cfg.KnownFailing = []string{"No/Such/Case"}
 	if _, err := conformance.RunCases(t.Context(), cfg); err == nil {
 		t.Errorf("an unknown known-failing ID is not a harness error")
+	}
+}
+
+// TestKnownIntermittent checks that a case known to fail intermittently
+// does not fail the run when it passes or fails as it is known to, and
+// fails it when it fails another way.
+func TestKnownIntermittent(t *testing.T) {
+	im := start(t, testimpl.UnknownForMissing)
+	tests := []struct {
+		name    string
+		failure string
+		want    map[string]conformance.Status
+	}{
+		{"KnownFailure", `expected: NOT_FOUND\nseen: +UNKNOWN`, map[string]conformance.Status{
+			"GetPod/UnknownUID": conformance.KnownFailure, "GetPod/EmptyUID": conformance.Passed}},
+		{"AnotherFailure", `seen: +a pod that nobody sent`, map[string]conformance.Status{
+			"GetPod/UnknownUID": conformance.Failed, "GetPod/EmptyUID": conformance.Passed}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := config(im, "^GetPod/(UnknownUID|EmptyUID)$")
+			re := regexp.MustCompile(tt.failure)
+			cfg.KnownIntermittent = []conformance.Intermittent{{ID: "GetPod/UnknownUID", Failure: re}, {ID: "GetPod/EmptyUID", Failure: re}}
+			rep := runCases(t, cfg)
+			for id, want := range tt.want {
+				if res, _ := rep.Result(id); res.Status != want {
+					t.Errorf("%s: %s, want %s: %s", id, res.Status, want, res.Message)
+				}
+			}
+		})
+	}
+}
+
+// TestReadKnownFailing reads a known-failing file with both kinds of
+// entries, and refuses an intermittent entry without an expression.
+func TestReadKnownFailing(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good")
+	if err := os.WriteFile(good, []byte("# a comment\nA/B\n\nC/D intermittent seen: +EVENT_TYPE_ADDED # why\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	failing, intermittent, err := conformance.ReadKnownFailing(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(failing) != 1 || failing[0] != "A/B" || len(intermittent) != 1 || intermittent[0].ID != "C/D" ||
+		intermittent[0].Failure.String() != "seen: +EVENT_TYPE_ADDED" {
+		t.Fatalf("ReadKnownFailing = %q, %v", failing, intermittent)
+	}
+	for name, line := range map[string]string{"NoExpression": "C/D intermittent\n", "BadExpression": "C/D intermittent (\n", "UnknownWord": "C/D flaky x\n"} {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(line), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := conformance.ReadKnownFailing(p); err == nil {
+			t.Errorf("%s: %q read without an error", name, line)
+		}
 	}
 }
 

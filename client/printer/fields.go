@@ -1,7 +1,8 @@
 package printer
 
 // tableFields are the field paths the table's columns are computed from:
-// NAMESPACE, NAME and AGE from the metadata, READY, STATUS and RESTARTS with
+// NAMESPACE and NAME from the metadata, AGE from the metadata or
+// status.startTime, READY, STATUS and RESTARTS with
 // kubectl's rules (Summarize), which read the containers, the conditions and
 // every container status, not just status.phase.
 var tableFields = []string{
@@ -14,6 +15,7 @@ var tableFields = []string{
 	"spec.initContainers.restartPolicy",
 	"status.phase",
 	"status.reason",
+	"status.startTime",
 	"status.conditions.type",
 	"status.conditions.status",
 	"status.conditions.reason",

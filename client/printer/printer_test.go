@@ -127,6 +127,13 @@ func TestSummarize(t *testing.T) {
 			p.CreationTimestamp = metav1.Time{}
 			return p
 		}, printer.Summary{Ready: "0/0", Status: "Pending", Restarts: "0", Age: "<unknown>"}},
+		{"StaticPodOfAStandaloneKubelet", func() *corev1.Pod {
+			p := pod(corev1.PodRunning)
+			p.CreationTimestamp = metav1.Time{}
+			started := metav1.NewTime(now.Add(-5 * time.Minute))
+			p.Status.StartTime = &started
+			return p
+		}, printer.Summary{Ready: "0/0", Status: "Running", Restarts: "0", Age: "5m"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

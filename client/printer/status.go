@@ -20,7 +20,9 @@ type Summary struct {
 	// Restarts is the number of restarts, with the age of the last one when
 	// known, such as "3 (5m ago)".
 	Restarts string
-	// Age is the age of the pod, such as "3d4h", or "<unknown>".
+	// Age is the age of the pod, such as "3d4h", from its creationTimestamp
+	// or, when it has none (a standalone kubelet's static pod), from its
+	// status.startTime; "<unknown>" without either.
 	Age string
 }
 
@@ -138,8 +140,19 @@ func Summarize(pod *corev1.Pod, now time.Time) Summary {
 		Ready:    fmt.Sprintf("%d/%d", ready, total),
 		Status:   reason,
 		Restarts: restartsText,
-		Age:      since(pod.CreationTimestamp, now),
+		Age:      age(pod, now),
 	}
+}
+
+// age is the pod's age from its creationTimestamp, or else from the time
+// the kubelet started it (status.startTime): the static pods of a kubelet
+// without an API server have no creationTimestamp, since only the API
+// server sets one, but the kubelet records when it started them.
+func age(pod *corev1.Pod, now time.Time) string {
+	if pod.CreationTimestamp.IsZero() && pod.Status.StartTime != nil {
+		return since(*pod.Status.StartTime, now)
+	}
+	return since(pod.CreationTimestamp, now)
 }
 
 // restartable reports whether c is a sidecar: an init container that keeps
