@@ -4,6 +4,9 @@
 //
 // # Polling
 //
+// The URL (WithURL) may take its host from WithHost, such as the node's IP
+// from the downward API, bracketed when it is IPv6.
+//
 // Every interval (WithInterval) the Source fetches the endpoint, with a
 // bearer token read again from its file at each poll (WithTokenFile, so
 // that rotating projected service account tokens keep working) and, for
