@@ -231,7 +231,7 @@ func imageCommands(t *testing.T) []string {
 	t.Helper()
 	server, agent := load(t)
 	c := server.daemonSets[0].Spec.Template.Spec.Containers[0]
-	cmds := []string{c.Command[0], c.LivenessProbe.Exec.Command[0], c.StartupProbe.Exec.Command[0],
+	cmds := []string{c.Command[0], c.LivenessProbe.Exec.Command[0], c.ReadinessProbe.Exec.Command[0], c.StartupProbe.Exec.Command[0],
 		agent.pods[0].Spec.Containers[0].Command[0]}
 	slices.Sort(cmds)
 	return slices.Compact(cmds)
@@ -252,7 +252,7 @@ func TestImage(t *testing.T) {
 	deployed := server.daemonSets[0].Spec.Template.Spec.Containers[0]
 	wantRef := os.Getenv(envImage)
 	if wantRef == "" {
-		wantRef = deployed.Image
+		wantRef = deployedImage(t)
 	}
 	a := readArchive(t, path)
 
@@ -273,8 +273,8 @@ func TestImage(t *testing.T) {
 			t.Errorf("index.json: %s = %q, want %q", k, got, wantRef)
 		}
 	}
-	if wantRef != deployed.Image {
-		t.Logf("the archive names %s; deploy/ runs %s", wantRef, deployed.Image)
+	if d := deployedImage(t); wantRef != d {
+		t.Logf("the archive names %s; deploy/ runs %s", wantRef, d)
 	}
 
 	var idx ociIndex
@@ -477,7 +477,7 @@ func TestImageTag(t *testing.T) {
 	image := strings.ReplaceAll(makeDefault(t, makefile, "IMAGE"), "$(VERSION)", version)
 	server, agent := load(t)
 	for file, got := range map[string]string{
-		"daemonset.yaml":     server.daemonSets[0].Spec.Template.Spec.Containers[0].Image,
+		"daemonset.yaml":     deployedImage(t),
 		"example-agent.yaml": agent.pods[0].Spec.Containers[0].Image,
 	} {
 		if got != image {
