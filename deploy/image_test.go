@@ -332,7 +332,7 @@ func TestImage(t *testing.T) {
 			}
 
 			headers, files := layerFiles(t, a.blob(t, m.Layers[0]), cfg.RootFS.DiffIDs[0])
-			want := []string{"/podsapi-server", "/podsctl"}
+			want := []string{"/podsapi-conformance", "/podsapi-server", "/podsctl"}
 			for _, name := range imageCommands(t) {
 				if !slices.Contains(want, name) {
 					t.Errorf("deploy/ runs %s, which is not one of the image's binaries %q", name, want)
@@ -390,6 +390,23 @@ func runFromLayer(t *testing.T, files map[string][]byte) {
 		out, err := exec.CommandContext(ctx, podsctl, "--help").CombinedOutput()
 		if err != nil || !strings.Contains(string(out), "podsctl") {
 			t.Errorf("podsctl --help: %v\n%s", err, out)
+		}
+	})
+
+	// An implementer's CI runs the suite from the image, without Go: here
+	// against the image's own server, started by the suite's runner, on a
+	// few cases (make conformance runs them all).
+	t.Run("podsapi-conformance", func(t *testing.T) {
+		features, err := filepath.Abs("../conformance/features/podsapi-server.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.CommandContext(ctx, filepath.Join(dir, "podsapi-conformance"),
+			"--server-cmd", server+" --socket {socket} --manifest-dir {manifests} --metrics-address {metrics} --log-level warn",
+			"--features", features, "--run", "^(ListPods/Pods|GetPod/Pod|WatchPods/FieldMask/None)$")
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "ListPods/Pods") {
+			t.Errorf("podsapi-conformance from the image: %v\n%s", err, out)
 		}
 	})
 
