@@ -444,7 +444,7 @@ func TestSystemdUnit(t *testing.T) {
 		directive string
 		want      string
 	}{
-		{directive: "ReadWritePaths", want: filepath.Dir(defaultSocket)},
+		{directive: "StateDirectory", want: "kubelet/pods-api"},
 		{directive: "ProtectSystem", want: "strict"},
 		{directive: "NoNewPrivileges", want: "yes"},
 		{directive: "RuntimeDirectory", want: "podsapi"},
