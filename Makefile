@@ -260,10 +260,11 @@ image-push: ## Push the image index of make image (both platforms, the digest ma
 	@echo 'pushed $(REGISTRY)/podsapi:$(VERSION): set it in the images entry of deploy/base/kustomization.yaml (newName: $(REGISTRY)/podsapi, newTag: $(VERSION))'
 
 .PHONY: image-check
-image-check: ## Check the archive of make image: platforms, entry point, labels, static binaries, --help from the layer.
+image-check: ## Check the archive of make image: platforms, entry point, labels, static binaries, --help and the suite from the layer, make image-push to a loopback registry.
 	go -C tools test -count=1 ./imagebuild
+	go build -modfile=tools/go.mod -o bin/crane github.com/google/go-containerregistry/cmd/crane
 	PODSAPI_IMAGE_ARCHIVE='$(CURDIR)/$(IMAGE_ARCHIVE)' PODSAPI_IMAGE='$(IMAGE)' PODSAPI_IMAGE_REVISION='$(REVISION)' \
-		go test -count=1 -run '^TestImage' -v ./deploy
+		PODSAPI_CRANE='$(CURDIR)/bin/crane' go test -count=1 -run '^TestImage' -v ./deploy
 
 .PHONY: deploy-check
 deploy-check: ## Render deploy/ (default, apiserver variant, each component) with kustomize and validate it offline (kubectl-validate, Kubernetes v1.37.2's OpenAPI; tools/deploycheck), then run the deploy/ tests (probes against a server that never syncs, the systemd unit).
