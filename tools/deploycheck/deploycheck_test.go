@@ -239,3 +239,19 @@ func TestValidatorRefuses(t *testing.T) {
 		})
 	}
 }
+
+// TestPodMonitorStrict shows that the PodMonitor is checked too: a field
+// its Go type does not have is refused.
+func TestPodMonitorStrict(t *testing.T) {
+	out, err := deploycheck.Render(deployDir, deploycheck.Variant{Name: "spoiled-prometheus", Base: ".", Components: []string{"components/prometheus"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spoiled := strings.Replace(string(out), "podMetricsEndpoints:", "podMetricEndpoints:", 1)
+	if spoiled == string(out) {
+		t.Fatal("the rendering has no podMetricsEndpoints")
+	}
+	if _, err := deploycheck.Validate(newValidator(t), []byte(spoiled)); err == nil || !strings.Contains(err.Error(), "PodMonitor") {
+		t.Errorf("a PodMonitor with an unknown field: %v, want it refused", err)
+	}
+}
