@@ -67,14 +67,8 @@ func TestProbesFailUntilSynced(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	srv := exec.CommandContext(ctx, bin, args...)
-	logs := startLogged(t, srv)
-	defer func() {
-		_ = srv.Process.Signal(os.Interrupt)
-		if err := logs.wait(); err != nil {
-			t.Errorf("server: %v, want a clean exit on SIGINT", err)
-		}
-	}()
+	logs, stop := startServer(t, ctx, bin, args)
+	defer stop()
 	logs.waitFor(t, "serving the Pods API")
 
 	probes := map[string]*corev1.Probe{"startup": c.StartupProbe, "readiness": c.ReadinessProbe, "liveness": c.LivenessProbe}
@@ -132,6 +126,21 @@ func buildServer(t *testing.T) string {
 		t.Fatalf("go build ../cmd/server: %v\n%s", err, out)
 	}
 	return bin
+}
+
+// startServer starts the server bin with args and returns its logs and a
+// function that stops it with SIGINT and fails the test unless it exits
+// cleanly.
+func startServer(t *testing.T, ctx context.Context, bin string, args []string) (*processLogs, func()) {
+	t.Helper()
+	srv := exec.CommandContext(ctx, bin, args...)
+	logs := startLogged(t, srv)
+	return logs, func() {
+		_ = srv.Process.Signal(os.Interrupt)
+		if err := logs.wait(); err != nil {
+			t.Errorf("server: %v, want a clean exit on SIGINT\n%s", err, logs.String())
+		}
+	}
 }
 
 // processLogs collects the stderr of a started process line by line.

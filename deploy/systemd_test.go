@@ -99,18 +99,12 @@ func TestSystemdUnitStartsOnABareMachine(t *testing.T) {
 		}
 		run = append(run, a)
 	}
-	run = expandArgs(run, nil, map[string]string{"metrics-address": "", "node-name": "bare"})
+	run = expandArgs(run, nil, map[string]string{"metrics-address": ""})
 	run = append(run, "--node-name=bare")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	srv := exec.CommandContext(ctx, bin, run...)
-	logs := startLogged(t, srv)
-	defer func() {
-		_ = srv.Process.Signal(os.Interrupt)
-		if err := logs.wait(); err != nil {
-			t.Errorf("server: %v, want a clean exit on SIGINT", err)
-		}
-	}()
+	logs, stop := startServer(t, ctx, bin, run)
+	defer stop()
 	logs.waitFor(t, "pod sources synced")
 	rootSock := filepath.Join(root, sock)
 	if out, err := exec.CommandContext(ctx, bin, "probe", "--serving", "--socket="+rootSock).CombinedOutput(); err != nil {
