@@ -4,7 +4,7 @@
 #     --build-arg REVISION=$(git rev-parse HEAD) -t ghcr.io/podsapi/podsapi:0.1.0 .
 #
 # It builds what `make image` builds without a container engine (static
-# podsapi-server and podsctl on an empty base, the server as entry point,
+# podsapi-server, podsctl and podsapi-conformance on an empty base, the server as entry point,
 # the same labels); `make image` is the build that CI runs and checks. This
 # file is not built in CI (no Docker engine there); go test ./deploy checks
 # that it keeps the entry point, files, labels and version of make image.
@@ -19,20 +19,21 @@ RUN --mount=type=cache,target=/go/pkg/mod go mod download
 COPY . .
 RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
     CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH \
-    go build -trimpath -buildvcs=false -ldflags='-s -w' -o /out/ ./cmd/server ./cmd/podsctl && \
-    mv /out/server /out/podsapi-server
+    go build -trimpath -buildvcs=false -ldflags='-s -w' -o /out/ ./cmd/server ./cmd/podsctl ./cmd/conformance && \
+    mv /out/server /out/podsapi-server && mv /out/conformance /out/podsapi-conformance
 
-# Nothing but the two binaries. The server runs as root: its socket is
+# Nothing but the three binaries. The server runs as root: its socket is
 # root-only, like the kubelet's (see deploy/base/daemonset.yaml).
 FROM scratch
 ARG VERSION=0.1.0
 ARG REVISION=unknown
 LABEL org.opencontainers.image.title=podsapi \
-      org.opencontainers.image.description="podsapi-server and podsctl: the Kubelet Pods API on a node-local UNIX socket" \
+      org.opencontainers.image.description="podsapi-server, podsctl and podsapi-conformance: the Kubelet Pods API on a node-local UNIX socket" \
       org.opencontainers.image.source=https://github.com/podsapi/podsapi \
       org.opencontainers.image.version=$VERSION \
       org.opencontainers.image.revision=$REVISION \
       org.opencontainers.image.licenses=NOASSERTION
 COPY --from=build /out/podsapi-server /podsapi-server
 COPY --from=build /out/podsctl /podsctl
+COPY --from=build /out/podsapi-conformance /podsapi-conformance
 ENTRYPOINT ["/podsapi-server"]

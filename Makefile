@@ -237,17 +237,17 @@ SOURCE_DATE_EPOCH ?= $(or $(shell git log -1 --format=%ct 2>/dev/null),0)
 IMAGE_LICENSES ?= NOASSERTION
 
 .PHONY: image
-image: ## Build the OCI image archive build/podsapi-image.tar (linux/amd64, linux/arm64) offline, without Docker.
+image: ## Build the OCI image archive build/podsapi-image.tar (linux/amd64, linux/arm64; podsapi-server, podsctl, podsapi-conformance) offline, without Docker.
 	@rm -rf build/image && set -e; for p in $(IMAGE_PLATFORMS); do \
 		d=build/image/$${p/\//_}; echo "go build $$p -> $$d"; \
-		CGO_ENABLED=0 GOOS=$${p%%/*} GOARCH=$${p#*/} go build -trimpath -ldflags='-s -w' -o $$d/ ./cmd/server ./cmd/podsctl; \
-		mv $$d/server $$d/podsapi-server; \
+		CGO_ENABLED=0 GOOS=$${p%%/*} GOARCH=$${p#*/} go build -trimpath -ldflags='-s -w' -o $$d/ ./cmd/server ./cmd/podsctl ./cmd/conformance; \
+		mv $$d/server $$d/podsapi-server; mv $$d/conformance $$d/podsapi-conformance; \
 	done
 	go -C tools run ./imagebuild -ref '$(IMAGE)' -created '$(SOURCE_DATE_EPOCH)' \
 		-layout '$(CURDIR)/build/image/oci' -archive '$(CURDIR)/$(IMAGE_ARCHIVE)' \
 		-entrypoint /podsapi-server \
 		-label org.opencontainers.image.title=podsapi \
-		-label 'org.opencontainers.image.description=podsapi-server and podsctl: the Kubelet Pods API on a node-local UNIX socket' \
+		-label 'org.opencontainers.image.description=podsapi-server, podsctl and podsapi-conformance: the Kubelet Pods API on a node-local UNIX socket' \
 		-label org.opencontainers.image.source=https://github.com/podsapi/podsapi \
 		-label 'org.opencontainers.image.version=$(VERSION)' \
 		-label 'org.opencontainers.image.revision=$(REVISION)' \
@@ -255,11 +255,31 @@ image: ## Build the OCI image archive build/podsapi-image.tar (linux/amd64, linu
 		$(foreach p,$(IMAGE_PLATFORMS),-platform $(p)='$(CURDIR)/build/image/$(subst /,_,$(p))')
 	@ls -l $(IMAGE_ARCHIVE)
 
+# REGISTRY is where make image-push pushes the image of make image, as
+# $(REGISTRY)/podsapi:$(VERSION) (REGISTRY=ghcr.io/podsapi publishes it).
+REGISTRY ?=
+# CRANE_FLAGS are given to crane push (--insecure for a registry over http).
+CRANE_FLAGS ?=
+
+.PHONY: image-push
+image-push: ## Push the image index of make image (both platforms, the digest make image printed) to REGISTRY=host/path as podsapi:VERSION, with crane (tools/go.mod); credentials as docker login or crane auth login writes them.
+	@test -n '$(REGISTRY)' || { echo 'make image-push: set REGISTRY, for example REGISTRY=registry.example/podsapi' >&2; exit 2; }
+	@test -f build/image/oci/index.json || { echo 'make image-push: no build/image/oci: run make image first' >&2; exit 2; }
+	go tool -modfile=tools/go.mod crane push $(CRANE_FLAGS) build/image/oci '$(REGISTRY)/podsapi:$(VERSION)'
+	@echo 'pushed $(REGISTRY)/podsapi:$(VERSION): set it in the images entry of deploy/base/kustomization.yaml (newName: $(REGISTRY)/podsapi, newTag: $(VERSION))'
+
 .PHONY: image-check
-image-check: ## Check the archive of make image: platforms, entry point, labels, static binaries, --help from the layer.
+image-check: ## Check the archive of make image: platforms, entry point, labels, static binaries, --help and the suite from the layer, make image-push to a loopback registry.
 	go -C tools test -count=1 ./imagebuild
+	go build -modfile=tools/go.mod -o bin/crane github.com/google/go-containerregistry/cmd/crane
 	PODSAPI_IMAGE_ARCHIVE='$(CURDIR)/$(IMAGE_ARCHIVE)' PODSAPI_IMAGE='$(IMAGE)' PODSAPI_IMAGE_REVISION='$(REVISION)' \
-		go test -count=1 -run '^TestImage' -v ./deploy
+		PODSAPI_CRANE='$(CURDIR)/bin/crane' go test -count=1 -run '^TestImage' -v ./deploy
+
+.PHONY: deploy-check
+deploy-check: ## Render deploy/ (default, apiserver variant, each component) with kustomize and validate it offline (kubectl-validate, Kubernetes v1.37.2's OpenAPI; tools/deploycheck), then run the deploy/ tests (probes against a server that never syncs, the systemd unit).
+	@spec="$$(cd tools/kube && go mod download -json k8s.io/kubernetes | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')/api/openapi-spec/v3" && \
+		echo "OpenAPI schemas: $$spec" && cd tools/deploycheck && PODSAPI_OPENAPI_DIR="$$spec" go test -count=1 -v .
+	go test -count=1 ./deploy
 
 .PHONY: clean
 clean: ## Remove build outputs.

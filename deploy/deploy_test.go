@@ -2,6 +2,7 @@ package deploy_test
 
 import (
 	"bufio"
+	"cmp"
 	"bytes"
 	"context"
 	"os"
@@ -166,14 +167,17 @@ func TestSocketPathsAgree(t *testing.T) {
 	if dir := filepath.Dir(sock); hostPath != dir || mountPath != dir {
 		t.Errorf("server: hostPath %q mounted at %q, want both %q (the socket's directory)", hostPath, mountPath, dir)
 	}
-	for name, probe := range map[string]*corev1.Probe{"liveness": c.LivenessProbe, "startup": c.StartupProbe} {
+	for name, probe := range map[string]*corev1.Probe{"liveness": c.LivenessProbe, "readiness": c.ReadinessProbe, "startup": c.StartupProbe} {
 		if probe == nil || probe.Exec == nil {
 			t.Errorf("server %s probe: want an exec probe", name)
 			continue
 		}
+		// --serving: a server that answers but has not synced fails it
+		// (TestProbesFailUntilSynced runs it).
 		cmd := probe.Exec.Command
-		if got, _ := flagValue(cmd, "socket"); len(cmd) < 2 || cmd[0] != c.Command[0] || cmd[1] != "probe" || got != sock {
-			t.Errorf("server %s probe = %q, want %s probe --socket=%s", name, cmd, c.Command[0], sock)
+		if got, _ := flagValue(cmd, "socket"); len(cmd) < 3 || cmd[0] != c.Command[0] || cmd[1] != "probe" ||
+			!slices.Contains(cmd, "--serving") || got != sock {
+			t.Errorf("server %s probe = %q, want %s probe --serving --socket=%s", name, cmd, c.Command[0], sock)
 		}
 	}
 
@@ -210,38 +214,57 @@ func TestRBAC(t *testing.T) {
 	if !slices.Contains(binding.Subjects, rbacv1.Subject{Kind: "ServiceAccount", Name: sa.Name, Namespace: sa.Namespace}) {
 		t.Errorf("ClusterRoleBinding subjects %+v do not include the ServiceAccount", binding.Subjects)
 	}
-	tests := []struct {
-		name     string
-		resource string
-	}{
-		{name: "kubelet webhook authorization", resource: "nodes/proxy"},
-		{name: "kubelet fine-grained authorization", resource: "nodes/pods"},
+	// Least privilege: nodes/pods (fine-grained kubelet authorization,
+	// GA in Kubernetes 1.36) alone; nodes/proxy, which allows exec into
+	// every pod of the node, only in the component for older kubelets.
+	want := []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"nodes/pods"}, Verbs: []string{"get"}}}
+	if !equalRules(role.Rules, want) {
+		t.Errorf("ClusterRole %s rules = %+v, want get nodes/pods alone", role.Name, role.Rules)
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			for _, r := range role.Rules {
-				if slices.Contains(r.APIGroups, "") && slices.Contains(r.Resources, tt.resource) && slices.Contains(r.Verbs, "get") {
-					return
-				}
-			}
-			t.Errorf("ClusterRole %s does not allow get %s", role.Name, tt.resource)
-		})
+
+	proxy := new(manifests)
+	decodeFile(t, "components/nodes-proxy/clusterrole.yaml", proxy)
+	if len(proxy.roles) != 1 || len(proxy.bindings) != 1 {
+		t.Fatalf("components/nodes-proxy/clusterrole.yaml: want a ClusterRole and a ClusterRoleBinding")
 	}
-	for _, r := range role.Rules {
-		for _, v := range r.Verbs {
-			if v != "get" {
-				t.Errorf("ClusterRole allows %q on %v, want only get", v, r.Resources)
-			}
-		}
+	want = []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"nodes/proxy"}, Verbs: []string{"get"}}}
+	if !equalRules(proxy.roles[0].Rules, want) {
+		t.Errorf("components/nodes-proxy: ClusterRole rules = %+v, want get nodes/proxy alone", proxy.roles[0].Rules)
 	}
+	if b := proxy.bindings[0]; b.RoleRef.Name != proxy.roles[0].Name || b.RoleRef.Kind != "ClusterRole" ||
+		!slices.Equal(b.Subjects, []rbacv1.Subject{{Kind: "ServiceAccount", Name: sa.Name, Namespace: sa.Namespace}}) {
+		t.Errorf("components/nodes-proxy: binding %+v, want ClusterRole %s bound to the ServiceAccount %s/%s", b, proxy.roles[0].Name, sa.Namespace, sa.Name)
+	}
+	if proxy.roles[0].Name == role.Name {
+		t.Errorf("components/nodes-proxy: ClusterRole %s replaces the default one, want one of its own", role.Name)
+	}
+}
+
+// equalRules reports whether two lists of rules are the same, with no
+// resource names or non-resource URLs.
+func equalRules(got, want []rbacv1.PolicyRule) bool {
+	return slices.EqualFunc(got, want, func(a, b rbacv1.PolicyRule) bool {
+		return slices.Equal(a.APIGroups, b.APIGroups) && slices.Equal(a.Resources, b.Resources) && slices.Equal(a.Verbs, b.Verbs) &&
+			len(a.ResourceNames) == 0 && len(a.NonResourceURLs) == 0
+	})
 }
 
 func TestServerPodSpec(t *testing.T) {
 	server, agent := load(t)
 	spec := server.daemonSets[0].Spec.Template.Spec
 	c := spec.Containers[0]
-	if c.Image != agent.pods[0].Spec.Containers[0].Image || !strings.HasPrefix(c.Image, "ghcr.io/podsapi/podsapi:") {
-		t.Errorf("images: server %q, agent %q, want the same ghcr.io/podsapi/podsapi image", c.Image, agent.pods[0].Spec.Containers[0].Image)
+	if got := deployedImage(t); got != agent.pods[0].Spec.Containers[0].Image || !strings.HasPrefix(got, "ghcr.io/podsapi/podsapi:") {
+		t.Errorf("images: server %q, agent %q, want the same ghcr.io/podsapi/podsapi image", got, agent.pods[0].Spec.Containers[0].Image)
+	}
+	if strings.Contains(c.Image, ":") {
+		t.Errorf("base/daemonset.yaml names image %q: want no tag there, the images entry of base/kustomization.yaml sets it", c.Image)
+	}
+	if tpl := server.daemonSets[0].Spec.Template.Annotations; tpl["prometheus.io/scrape"] != "true" ||
+		tpl["prometheus.io/port"] != "10265" || tpl["prometheus.io/path"] != "/metrics" {
+		t.Errorf("pod annotations %v, want prometheus.io/scrape, port 10265 and path /metrics", tpl)
+	}
+	if m, _ := flagValue(c.Args, "metrics-address"); m != ":10265" || len(c.Ports) != 1 || c.Ports[0].ContainerPort != 10265 {
+		t.Errorf("--metrics-address = %q, ports %+v, want :10265 (every address of the pod, IPv4 or IPv6) and its port", m, c.Ports)
 	}
 	if spec.PriorityClassName != "system-node-critical" {
 		t.Errorf("priorityClassName = %q, want system-node-critical", spec.PriorityClassName)
@@ -263,14 +286,24 @@ func TestServerPodSpec(t *testing.T) {
 	if src, _ := flagValue(c.Args, "source"); src != "kubelet-http" {
 		t.Errorf("--source = %q, want kubelet-http", src)
 	}
-	if u, _ := flagValue(c.Args, "kubelet-url"); u != "https://$(NODE_IP):10250/pods" {
-		t.Errorf("--kubelet-url = %q", u)
+	// No URL built by concatenation ("https://$(NODE_IP):10250" breaks on
+	// IPv6): the server brackets the host it is given.
+	if u, ok := flagValue(c.Args, "kubelet-url"); ok {
+		t.Errorf("--kubelet-url = %q, want the default with --kubelet-host", u)
+	}
+	if h, _ := flagValue(c.Args, "kubelet-host"); h != "$(NODE_IP)" {
+		t.Errorf("--kubelet-host = %q, want $(NODE_IP)", h)
+	}
+	// Self-signed kubelet certificates (kind, kubeadm) by default; the
+	// kubelet-ca component replaces the argument (make deploy-check renders it).
+	if v, _ := flagValue(c.Args, "kubelet-insecure-skip-verify"); v != "true" {
+		t.Errorf("--kubelet-insecure-skip-verify = %q, want true by default", v)
 	}
 	if n, _ := flagValue(c.Args, "node-name"); n != "$(NODE_NAME)" {
 		t.Errorf("--node-name = %q, want $(NODE_NAME)", n)
 	}
 	// Every $(VAR) of the arguments comes from the downward API.
-	fieldPaths := map[string]string{"NODE_NAME": "spec.nodeName", "NODE_IP": "status.hostIP", "POD_IP": "status.podIP"}
+	fieldPaths := map[string]string{"NODE_NAME": "spec.nodeName", "NODE_IP": "status.hostIP"}
 	env := make(map[string]string)
 	for _, e := range c.Env {
 		if e.ValueFrom != nil && e.ValueFrom.FieldRef != nil {
@@ -289,10 +322,7 @@ func TestKustomization(t *testing.T) {
 		APIVersion string   `json:"apiVersion"`
 		Kind       string   `json:"kind"`
 		Resources  []string `json:"resources"`
-		Images     []struct {
-			Name   string `json:"name"`
-			NewTag string `json:"newTag"`
-		} `json:"images"`
+		Images     []kustomizeImage `json:"images"`
 	}
 	data, err := os.ReadFile("kustomization.yaml")
 	if err != nil {
@@ -324,11 +354,41 @@ func TestKustomization(t *testing.T) {
 	}
 	server, _ := load(t)
 	image := server.daemonSets[0].Spec.Template.Spec.Containers[0].Image
+	if len(k.Images) != 1 || k.Images[0].Name != image || k.Images[0].NewName == "" || k.Images[0].NewTag == "" {
+		t.Errorf("base/kustomization.yaml images %+v, want one entry for the DaemonSet's %s with newName and newTag", k.Images, image)
+	}
+}
+
+// kustomizeImage is an entry of the images of a kustomization.
+type kustomizeImage struct {
+	Name    string `json:"name"`
+	NewName string `json:"newName"`
+	NewTag  string `json:"newTag"`
+}
+
+// deployedImage returns the image reference the DaemonSet runs once
+// kustomize has applied the images entry of base/kustomization.yaml.
+func deployedImage(t *testing.T) string {
+	t.Helper()
+	var k struct {
+		Images []kustomizeImage `json:"images"`
+	}
+	data, err := os.ReadFile("base/kustomization.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(data, &k); err != nil {
+		t.Fatalf("base/kustomization.yaml: %v", err)
+	}
+	server, _ := load(t)
+	image := server.daemonSets[0].Spec.Template.Spec.Containers[0].Image
 	for _, img := range k.Images {
-		if img.Name+":"+img.NewTag != image {
-			t.Errorf("kustomization.yaml sets image %s:%s, the DaemonSet uses %s", img.Name, img.NewTag, image)
+		if img.Name == image {
+			return cmp.Or(img.NewName, img.Name) + ":" + img.NewTag
 		}
 	}
+	t.Fatalf("base/kustomization.yaml sets no image for %s", image)
+	return ""
 }
 
 // unitExecStart returns the arguments of ExecStart of podsapi.service with
@@ -384,7 +444,7 @@ func TestSystemdUnit(t *testing.T) {
 		directive string
 		want      string
 	}{
-		{directive: "ReadWritePaths", want: filepath.Dir(defaultSocket)},
+		{directive: "StateDirectory", want: "kubelet/pods-api"},
 		{directive: "ProtectSystem", want: "strict"},
 		{directive: "NoNewPrivileges", want: "yes"},
 		{directive: "RuntimeDirectory", want: "podsapi"},

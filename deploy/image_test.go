@@ -231,7 +231,7 @@ func imageCommands(t *testing.T) []string {
 	t.Helper()
 	server, agent := load(t)
 	c := server.daemonSets[0].Spec.Template.Spec.Containers[0]
-	cmds := []string{c.Command[0], c.LivenessProbe.Exec.Command[0], c.StartupProbe.Exec.Command[0],
+	cmds := []string{c.Command[0], c.LivenessProbe.Exec.Command[0], c.ReadinessProbe.Exec.Command[0], c.StartupProbe.Exec.Command[0],
 		agent.pods[0].Spec.Containers[0].Command[0]}
 	slices.Sort(cmds)
 	return slices.Compact(cmds)
@@ -252,7 +252,7 @@ func TestImage(t *testing.T) {
 	deployed := server.daemonSets[0].Spec.Template.Spec.Containers[0]
 	wantRef := os.Getenv(envImage)
 	if wantRef == "" {
-		wantRef = deployed.Image
+		wantRef = deployedImage(t)
 	}
 	a := readArchive(t, path)
 
@@ -273,8 +273,8 @@ func TestImage(t *testing.T) {
 			t.Errorf("index.json: %s = %q, want %q", k, got, wantRef)
 		}
 	}
-	if wantRef != deployed.Image {
-		t.Logf("the archive names %s; deploy/ runs %s", wantRef, deployed.Image)
+	if d := deployedImage(t); wantRef != d {
+		t.Logf("the archive names %s; deploy/ runs %s", wantRef, d)
 	}
 
 	var idx ociIndex
@@ -332,7 +332,7 @@ func TestImage(t *testing.T) {
 			}
 
 			headers, files := layerFiles(t, a.blob(t, m.Layers[0]), cfg.RootFS.DiffIDs[0])
-			want := []string{"/podsapi-server", "/podsctl"}
+			want := []string{"/podsapi-conformance", "/podsapi-server", "/podsctl"}
 			for _, name := range imageCommands(t) {
 				if !slices.Contains(want, name) {
 					t.Errorf("deploy/ runs %s, which is not one of the image's binaries %q", name, want)
@@ -390,6 +390,23 @@ func runFromLayer(t *testing.T, files map[string][]byte) {
 		out, err := exec.CommandContext(ctx, podsctl, "--help").CombinedOutput()
 		if err != nil || !strings.Contains(string(out), "podsctl") {
 			t.Errorf("podsctl --help: %v\n%s", err, out)
+		}
+	})
+
+	// An implementer's CI runs the suite from the image, without Go: here
+	// against the image's own server, started by the suite's runner, on a
+	// few cases (make conformance runs them all).
+	t.Run("podsapi-conformance", func(t *testing.T) {
+		features, err := filepath.Abs("../conformance/features/podsapi-server.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.CommandContext(ctx, filepath.Join(dir, "podsapi-conformance"),
+			"--server-cmd", server+" --socket {socket} --manifest-dir {manifests} --metrics-address {metrics} --log-level warn",
+			"--features", features, "--run", "^(ListPods/Pods|GetPod/Pod|WatchPods/FieldMask/None)$")
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "ListPods/Pods") {
+			t.Errorf("podsapi-conformance from the image: %v\n%s", err, out)
 		}
 	})
 
@@ -477,7 +494,7 @@ func TestImageTag(t *testing.T) {
 	image := strings.ReplaceAll(makeDefault(t, makefile, "IMAGE"), "$(VERSION)", version)
 	server, agent := load(t)
 	for file, got := range map[string]string{
-		"daemonset.yaml":     server.daemonSets[0].Spec.Template.Spec.Containers[0].Image,
+		"daemonset.yaml":     deployedImage(t),
 		"example-agent.yaml": agent.pods[0].Spec.Containers[0].Image,
 	} {
 		if got != image {

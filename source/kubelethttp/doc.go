@@ -4,6 +4,9 @@
 //
 // # Polling
 //
+// The URL (WithURL) may take its host from WithHost, such as the node's IP
+// from the downward API, bracketed when it is IPv6.
+//
 // Every interval (WithInterval) the Source fetches the endpoint, with a
 // bearer token read again from its file at each poll (WithTokenFile, so
 // that rotating projected service account tokens keep working) and, for
@@ -33,7 +36,10 @@
 // error. The failure is counted in
 // podsapi_source_errors_total{source="kubelet-http",reason}; the first of a
 // series is logged at warning level, and the next successful poll at info
-// level. Failed polls are retried with exponential backoff and jitter
+// level. A 403 of the kubelet is followed by a warning that names the
+// permission to grant, from the subresources the kubelet says it checked:
+// nodes/pods on a kubelet with fine-grained authorization (Kubernetes 1.36
+// and later), nodes/proxy on one without. Failed polls are retried with exponential backoff and jitter
 // (WithBackoff) instead of the interval.
 // podsapi_source_last_success_timestamp_seconds{source="kubelet-http"} is
 // the time of the last successful poll.

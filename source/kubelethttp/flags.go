@@ -15,6 +15,8 @@ var Registration = source.Registration{
 	Flags: func(fs *flag.FlagSet) func(source.Env) (source.Source, error) {
 		url := fs.String("kubelet-url", DefaultURL,
 			"kubelet-http: URL of the kubelet's /pods endpoint (the read-only port is http://127.0.0.1:10255/pods)")
+		host := fs.String("kubelet-host", "",
+			"kubelet-http: host (name or IP address; IPv6 with or without brackets) that replaces the host of --kubelet-url, keeping its port and path, such as the node's IP from the downward API")
 		interval := fs.Duration("kubelet-poll-interval", DefaultInterval, "kubelet-http: time between two polls")
 		tokenFile := fs.String("kubelet-token-file", "", "kubelet-http: file holding a bearer token, read again at each poll")
 		caFile := fs.String("kubelet-ca-file", "",
@@ -36,6 +38,7 @@ var Registration = source.Registration{
 			}
 			return New(
 				WithURL(*url),
+				WithHost(*host),
 				WithInterval(*interval),
 				WithMaxBodyBytes(*maxBody),
 				WithTokenFile(*tokenFile),

@@ -41,6 +41,7 @@ type Option func(*options)
 type options struct {
 	source.Options
 	url                string
+	host               string
 	interval           time.Duration
 	timeout            time.Duration
 	maxBody            int64
@@ -63,6 +64,16 @@ func defaultOptions() options {
 // default is DefaultURL; the read-only port is http://127.0.0.1:10255/pods.
 func WithURL(url string) Option {
 	return func(o *options) { o.url = url }
+}
+
+// WithHost replaces the host of the URL (WithURL) with host, a name or an
+// IP address, keeping the URL's scheme, port and path: an IPv6 address,
+// given with or without brackets, is bracketed in the URL. It is for
+// addresses known only when the server starts, such as the node's IP from
+// the downward API, which a URL built by string concatenation would break
+// when it is IPv6. The default, "", keeps the URL's host.
+func WithHost(host string) Option {
+	return func(o *options) { o.host = host }
 }
 
 // WithInterval sets the time between two successful polls. The default is

@@ -8,6 +8,8 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"regexp"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -19,6 +21,7 @@ import (
 type pollError struct {
 	reason string
 	err    error
+	hint   string // What to do about it, if known.
 }
 
 func (e *pollError) Error() string { return e.err.Error() }
@@ -58,8 +61,12 @@ func (s *Source) fetch(ctx context.Context, client *http.Client) ([]corev1.Pod, 
 		if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
 			reason = reasonUnauthorized
 		}
-		snippet, _ := io.ReadAll(io.LimitReader(resp.Body, 256))
-		return nil, failed(reason, "GET %s: %s: %q", s.url, resp.Status, sanitize(snippet))
+		snippet, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		perr := failed(reason, "GET %s: %s: %q", s.url, resp.Status, sanitize(snippet))
+		if resp.StatusCode == http.StatusForbidden {
+			perr.hint = forbiddenHint(snippet)
+		}
+		return nil, perr
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, s.maxBody+1))
 	if err != nil {
@@ -87,6 +94,30 @@ func decode(body []byte) ([]corev1.Pod, *pollError) {
 			list.Kind, list.APIVersion)
 	}
 	return list.Items, nil
+}
+
+// subresources matches the subresources the kubelet checked, in the body
+// of its 403: "Forbidden (user=U, verb=get, resource=nodes,
+// subresource(s)=[pods proxy])".
+var subresources = regexp.MustCompile(`subresource\(s\)=\[([a-z ]*)\]`)
+
+// forbiddenHint tells, from the body of the kubelet's 403, which
+// permission is missing. A kubelet with fine-grained authorization
+// (KubeletFineGrainedAuthz, GA in Kubernetes 1.36) allows /pods to get
+// nodes/pods or get nodes/proxy; one without it (older, or the gate off)
+// knows only nodes/proxy, which also allows exec into every pod of the
+// node.
+func forbiddenHint(body []byte) string {
+	m := subresources.FindSubmatch(body)
+	if m == nil {
+		return "the kubelet denies GET /pods: grant the server's identity get on nodes/pods (Kubernetes 1.36 and later) or nodes/proxy (older kubelets)"
+	}
+	checked := strings.Fields(string(m[1]))
+	if slices.Contains(checked, "pods") {
+		return "grant the server's identity get on nodes/pods (deploy/base's ClusterRole does)"
+	}
+	return "this kubelet authorizes /pods with nodes/proxy only (no fine-grained kubelet authorization: Kubernetes older than 1.36, " +
+		"or the KubeletFineGrainedAuthz gate off): grant get on nodes/proxy (the component deploy/components/nodes-proxy), or upgrade the kubelet"
 }
 
 // readToken reads a bearer token file.

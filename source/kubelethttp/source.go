@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/podsapi/podsapi/internal/memlimit"
@@ -17,6 +19,7 @@ import (
 // with Run.
 type Source struct {
 	options
+	urlErr  error // The URL and the host do not make a URL.
 	log     *slog.Logger
 	warn    *sourcelog.Warner // The upstream's faults, rate-limited.
 	metrics *sourcemetrics.Metrics
@@ -34,6 +37,7 @@ func New(opts ...Option) *Source {
 		o.maxBody = memlimit.Share(memlimit.Limit(), MaxBodyShare, MinMaxBodyBytes, DefaultMaxBodyBytes)
 	}
 	s := &Source{options: o, metrics: newMetrics(o.Registerer)}
+	s.url, s.urlErr = resolveURL(o.url, o.host)
 	s.log = o.Logger.With("source", s.Name())
 	s.warn = sourcelog.New(s.log)
 	return s
@@ -56,6 +60,9 @@ func (s *Source) Name() string {
 // not answer is retried forever: until the first successful poll the sink
 // stays unsynced, afterwards it keeps the last known pods.
 func (s *Source) Run(ctx context.Context, sink Sink) error {
+	if s.urlErr != nil {
+		return s.urlErr
+	}
 	u, err := url.Parse(s.url)
 	if err != nil {
 		return fmt.Errorf("kubelethttp: the kubelet URL: %w", err)
@@ -96,4 +103,28 @@ func (s *Source) Run(ctx context.Context, sink Sink) error {
 		case <-timer.C:
 		}
 	}
+}
+
+// resolveURL returns rawURL with its host replaced by host (see WithHost),
+// or rawURL itself when host is empty.
+func resolveURL(rawURL, host string) (string, error) {
+	if host == "" {
+		return rawURL, nil
+	}
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return rawURL, fmt.Errorf("kubelethttp: the kubelet URL: %w", err)
+	}
+	h := strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if h == "" || strings.ContainsAny(h, "/?#@[] ") {
+		return rawURL, fmt.Errorf("kubelethttp: the kubelet host %q is not a host name or an IP address", host)
+	}
+	if port := u.Port(); port != "" {
+		u.Host = net.JoinHostPort(h, port)
+	} else if strings.Contains(h, ":") {
+		u.Host = "[" + h + "]"
+	} else {
+		u.Host = h
+	}
+	return u.String(), nil
 }

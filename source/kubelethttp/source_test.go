@@ -2,14 +2,17 @@ package kubelethttp_test
 
 import (
 	"crypto/tls"
+	"fmt"
 	"io"
 	"log"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -317,5 +320,86 @@ func TestInvalidPodsAreSkippedAndCountedOnce(t *testing.T) {
 	}
 	if got := h.logs.Count(slog.LevelWarn, "kubelet listed"); got != 2 {
 		t.Errorf("invalid pods logged %d times, want 2", got)
+	}
+}
+
+func TestHostReplacesTheURLsHost(t *testing.T) {
+	tests := []struct {
+		name string
+		url  string
+		host string
+		want string
+	}{
+		{name: "no host", url: "https://127.0.0.1:10250/pods", want: "https://127.0.0.1:10250/pods"},
+		{name: "IPv4", url: "https://127.0.0.1:10250/pods", host: "10.0.0.7", want: "https://10.0.0.7:10250/pods"},
+		{name: "IPv6", url: "https://127.0.0.1:10250/pods", host: "fd00::7", want: "https://[fd00::7]:10250/pods"},
+		{name: "IPv6 in brackets", url: "https://127.0.0.1:10250/pods", host: "[fd00::7]", want: "https://[fd00::7]:10250/pods"},
+		{name: "IPv6 without a port", url: "http://localhost/pods", host: "fd00::7", want: "http://[fd00::7]/pods"},
+		{name: "name", url: "http://127.0.0.1:10255/pods", host: "node-1.example", want: "http://node-1.example:10255/pods"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			src := kubelethttp.New(kubelethttp.WithURL(tt.url), kubelethttp.WithHost(tt.host))
+			if got := src.Name(); got != "kubelet-http:"+tt.want {
+				t.Errorf("Name() = %q, want kubelet-http:%s", got, tt.want)
+			}
+		})
+	}
+	for _, host := range []string{"a/b", "[]", "x@y"} {
+		t.Run("refused "+host, func(t *testing.T) {
+			src := kubelethttp.New(kubelethttp.WithURL(kubelethttp.DefaultURL), kubelethttp.WithHost(host))
+			err := src.Run(t.Context(), sourcetest.NewRecorder())
+			if err == nil || !strings.Contains(err.Error(), "not a host name or an IP address") {
+				t.Errorf("Run with host %q: %v, want a refusal", host, err)
+			}
+		})
+	}
+}
+
+// TestHostOverIPv6 polls a kubelet listening on the IPv6 loopback address,
+// named by WithHost as a downward-API status.hostIP would name it.
+func TestHostOverIPv6(t *testing.T) {
+	l, err := net.Listen("tcp6", "[::1]:0")
+	if err != nil {
+		t.Skipf("no IPv6 loopback here: %v", err)
+	}
+	k := newFakeKubelet(t, "", "podlist-1.json", func(h http.Handler) *httptest.Server {
+		srv := httptest.NewUnstartedServer(h)
+		srv.Listener.Close()
+		srv.Listener = l
+		srv.StartTLS()
+		return srv
+	})
+	port := k.srv.Listener.Addr().(*net.TCPAddr).Port
+	h := start(t, kubelethttp.WithURL(fmt.Sprintf("https://127.0.0.1:%d/pods", port)), kubelethttp.WithHost("::1"),
+		kubelethttp.WithInsecureSkipVerify(true))
+	h.rec.WaitPods(t, nil, uidWeb, uidProxy)
+}
+
+// TestForbiddenNamesTheMissingPermission answers 403 as the kubelet does
+// (pkg/kubelet/server: "Forbidden (user=..., subresource(s)=[...])") and
+// checks the warning that says which permission to grant: a kubelet that
+// checked only nodes/proxy has no fine-grained authorization.
+func TestForbiddenNamesTheMissingPermission(t *testing.T) {
+	const user = "user=system:serviceaccount:podsapi:podsapi, verb=get, resource=nodes"
+	tests := []struct {
+		name string
+		body string
+		want string
+	}{
+		{name: "fine-grained kubelet", body: "Forbidden (" + user + ", subresource(s)=[pods proxy])\n", want: "grant the server's identity get on nodes/pods"},
+		{name: "kubelet before 1.36", body: "Forbidden (" + user + ", subresource(s)=[proxy])\n", want: "this kubelet authorizes /pods with nodes/proxy only"},
+		{name: "another body", body: "forbidden\n", want: "the kubelet denies GET /pods"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			k := newFakeKubelet(t, "", "podlist-1.json", httptest.NewServer)
+			k.set(func(k *fakeKubelet) { k.status, k.body = http.StatusForbidden, []byte(tt.body) })
+			h := start(t, kubelethttp.WithURL(k.url()))
+			h.logs.Wait(slog.LevelWarn, "kubelet authorization: "+tt.want, 1)
+			if got := h.errors(t, "unauthorized"); got < 1 {
+				t.Errorf(`podsapi_source_errors_total{reason="unauthorized"} = %v, want at least 1`, got)
+			}
+		})
 	}
 }

@@ -103,4 +103,8 @@ func (st *state) fail(err *pollError) {
 		msg = "kubelet unavailable: not synced yet, retrying"
 	}
 	st.s.log.Warn(msg, "url", st.s.url, "reason", err.reason, "error", err)
+	if err.hint != "" {
+		// Its own record, so that it is not lost among the attributes.
+		st.s.log.Warn("kubelet authorization: "+err.hint, "url", st.s.url)
+	}
 }

@@ -1,0 +1,257 @@
+package deploycheck_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"sigs.k8s.io/kubectl-validate/pkg/validator"
+	"sigs.k8s.io/yaml"
+
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+
+	"github.com/podsapi/podsapi/tools/deploycheck"
+)
+
+// envSpec names the directory of Kubernetes' OpenAPI v3 files
+// (api/openapi-spec/v3 of k8s.io/kubernetes at the version tools/kube
+// pins), set by make deploy-check.
+const envSpec = "PODSAPI_OPENAPI_DIR"
+
+// deployDir is deploy/ of the repository.
+var deployDir = filepath.Join("..", "..", "deploy")
+
+// sharedV validates every rendering of the test binary, made by TestMain.
+var sharedV *validator.Validator
+
+func TestMain(m *testing.M) {
+	dir := os.Getenv(envSpec)
+	if dir == "" {
+		fmt.Fprintf(os.Stderr, "$%s is unset: run make deploy-check\n", envSpec)
+		os.Exit(2)
+	}
+	v, cleanup, err := deploycheck.NewValidator(dir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	sharedV = v
+	code := m.Run()
+	cleanup()
+	os.Exit(code)
+}
+
+func newValidator(*testing.T) *validator.Validator { return sharedV }
+
+// rendering is a validated rendering, decoded.
+type rendering struct {
+	daemonSets  []appsv1.DaemonSet
+	roles       []rbacv1.ClusterRole
+	podMonitors []monitoringv1.PodMonitor
+	kinds       []string
+}
+
+func render(t *testing.T, v deploycheck.Variant) rendering {
+	t.Helper()
+	out, err := deploycheck.Render(deployDir, v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := deploycheck.Validate(newValidator(t), out)
+	if err != nil {
+		t.Fatalf("%s does not validate:\n%v\n---\n%s", v.Name, err, out)
+	}
+	var r rendering
+	for _, o := range objs {
+		r.kinds = append(r.kinds, o.Kind)
+		var dst any
+		switch o.Kind {
+		case "DaemonSet":
+			r.daemonSets = append(r.daemonSets, appsv1.DaemonSet{})
+			dst = &r.daemonSets[len(r.daemonSets)-1]
+		case "ClusterRole":
+			r.roles = append(r.roles, rbacv1.ClusterRole{})
+			dst = &r.roles[len(r.roles)-1]
+		case "PodMonitor":
+			r.podMonitors = append(r.podMonitors, monitoringv1.PodMonitor{})
+			dst = &r.podMonitors[len(r.podMonitors)-1]
+		default:
+			continue
+		}
+		if err := yaml.UnmarshalStrict(o.Raw, dst); err != nil {
+			t.Fatalf("%s %s: %v", o.Kind, o.Name, err)
+		}
+	}
+	if len(r.daemonSets) != 1 {
+		t.Fatalf("%s: %d DaemonSets, want 1", v.Name, len(r.daemonSets))
+	}
+	return r
+}
+
+func (r rendering) container() corev1.Container {
+	return r.daemonSets[0].Spec.Template.Spec.Containers[0]
+}
+
+// allows reports whether a ClusterRole of r allows get on resource.
+func (r rendering) allows(resource string) bool {
+	for _, role := range r.roles {
+		for _, rule := range role.Rules {
+			if slices.Contains(rule.APIGroups, "") && slices.Contains(rule.Resources, resource) && slices.Contains(rule.Verbs, "get") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func TestVariants(t *testing.T) {
+	const caFlag = "--kubelet-ca-file=/var/run/secrets/kubernetes.io/serviceaccount/ca.crt"
+	tests := []struct {
+		variant deploycheck.Variant
+		check   func(t *testing.T, r rendering)
+	}{
+		{
+			variant: deploycheck.Variant{Name: "default", Base: "."},
+			check: func(t *testing.T, r rendering) {
+				if r.allows("nodes/proxy") || !r.allows("nodes/pods") {
+					t.Errorf("RBAC: want get nodes/pods and no nodes/proxy by default")
+				}
+				if !slices.Contains(r.container().Args, "--kubelet-insecure-skip-verify=true") {
+					t.Errorf("args %q: want self-signed kubelet certificates accepted by default", r.container().Args)
+				}
+			},
+		},
+		{
+			variant: deploycheck.Variant{Name: "kubelet-ca", Base: ".", Components: []string{"components/kubelet-ca"}},
+			check: func(t *testing.T, r rendering) {
+				args := r.container().Args
+				if !slices.Contains(args, caFlag) || slices.ContainsFunc(args, func(a string) bool { return strings.Contains(a, "insecure") }) {
+					t.Errorf("args %q: want %s instead of --kubelet-insecure-skip-verify", args, caFlag)
+				}
+			},
+		},
+		{
+			variant: deploycheck.Variant{Name: "nodes-proxy", Base: ".", Components: []string{"components/nodes-proxy"}},
+			check: func(t *testing.T, r rendering) {
+				if !r.allows("nodes/proxy") || !r.allows("nodes/pods") {
+					t.Errorf("RBAC: want get nodes/pods and nodes/proxy")
+				}
+			},
+		},
+		{
+			variant: deploycheck.Variant{Name: "prometheus", Base: ".", Components: []string{"components/prometheus"}},
+			check: func(t *testing.T, r rendering) {
+				if len(r.podMonitors) != 1 || !slices.Contains(r.kinds, "Service") {
+					t.Fatalf("kinds %q: want a PodMonitor and a Service", r.kinds)
+				}
+				pm, ds := r.podMonitors[0], r.daemonSets[0]
+				for k, v := range pm.Spec.Selector.MatchLabels {
+					if ds.Spec.Template.Labels[k] != v {
+						t.Errorf("PodMonitor selects %s=%s; the pods have %v", k, v, ds.Spec.Template.Labels)
+					}
+				}
+				if len(pm.Spec.PodMetricsEndpoints) != 1 || pm.Spec.PodMetricsEndpoints[0].Port == "" ||
+					!slices.ContainsFunc(r.container().Ports, func(p corev1.ContainerPort) bool { return p.Name == pm.Spec.PodMetricsEndpoints[0].Port }) {
+					t.Errorf("PodMonitor endpoints %+v: want the container's port by name", pm.Spec.PodMetricsEndpoints)
+				}
+			},
+		},
+		{
+			variant: deploycheck.Variant{Name: "all-components", Base: ".",
+				Components: []string{"components/kubelet-ca", "components/nodes-proxy", "components/prometheus"}},
+			check: func(t *testing.T, r rendering) {
+				if !slices.Contains(r.container().Args, caFlag) || !r.allows("nodes/proxy") || len(r.podMonitors) != 1 {
+					t.Errorf("want the three components applied together")
+				}
+			},
+		},
+		{
+			variant: deploycheck.Variant{Name: "apiserver", Base: "apiserver"},
+			check: func(t *testing.T, r rendering) {
+				if r.allows("nodes/proxy") || r.allows("nodes/pods") || !r.allows("pods") {
+					t.Errorf("RBAC: want get pods and nothing of the kubelet")
+				}
+				if !slices.Contains(r.container().Args, "--source=apiserver") {
+					t.Errorf("args %q: want --source=apiserver", r.container().Args)
+				}
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.variant.Name, func(t *testing.T) {
+			r := render(t, tt.variant)
+			c := r.container()
+			// What every variant keeps: probes that need a synced server,
+			// the image of the kustomization, no address concatenation.
+			for name, p := range map[string]*corev1.Probe{"startup": c.StartupProbe, "readiness": c.ReadinessProbe, "liveness": c.LivenessProbe} {
+				if p == nil || p.Exec == nil || !slices.Contains(p.Exec.Command, "--serving") {
+					t.Errorf("%s probe %+v: want an exec of podsapi-server probe --serving", name, p)
+				}
+			}
+			if !strings.HasPrefix(c.Image, "ghcr.io/podsapi/podsapi:") {
+				t.Errorf("image %q: want ghcr.io/podsapi/podsapi with the tag of base/kustomization.yaml", c.Image)
+			}
+			for _, a := range c.Args {
+				if strings.Contains(a, "IP):") {
+					t.Errorf("argument %q joins an IP and a port by hand: it breaks on IPv6", a)
+				}
+			}
+			tt.check(t, r)
+		})
+	}
+}
+
+// TestValidatorRefuses shows that validation is not a formality: the
+// default DaemonSet spoiled in ways the API server refuses fails it.
+func TestValidatorRefuses(t *testing.T) {
+	out, err := deploycheck.Render(deployDir, deploycheck.Variant{Name: "spoiled", Base: "."})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := newValidator(t)
+	if _, err := deploycheck.Validate(v, out); err != nil {
+		t.Fatalf("the default rendering does not validate: %v", err)
+	}
+	tests := []struct {
+		name, old, new string
+	}{
+		{name: "unknown field", old: "  updateStrategy:", new: "  replicas: 3\n  updateStrategy:"},
+		{name: "wrong type", old: "containerPort: 10265", new: "containerPort: metrics"},
+		{name: "missing required field", old: "  selector:\n    matchLabels:\n      app.kubernetes.io/name: podsapi\n  template:", new: "  template:"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			spoiled := strings.Replace(string(out), tt.old, tt.new, 1)
+			if spoiled == string(out) {
+				t.Fatalf("the rendering has no %q", tt.old)
+			}
+			if _, err := deploycheck.Validate(v, []byte(spoiled)); err == nil {
+				t.Errorf("the rendering with %q validates", tt.new)
+			} else {
+				t.Logf("refused: %v", err)
+			}
+		})
+	}
+}
+
+// TestPodMonitorStrict shows that the PodMonitor is checked too: a field
+// its Go type does not have is refused.
+func TestPodMonitorStrict(t *testing.T) {
+	out, err := deploycheck.Render(deployDir, deploycheck.Variant{Name: "spoiled-prometheus", Base: ".", Components: []string{"components/prometheus"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spoiled := strings.Replace(string(out), "podMetricsEndpoints:", "podMetricEndpoints:", 1)
+	if spoiled == string(out) {
+		t.Fatal("the rendering has no podMetricsEndpoints")
+	}
+	if _, err := deploycheck.Validate(newValidator(t), []byte(spoiled)); err == nil || !strings.Contains(err.Error(), "PodMonitor") {
+		t.Errorf("a PodMonitor with an unknown field: %v, want it refused", err)
+	}
+}
