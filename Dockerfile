@@ -19,8 +19,7 @@ RUN --mount=type=cache,target=/go/pkg/mod go mod download
 COPY . .
 RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
     CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH \
-    go build -trimpath -buildvcs=false -ldflags='-s -w' -o /out/ ./cmd/server ./cmd/podsctl && \
-    mv /out/server /out/podsapi-server
+    go build -trimpath -buildvcs=false -ldflags='-s -w' -o /out/ ./cmd/podsapi-server ./cmd/podsctl
 
 # Nothing but the two binaries. The server runs as root: its socket is
 # root-only, like the kubelet's (see deploy/base/daemonset.yaml).

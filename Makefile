@@ -35,7 +35,7 @@ help: ## Describe the targets.
 
 .PHONY: run
 run: ## Build and run the server on the example manifests (SOCKET=..., MANIFESTS=..., METRICS=...).
-	go build -o bin/podsapi-server ./cmd/server
+	go build -o bin/podsapi-server ./cmd/podsapi-server
 	./bin/podsapi-server --manifest-dir "$(MANIFESTS)" --socket "$(SOCKET)" --metrics-address "$(METRICS)"
 
 .PHONY: test
@@ -71,11 +71,11 @@ bench-micro: ## Run the Go micro-benchmarks of every package.
 .PHONY: conformance
 conformance: ## Run the conformance suite against our server, started and restarted by the runner, on both wires.
 	@mkdir -p build
-	go build -o bin/podsapi-server ./cmd/server
-	go run ./cmd/conformance \
+	go build -o bin/podsapi-server ./cmd/podsapi-server
+	go run ./cmd/podsapi-conformance \
 		--server-cmd 'bin/podsapi-server --socket {socket} --manifest-dir {manifests} --metrics-address {metrics} --watch-queue 16 --log-level warn' \
 		--features conformance/features/podsapi-server.yaml --junit build/conformance.xml --json build/conformance.json
-	go run ./cmd/conformance --wire kubelet \
+	go run ./cmd/podsapi-conformance --wire kubelet \
 		--server-cmd 'bin/podsapi-server --socket {socket} --manifest-dir {manifests} --metrics-address {metrics} --watch-queue 16 --log-level warn' \
 		--features conformance/features/podsapi-server-kubelet.yaml --known-failing conformance/features/podsapi-server-kubelet.known-failing \
 		--junit build/conformance-kubelet.xml --json build/conformance-kubelet.json
@@ -101,7 +101,7 @@ kube-bin: ## Build kube-apiserver and etcd (tools/kube) once, cached in KUBE_BIN
 
 .PHONY: test-apiserver
 test-apiserver: kube-bin ## Run the tests against a real kube-apiserver and etcd (started on loopback by the tests, stopped by PID).
-	PODSAPI_KUBE_BIN='$(KUBE_BIN)' go test -race -count=1 -timeout 20m -run 'APIServer' -v ./internal/kubetest ./source/apiserver ./cmd/server
+	PODSAPI_KUBE_BIN='$(KUBE_BIN)' go test -race -count=1 -timeout 20m -run 'APIServer' -v ./internal/kubetest ./source/apiserver ./cmd/podsapi-server
 
 .PHONY: test-grpcurl
 test-grpcurl: ## Build the real grpcurl (pinned in tools/go.mod) into bin/ and run FindPods through it over the socket (issue 22).
@@ -231,8 +231,7 @@ IMAGE_LICENSES ?= NOASSERTION
 image: ## Build the OCI image archive build/podsapi-image.tar (linux/amd64, linux/arm64) offline, without Docker.
 	@rm -rf build/image && set -e; for p in $(IMAGE_PLATFORMS); do \
 		d=build/image/$${p/\//_}; echo "go build $$p -> $$d"; \
-		CGO_ENABLED=0 GOOS=$${p%%/*} GOARCH=$${p#*/} go build -trimpath -ldflags='-s -w' -o $$d/ ./cmd/server ./cmd/podsctl; \
-		mv $$d/server $$d/podsapi-server; \
+		CGO_ENABLED=0 GOOS=$${p%%/*} GOARCH=$${p#*/} go build -trimpath -ldflags='-s -w' -o $$d/ ./cmd/podsapi-server ./cmd/podsctl; \
 	done
 	go -C tools run ./imagebuild -ref '$(IMAGE)' -created '$(SOURCE_DATE_EPOCH)' \
 		-layout '$(CURDIR)/build/image/oci' -archive '$(CURDIR)/$(IMAGE_ARCHIVE)' \
