@@ -10,6 +10,17 @@ MANIFESTS ?= examples/manifests
 # METRICS is the address `make run` serves Prometheus metrics on.
 METRICS ?= 127.0.0.1:10265
 
+# BUILD_VERSION is the version make build, make run and make image stamp
+# on the binaries (--version, podsctl version, the server's
+# X-Podsapi-Version header): git describe of the checkout.
+BUILD_VERSION ?= $(or $(shell git describe --tags --always --dirty 2>/dev/null),unknown)
+LDFLAGS := -X github.com/podsapi/podsapi/internal/version.Version=$(BUILD_VERSION)
+# PREFIX and DESTDIR are where make install puts the binaries:
+# $(DESTDIR)$(PREFIX)/bin.
+PREFIX ?= /usr/local
+DESTDIR ?=
+COMMANDS := podsapi-server podsapi-conformance podsctl
+
 BUF := go tool -modfile=tools/go.mod buf
 K8S_PROTOS := \
 	k8s.io/api/core/v1/generated.proto \
@@ -33,9 +44,18 @@ KUBELET_PROTO_GO := staging/src/$(KUBELET_PROTO)
 help: ## Describe the targets.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
+.PHONY: build
+build: ## Build podsapi-server, podsapi-conformance and podsctl into bin/, stamped with BUILD_VERSION (git describe).
+	go build -ldflags '$(LDFLAGS)' -o bin/ $(addprefix ./cmd/,$(COMMANDS))
+
+.PHONY: install
+install: build ## Install the three commands into $(DESTDIR)$(PREFIX)/bin (PREFIX=/usr/local by default).
+	install -d '$(DESTDIR)$(PREFIX)/bin'
+	install -m 0755 $(addprefix bin/,$(COMMANDS)) '$(DESTDIR)$(PREFIX)/bin/'
+
 .PHONY: run
 run: ## Build and run the server on the example manifests (SOCKET=..., MANIFESTS=..., METRICS=...).
-	go build -o bin/podsapi-server ./cmd/podsapi-server
+	go build -ldflags '$(LDFLAGS)' -o bin/podsapi-server ./cmd/podsapi-server
 	./bin/podsapi-server --manifest-dir "$(MANIFESTS)" --socket "$(SOCKET)" --metrics-address "$(METRICS)"
 
 .PHONY: test
@@ -231,7 +251,7 @@ IMAGE_LICENSES ?= NOASSERTION
 image: ## Build the OCI image archive build/podsapi-image.tar (linux/amd64, linux/arm64) offline, without Docker.
 	@rm -rf build/image && set -e; for p in $(IMAGE_PLATFORMS); do \
 		d=build/image/$${p/\//_}; echo "go build $$p -> $$d"; \
-		CGO_ENABLED=0 GOOS=$${p%%/*} GOARCH=$${p#*/} go build -trimpath -ldflags='-s -w' -o $$d/ ./cmd/podsapi-server ./cmd/podsctl; \
+		CGO_ENABLED=0 GOOS=$${p%%/*} GOARCH=$${p#*/} go build -trimpath -ldflags='-s -w $(LDFLAGS)' -o $$d/ ./cmd/podsapi-server ./cmd/podsctl; \
 	done
 	go -C tools run ./imagebuild -ref '$(IMAGE)' -created '$(SOURCE_DATE_EPOCH)' \
 		-layout '$(CURDIR)/build/image/oci' -archive '$(CURDIR)/$(IMAGE_ARCHIVE)' \

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/podsapi/podsapi/client"
+	"github.com/podsapi/podsapi/internal/version"
 )
 
 // app is one run of podsctl.
@@ -46,7 +47,9 @@ func (a *app) command() *cobra.Command {
 	root.SetErr(a.stderr)
 	a.o.addGlobalFlags(root)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{error: err} })
-	root.AddCommand(a.listCommand(), a.getCommand(), a.watchCommand(), a.findCommand())
+	root.AddCommand(a.listCommand(), a.getCommand(), a.watchCommand(), a.findCommand(), a.versionCommand())
+	root.Version = version.Get()
+	root.SetVersionTemplate("podsctl {{.Version}}\n")
 	root.InitDefaultCompletionCmd()
 	if comp, _, err := root.Find([]string{"completion"}); err == nil && comp != root {
 		// cobra's completion command prints its help, with exit 0, when
