@@ -138,6 +138,7 @@ shows both.`,
 }
 
 func (a *app) watchCommand() *cobra.Command {
+	var wo watchOptions
 	cmd := &cobra.Command{
 		Use:   "watch [flags]",
 		Short: "Print the pods, then every change",
@@ -145,7 +146,18 @@ func (a *app) watchCommand() *cobra.Command {
 prefixed with the event (ADDED, MODIFIED, DELETED, and SYNCED after the
 initial pods), {type, object} documents in JSON or YAML, or "TYPE pod/NAME"
 lines. A pod that starts or stops matching --namespace, --selector or
---field-selector is ADDED or DELETED, as with kubectl get --watch.`,
+--field-selector is ADDED or DELETED, as with kubectl get --watch.
+
+The watch outlives the server: when it ends after SYNCED (a restart or a
+rollout of the server, a watch dropped for falling behind), podsctl says so
+on stderr and watches again with backoff (200ms doubling to 30s), resuming
+from the last revision it was sent, so that it prints only what changed
+meanwhile; when the server cannot resume (it restarted, or it is a kubelet)
+podsctl reads a new snapshot and prints the differences from what it showed
+(DELETED, MODIFIED, ADDED), never a pod twice. --once ends at the first
+error instead (exit 1). Errors before SYNCED, and those that watching again
+cannot mend (an invalid selector or field mask, a denied user), end it
+either way.`,
 		Example: `  # Every change of every pod
   podsctl watch
 
@@ -153,13 +165,19 @@ lines. A pod that starts or stops matching --namespace, --selector or
   podsctl watch -l app.kubernetes.io/name=web -o name
 
   # The pods of namespace shop, as JSON documents
-  podsctl watch -n shop -o json`,
+  podsctl watch -n shop -o json
+
+  # Until the server goes away, as before podsctl watched again
+  podsctl watch --once`,
 		Args:              noArgs,
 		ValidArgsFunction: cobra.NoFileCompletions,
-		RunE:              a.run(func(ctx context.Context, _ []string) error { return runWatch(ctx, &a.o, a.stdout) }),
+		RunE: a.run(func(ctx context.Context, _ []string) error {
+			return runWatch(ctx, &a.o, wo, a.stdout, a.stderr)
+		}),
 	}
 	a.o.addOutputFlags(cmd)
 	a.o.addFilterFlags(cmd)
+	cmd.Flags().BoolVar(&wo.once, "once", false, "end at the first error (the server restarting, the watch dropped) instead of watching again")
 	return cmd
 }
 
