@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -194,6 +195,29 @@ func podArg(_ *cobra.Command, args []string) error {
 
 // completionTimeout bounds the List a shell completion makes.
 const completionTimeout = 5 * time.Second
+
+// completeNamespaces completes --namespace with the namespaces of the
+// node's pods.
+func (o *options) completeNamespaces(cmd *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	c, err := o.dial()
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveError
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(cmd.Context(), completionTimeout)
+	defer cancel()
+	pods, err := c.List(ctx, client.WithFields(identityFields...))
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveError
+	}
+	var out []cobra.Completion
+	for _, p := range pods { // sorted by namespace
+		if strings.HasPrefix(p.Namespace, toComplete) && !slices.Contains(out, p.Namespace) {
+			out = append(out, p.Namespace)
+		}
+	}
+	return out, cobra.ShellCompDirectiveNoFileComp
+}
 
 // completePods completes get's argument with the NAMESPACE/NAME of the
 // node's pods, described by their UIDs.
