@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/podsapi/podsapi/internal/podstest"
 	"github.com/podsapi/podsapi/server"
 	"github.com/podsapi/podsapi/store"
@@ -239,4 +238,3 @@ func TestWatchResumes(t *testing.T) {
 		t.Errorf("stderr %q: podsctl did not resume", stderr)
 	}
 }
-
