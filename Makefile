@@ -7,8 +7,12 @@ SHELL := /usr/bin/env bash -o pipefail
 SOCKET ?= /var/lib/kubelet/pods-api/pods-api.sock
 # MANIFESTS is the static pod manifest directory `make run` serves.
 MANIFESTS ?= examples/manifests
-# METRICS is the address `make run` serves Prometheus metrics on.
+# METRICS is the address `make run` serves Prometheus metrics on; empty
+# serves none.
 METRICS ?= 127.0.0.1:10265
+# NODE_NAME is the node `make run` says its pods run on: node-1, that of
+# the example manifests (and of the README's sample outputs).
+NODE_NAME ?= node-1
 
 # BUILD_VERSION is the version make build, make run and make image stamp
 # on the binaries (--version, podsctl version, the server's
@@ -54,9 +58,13 @@ install: build ## Install the three commands into $(DESTDIR)$(PREFIX)/bin (PREFI
 	install -m 0755 $(addprefix bin/,$(COMMANDS)) '$(DESTDIR)$(PREFIX)/bin/'
 
 .PHONY: run
-run: ## Build and run the server on the example manifests (SOCKET=..., MANIFESTS=..., METRICS=...).
+run: ## Build and run the server on the example manifests (SOCKET=..., MANIFESTS=..., METRICS=..., NODE_NAME=...).
 	go build -ldflags '$(LDFLAGS)' -o bin/podsapi-server ./cmd/podsapi-server
-	./bin/podsapi-server --manifest-dir "$(MANIFESTS)" --socket "$(SOCKET)" --metrics-address "$(METRICS)"
+	@# The server names its flags when the socket or the metrics address is
+	@# taken; a make user changes the variables instead.
+	./bin/podsapi-server --manifest-dir "$(MANIFESTS)" --socket "$(SOCKET)" --metrics-address "$(METRICS)" --node-name "$(NODE_NAME)" || { \
+		rc=$$?; [ $$rc -ne 1 ] || echo "make run: if the socket or the metrics address is taken (another make run?), give this one its own:" \
+			"make run SOCKET=/tmp/pods-2.sock METRICS=127.0.0.1:10266 (METRICS= serves no metrics)" >&2; exit $$rc; }
 
 .PHONY: test
 test: ## Run go vet and every test with the race detector.
@@ -127,6 +135,11 @@ test-apiserver: kube-bin ## Run the tests against a real kube-apiserver and etcd
 test-grpcurl: ## Build the real grpcurl (pinned in tools/go.mod) into bin/ and run FindPods through it over the socket (issue 22).
 	go build -modfile=tools/go.mod -o bin/grpcurl github.com/fullstorydev/grpcurl/cmd/grpcurl
 	PODSAPI_GRPCURL='$(CURDIR)/bin/grpcurl' go test -race -count=1 -timeout 10m -run 'RealGrpcurl' -v ./server
+
+.PHONY: docs-check
+docs-check: ## Run the shell blocks of the README and docs/ as written against a temporary server, and make run twice (internal/docscheck; CI runs it).
+	go build -modfile=tools/go.mod -o bin/grpcurl github.com/fullstorydev/grpcurl/cmd/grpcurl
+	PODSAPI_DOCS_CHECK=1 PODSAPI_GRPCURL='$(CURDIR)/bin/grpcurl' go test -count=1 -timeout 20m -v ./internal/docscheck
 
 .PHONY: bench-apiserver
 bench-apiserver: kube-bin ## Measure the API server's load, 10 and 50 agents direct or through podsapi, into internal/bench/apiserver.md (docs/benchmarks.md embeds it; about a minute).
