@@ -31,7 +31,7 @@ LABEL org.opencontainers.image.title=podsapi \
       org.opencontainers.image.source=https://github.com/podsapi/podsapi \
       org.opencontainers.image.version=$VERSION \
       org.opencontainers.image.revision=$REVISION \
-      org.opencontainers.image.licenses=NOASSERTION
+      org.opencontainers.image.licenses=Apache-2.0
 COPY --from=build /out/podsapi-server /podsapi-server
 COPY --from=build /out/podsctl /podsctl
 ENTRYPOINT ["/podsapi-server"]

@@ -256,9 +256,9 @@ IMAGE_PLATFORMS := linux/amd64 linux/arm64
 # REVISION and SOURCE_DATE_EPOCH (every timestamp of the image) come from git.
 REVISION ?= $(or $(shell git rev-parse HEAD 2>/dev/null),unknown)
 SOURCE_DATE_EPOCH ?= $(or $(shell git log -1 --format=%ct 2>/dev/null),0)
-# IMAGE_LICENSES is the SPDX expression of the licenses label; the
-# repository has no LICENSE file yet.
-IMAGE_LICENSES ?= NOASSERTION
+# IMAGE_LICENSES is the SPDX expression of the licenses label: that of
+# LICENSE and of the sources' SPDX headers.
+IMAGE_LICENSES ?= Apache-2.0
 
 .PHONY: image
 image: ## Build the OCI image archive build/podsapi-image.tar (linux/amd64, linux/arm64) offline, without Docker.

@@ -39,3 +39,27 @@ func TestMakeRun(t *testing.T) {
 		t.Errorf("a second make run on the same socket: %v\n%s\nwant a failure that names SOCKET= and METRICS=", err, out)
 	}
 }
+
+// TestMakeInstall runs the README's make install into a DESTDIR, and the
+// installed commands' --version.
+func TestMakeInstall(t *testing.T) {
+	if os.Getenv("PODSAPI_DOCS_CHECK") == "" {
+		t.Skip("runs make install: make docs-check (PODSAPI_DOCS_CHECK=1)")
+	}
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dest := t.TempDir()
+	install := exec.Command("make", "--no-print-directory", "install", "PREFIX=/usr/local", "DESTDIR="+dest)
+	install.Dir = root
+	if out, err := install.CombinedOutput(); err != nil {
+		t.Fatalf("make install: %v\n%s", err, out)
+	}
+	for _, c := range []string{"podsapi-server", "podsapi-conformance", "podsctl"} {
+		out, err := exec.Command(filepath.Join(dest, "usr/local/bin", c), "--version").CombinedOutput()
+		if err != nil || !strings.HasPrefix(string(out), c+" ") || strings.Contains(string(out), "unknown") {
+			t.Errorf("%s --version: %v, %q; want its name and the version make build stamps", c, err, out)
+		}
+	}
+}
