@@ -24,27 +24,38 @@ const blockTimeout = 3 * time.Minute
 
 // skips are the blocks that do not run here, by file and first command
 // line (a prefix of it), with the reason.
-var skips = []struct{ file, first, why string }{
-	{"README.md", "make run ", "make run serves until interrupted and make test is CI itself: TestMakeRun runs make run"},
-	{"README.md", "make image ", "builds both images (minutes of CPU) and needs a kind cluster: CI runs make image image-check"},
-	{"README.md", "make install PREFIX=/usr/local", "installs system-wide: TestMakeInstall installs into a DESTDIR"},
-	{"README.md", "make conformance ", "the whole suite, twice: CI runs make conformance"},
-	{"README.md", "bin/podsapi-conformance --endpoint unix:///run/my-impl/pods.sock", "the socket of another implementation"},
-	{"docs/api.md", "grpcurl -plaintext -unix -H 'x-kubernetes-fieldmask: status.phase' $S kubelet.pods.v1alpha1.Pods/WatchPods", "a watch streams until interrupted"},
-	{"docs/api.md", "make examples ", "needs node, npm and Debian packages it installs: CI runs make examples"},
-	{"docs/api.md", "make protodeps", "make examples runs these steps, with npm"},
-	{"docs/api.md", "sudo apt-get install", "installs Debian packages: make examples runs these steps"},
-	{"docs/benchmarks.md", "make bench ", "six minutes of both cores: never in a test"},
-	{"docs/conformance.md", "make build", "the whole suite: CI runs make conformance"},
-	{"docs/conformance.md", "podsapi-conformance --endpoint unix:///run/my-agent/pods.sock", "the socket of another implementation"},
-	{"docs/conformance.md", "podsapi-conformance --wire kubelet", "needs a real kubelet: make conformance-kubelet runs it"},
-	{"docs/kubelet.md", "go run ./cmd/podsapi-conformance --wire kubelet", "needs a real kubelet: make conformance-kubelet runs it"},
-	{"docs/operators.md", "kubectl ", "needs a cluster"},
-	{"docs/profile.md", "go run ./cmd/bench", "a benchmark run with profiles"},
-	{"docs/reliability.md", "make test ", "make test is CI itself; make fuzz and make stress run in CI"},
-	{"docs/reliability.md", "mkdir /sys/fs/cgroup/memory/plim", "needs a cgroup v1 host"},
-	{"docs/server.md", "kind load image-archive", "needs a kind cluster and make image's archive"},
-	{"docs/server.md", "go tool -modfile=tools/go.mod crane push", "pushes to a registry"},
+var skips = []struct {
+	file, first, why string
+	// maybe marks an entry that may match no block: those of a file
+	// written on another branch, until the lead prunes them at merge.
+	maybe bool
+}{
+	// file, first command, why, maybe
+	{"README.md", "make run ", "make run serves until interrupted and make test is CI itself: TestMakeRun runs make run", false},
+	{"README.md", "make image ", "builds both images (minutes of CPU) and needs a kind cluster: CI runs make image image-check", false},
+	{"README.md", "make install PREFIX=/usr/local", "installs system-wide: TestMakeInstall installs into a DESTDIR", false},
+	{"README.md", "make conformance ", "the whole suite, twice: CI runs make conformance", false},
+	{"README.md", "bin/podsapi-conformance --endpoint unix:///run/my-impl/pods.sock", "the socket of another implementation", false},
+	{"docs/api.md", "grpcurl -plaintext -unix -H 'x-kubernetes-fieldmask: status.phase' $S kubelet.pods.v1alpha1.Pods/WatchPods", "a watch streams until interrupted", false},
+	{"docs/api.md", "make examples ", "needs node, npm and Debian packages it installs: CI runs make examples", false},
+	{"docs/api.md", "make protodeps", "make examples runs these steps, with npm", false},
+	{"docs/api.md", "sudo apt-get install", "installs Debian packages: make examples runs these steps", false},
+	{"docs/benchmarks.md", "make bench ", "six minutes of both cores: never in a test", false},
+	{"docs/conformance.md", "make build", "the whole suite: CI runs make conformance", false},
+	{"docs/conformance.md", "podsapi-conformance --endpoint unix:///run/my-agent/pods.sock", "the socket of another implementation", false},
+	{"docs/conformance.md", "podsapi-conformance --wire kubelet", "needs a real kubelet: make conformance-kubelet runs it", false},
+	{"docs/kubelet.md", "go run ./cmd/podsapi-conformance --wire kubelet", "needs a real kubelet: make conformance-kubelet runs it", false},
+	{"docs/operators.md", "kubectl ", "needs a cluster", true},
+	{"docs/operators.md", "kind ", "needs a kind cluster", true},
+	{"docs/operators.md", "ctr ", "needs a node with containerd", true},
+	{"docs/operators.md", "make image", "builds and pushes images: CI runs make image image-check", true},
+	{"docs/operators.md", "systemctl ", "needs systemd as init", true},
+	{"docs/operators.md", "sudo ", "changes the system", true},
+	{"docs/profile.md", "go run ./cmd/bench", "a benchmark run with profiles", false},
+	{"docs/reliability.md", "make test ", "make test is CI itself; make fuzz and make stress run in CI", false},
+	{"docs/reliability.md", "mkdir /sys/fs/cgroup/memory/plim", "needs a cgroup v1 host", false},
+	{"docs/server.md", "kind load image-archive", "needs a kind cluster and make image's archive", false},
+	{"docs/server.md", "go tool -modfile=tools/go.mod crane push", "pushes to a registry", false},
 }
 
 // block is a fenced block of a Markdown file.
@@ -266,10 +277,7 @@ func TestDocs(t *testing.T) {
 		}
 	}
 	for i, s := range skips {
-		if !used[i] {
-			if _, err := os.Stat(filepath.Join(e.root, s.file)); err != nil && s.file == "docs/operators.md" {
-				continue // written on another branch
-			}
+		if !used[i] && !s.maybe {
 			t.Errorf("skips: no block of %s starts with %q: remove it from the list", s.file, s.first)
 		}
 	}
