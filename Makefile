@@ -53,7 +53,7 @@ build: ## Build podsapi-server, podsapi-conformance and podsctl into bin/, stamp
 	go build -ldflags '$(LDFLAGS)' -o bin/ $(addprefix ./cmd/,$(COMMANDS))
 
 .PHONY: install
-install: build ## Install the three commands into $(DESTDIR)$(PREFIX)/bin (PREFIX=/usr/local by default).
+install: build ## Install the three commands into DESTDIR/PREFIX/bin (PREFIX=/usr/local by default, DESTDIR empty).
 	install -d '$(DESTDIR)$(PREFIX)/bin'
 	install -m 0755 $(addprefix bin/,$(COMMANDS)) '$(DESTDIR)$(PREFIX)/bin/'
 
@@ -137,7 +137,7 @@ test-grpcurl: ## Build the real grpcurl (pinned in tools/go.mod) into bin/ and r
 	PODSAPI_GRPCURL='$(CURDIR)/bin/grpcurl' go test -race -count=1 -timeout 10m -run 'RealGrpcurl' -v ./server
 
 .PHONY: docs-check
-docs-check: ## Run the shell blocks of the README and docs/ as written against a temporary server, and make run twice (internal/docscheck; CI runs it).
+docs-check: ## Run the shell blocks of the README and docs/ as written against a temporary server, make run twice and make install (internal/docscheck; CI runs it).
 	go build -modfile=tools/go.mod -o bin/grpcurl github.com/fullstorydev/grpcurl/cmd/grpcurl
 	PODSAPI_DOCS_CHECK=1 PODSAPI_GRPCURL='$(CURDIR)/bin/grpcurl' go test -count=1 -timeout 20m -v ./internal/docscheck
 
