@@ -19,8 +19,7 @@ RUN --mount=type=cache,target=/go/pkg/mod go mod download
 COPY . .
 RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
     CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH \
-    go build -trimpath -buildvcs=false -ldflags='-s -w' -o /out/ ./cmd/server ./cmd/podsctl ./cmd/conformance && \
-    mv /out/server /out/podsapi-server && mv /out/conformance /out/podsapi-conformance
+    go build -trimpath -buildvcs=false -ldflags='-s -w' -o /out/ ./cmd/podsapi-server ./cmd/podsctl ./cmd/podsapi-conformance
 
 # Nothing but the three binaries. The server runs as root: its socket is
 # root-only, like the kubelet's (see deploy/base/daemonset.yaml).
@@ -32,7 +31,7 @@ LABEL org.opencontainers.image.title=podsapi \
       org.opencontainers.image.source=https://github.com/podsapi/podsapi \
       org.opencontainers.image.version=$VERSION \
       org.opencontainers.image.revision=$REVISION \
-      org.opencontainers.image.licenses=NOASSERTION
+      org.opencontainers.image.licenses=Apache-2.0
 COPY --from=build /out/podsapi-server /podsapi-server
 COPY --from=build /out/podsctl /podsctl
 COPY --from=build /out/podsapi-conformance /podsapi-conformance

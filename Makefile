@@ -7,8 +7,23 @@ SHELL := /usr/bin/env bash -o pipefail
 SOCKET ?= /var/lib/kubelet/pods-api/pods-api.sock
 # MANIFESTS is the static pod manifest directory `make run` serves.
 MANIFESTS ?= examples/manifests
-# METRICS is the address `make run` serves Prometheus metrics on.
+# METRICS is the address `make run` serves Prometheus metrics on; empty
+# serves none.
 METRICS ?= 127.0.0.1:10265
+# NODE_NAME is the node `make run` says its pods run on: node-1, that of
+# the example manifests (and of the README's sample outputs).
+NODE_NAME ?= node-1
+
+# BUILD_VERSION is the version make build, make run and make image stamp
+# on the binaries (--version, podsctl version, the server's
+# X-Podsapi-Version header): git describe of the checkout.
+BUILD_VERSION ?= $(or $(shell git describe --tags --always --dirty 2>/dev/null),unknown)
+LDFLAGS := -X github.com/podsapi/podsapi/internal/version.Version=$(BUILD_VERSION)
+# PREFIX and DESTDIR are where make install puts the binaries:
+# $(DESTDIR)$(PREFIX)/bin.
+PREFIX ?= /usr/local
+DESTDIR ?=
+COMMANDS := podsapi-server podsapi-conformance podsctl
 
 BUF := go tool -modfile=tools/go.mod buf
 K8S_PROTOS := \
@@ -33,10 +48,23 @@ KUBELET_PROTO_GO := staging/src/$(KUBELET_PROTO)
 help: ## Describe the targets.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
+.PHONY: build
+build: ## Build podsapi-server, podsapi-conformance and podsctl into bin/, stamped with BUILD_VERSION (git describe).
+	go build -ldflags '$(LDFLAGS)' -o bin/ $(addprefix ./cmd/,$(COMMANDS))
+
+.PHONY: install
+install: build ## Install the three commands into DESTDIR/PREFIX/bin (PREFIX=/usr/local by default, DESTDIR empty).
+	install -d '$(DESTDIR)$(PREFIX)/bin'
+	install -m 0755 $(addprefix bin/,$(COMMANDS)) '$(DESTDIR)$(PREFIX)/bin/'
+
 .PHONY: run
-run: ## Build and run the server on the example manifests (SOCKET=..., MANIFESTS=..., METRICS=...).
-	go build -o bin/podsapi-server ./cmd/server
-	./bin/podsapi-server --manifest-dir "$(MANIFESTS)" --socket "$(SOCKET)" --metrics-address "$(METRICS)"
+run: ## Build and run the server on the example manifests (SOCKET=..., MANIFESTS=..., METRICS=..., NODE_NAME=...).
+	go build -ldflags '$(LDFLAGS)' -o bin/podsapi-server ./cmd/podsapi-server
+	@# The server names its flags when the socket or the metrics address is
+	@# taken; a make user changes the variables instead.
+	./bin/podsapi-server --manifest-dir "$(MANIFESTS)" --socket "$(SOCKET)" --metrics-address "$(METRICS)" --node-name "$(NODE_NAME)" || { \
+		rc=$$?; [ $$rc -ne 1 ] || echo "make run: if the socket or the metrics address is taken (another make run?), give this one its own:" \
+			"make run SOCKET=/tmp/pods-2.sock METRICS=127.0.0.1:10266 (METRICS= serves no metrics)" >&2; exit $$rc; }
 
 .PHONY: test
 test: ## Run go vet and every test with the race detector.
@@ -71,11 +99,11 @@ bench-micro: ## Run the Go micro-benchmarks of every package.
 .PHONY: conformance
 conformance: ## Run the conformance suite against our server, started and restarted by the runner, on both wires.
 	@mkdir -p build
-	go build -o bin/podsapi-server ./cmd/server
-	go run ./cmd/conformance \
+	go build -o bin/podsapi-server ./cmd/podsapi-server
+	go run ./cmd/podsapi-conformance \
 		--server-cmd 'bin/podsapi-server --socket {socket} --manifest-dir {manifests} --metrics-address {metrics} --watch-queue 16 --log-level warn' \
 		--features conformance/features/podsapi-server.yaml --junit build/conformance.xml --json build/conformance.json
-	go run ./cmd/conformance --wire kubelet \
+	go run ./cmd/podsapi-conformance --wire kubelet \
 		--server-cmd 'bin/podsapi-server --socket {socket} --manifest-dir {manifests} --metrics-address {metrics} --watch-queue 16 --log-level warn' \
 		--features conformance/features/podsapi-server-kubelet.yaml --known-failing conformance/features/podsapi-server-kubelet.known-failing \
 		--junit build/conformance-kubelet.xml --json build/conformance-kubelet.json
@@ -101,12 +129,17 @@ kube-bin: ## Build kube-apiserver and etcd (tools/kube) once, cached in KUBE_BIN
 
 .PHONY: test-apiserver
 test-apiserver: kube-bin ## Run the tests against a real kube-apiserver and etcd (started on loopback by the tests, stopped by PID).
-	PODSAPI_KUBE_BIN='$(KUBE_BIN)' go test -race -count=1 -timeout 20m -run 'APIServer' -v ./internal/kubetest ./source/apiserver ./cmd/server
+	PODSAPI_KUBE_BIN='$(KUBE_BIN)' go test -race -count=1 -timeout 20m -run 'APIServer' -v ./internal/kubetest ./source/apiserver ./cmd/podsapi-server
 
 .PHONY: test-grpcurl
 test-grpcurl: ## Build the real grpcurl (pinned in tools/go.mod) into bin/ and run FindPods through it over the socket (issue 22).
 	go build -modfile=tools/go.mod -o bin/grpcurl github.com/fullstorydev/grpcurl/cmd/grpcurl
 	PODSAPI_GRPCURL='$(CURDIR)/bin/grpcurl' go test -race -count=1 -timeout 10m -run 'RealGrpcurl' -v ./server
+
+.PHONY: docs-check
+docs-check: ## Run the shell blocks of the README and docs/ as written against a temporary server, make run twice and make install (internal/docscheck; CI runs it).
+	go build -modfile=tools/go.mod -o bin/grpcurl github.com/fullstorydev/grpcurl/cmd/grpcurl
+	PODSAPI_DOCS_CHECK=1 PODSAPI_GRPCURL='$(CURDIR)/bin/grpcurl' go test -count=1 -timeout 20m -v ./internal/docscheck
 
 .PHONY: bench-apiserver
 bench-apiserver: kube-bin ## Measure the API server's load, 10 and 50 agents direct or through podsapi, into internal/bench/apiserver.md (docs/benchmarks.md embeds it; about a minute).
@@ -232,16 +265,15 @@ IMAGE_PLATFORMS := linux/amd64 linux/arm64
 # REVISION and SOURCE_DATE_EPOCH (every timestamp of the image) come from git.
 REVISION ?= $(or $(shell git rev-parse HEAD 2>/dev/null),unknown)
 SOURCE_DATE_EPOCH ?= $(or $(shell git log -1 --format=%ct 2>/dev/null),0)
-# IMAGE_LICENSES is the SPDX expression of the licenses label; the
-# repository has no LICENSE file yet.
-IMAGE_LICENSES ?= NOASSERTION
+# IMAGE_LICENSES is the SPDX expression of the licenses label: that of
+# LICENSE and of the sources' SPDX headers.
+IMAGE_LICENSES ?= Apache-2.0
 
 .PHONY: image
 image: ## Build the OCI image archive build/podsapi-image.tar (linux/amd64, linux/arm64; podsapi-server, podsctl, podsapi-conformance) offline, without Docker.
 	@rm -rf build/image && set -e; for p in $(IMAGE_PLATFORMS); do \
 		d=build/image/$${p/\//_}; echo "go build $$p -> $$d"; \
-		CGO_ENABLED=0 GOOS=$${p%%/*} GOARCH=$${p#*/} go build -trimpath -ldflags='-s -w' -o $$d/ ./cmd/server ./cmd/podsctl ./cmd/conformance; \
-		mv $$d/server $$d/podsapi-server; mv $$d/conformance $$d/podsapi-conformance; \
+		CGO_ENABLED=0 GOOS=$${p%%/*} GOARCH=$${p#*/} go build -trimpath -ldflags='-s -w $(LDFLAGS)' -o $$d/ ./cmd/podsapi-server ./cmd/podsctl ./cmd/podsapi-conformance; \
 	done
 	go -C tools run ./imagebuild -ref '$(IMAGE)' -created '$(SOURCE_DATE_EPOCH)' \
 		-layout '$(CURDIR)/build/image/oci' -archive '$(CURDIR)/$(IMAGE_ARCHIVE)' \

@@ -62,13 +62,12 @@ func TestFieldMask(t *testing.T) {
 	c := startClient(t, newStore(false, pods...), server.Config{})
 	ctx := testCtx(t)
 	mask := client.WithFields("metadata.name", "status.phase", "status.podIPs")
-	check := func(name string, got, p *corev1.Pod, watch bool) {
+	check := func(name string, got, p *corev1.Pod) {
 		t.Helper()
 		w := &corev1.Pod{}
-		w.Name = p.Name
-		if watch { // watch events always carry namespace, name and uid
-			w.Namespace, w.UID = p.Namespace, p.UID
-		}
+		// Masked pods always carry namespace, name and uid, as watch
+		// events do.
+		w.Name, w.Namespace, w.UID = p.Name, p.Namespace, p.UID
 		w.Status.Phase = p.Status.Phase
 		w.Status.PodIPs = p.Status.PodIPs
 		if d := podDiff(got, w); d != "" {
@@ -81,13 +80,13 @@ func TestFieldMask(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, p := range list {
-		check("List", p, pods[i], false)
+		check("List", p, pods[i])
 	}
 	got, err := c.Get(ctx, pods[0].UID, mask)
 	if err != nil {
 		t.Fatal(err)
 	}
-	check("Get", got, pods[0], false)
+	check("Get", got, pods[0])
 	w, err := c.Watch(ctx, mask)
 	if err != nil {
 		t.Fatal(err)
@@ -98,7 +97,7 @@ func TestFieldMask(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		check("Watch", ev.Pod, pods[i], true)
+		check("Watch", ev.Pod, pods[i])
 	}
 }
 

@@ -129,7 +129,7 @@ func TestSelectorsOnOlderPodsapi(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 2 || got[0].Labels != nil || got[0].Name != "" || got[1].Status.Phase != corev1.PodRunning {
+	if len(got) != 2 || got[0].Labels != nil || got[0].Name != "web-1" || got[0].UID == "" || got[1].Status.Phase != corev1.PodRunning {
 		t.Fatalf("masked List = %+v, want the phases of web-1 and dns-0", got)
 	}
 	mw, err := c.Watch(ctx, masked...)

@@ -1,6 +1,9 @@
 package client
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // DefaultReadMaxBytes is the default limit of the size of a response
 // message: enough for a ListPods of tens of thousands of whole pods (a whole
@@ -47,8 +50,10 @@ type FieldsOption struct{ paths []string }
 // WithFields asks the server for only the given fields of the pods: a field
 // mask, sent in the x-kubernetes-fieldmask metadata. Paths are Kubernetes
 // JSON names such as "metadata.name", "status.phase" or "status.podIPs".
-// By default, and when paths is empty, the server returns whole pods. Watch
-// events always carry metadata.namespace, name and uid. On WireKubelet the
+// By default, and when paths is empty, the server returns whole pods. The
+// pods of List, Get, Watch and FindPods always carry metadata.namespace,
+// name and uid: the client adds them to the mask, as the server does for
+// watches. On WireKubelet the
 // client also applies the mask itself to the pods it receives, since a
 // kubelet ignores the metadata: the result is the same on either wire.
 func WithFields(paths ...string) FieldsOption {
@@ -67,9 +72,21 @@ func newCallOptions(opts []CallOption) callOptions {
 	return o
 }
 
-// header returns the field mask header value, or "" for no mask.
+// header returns the field mask header value, or "" for no mask. A mask
+// always keeps the pod's identity (identityPaths), as the server's watches
+// do: a listed or found pod names its namespace and UID whatever the mask.
 func (o callOptions) header() string {
-	return strings.Join(o.fields, ",")
+	if !slices.ContainsFunc(o.fields, func(f string) bool { return strings.Trim(f, " \t,") != "" }) {
+		// No path, or only empty elements, which the server refuses.
+		return strings.Join(o.fields, ",")
+	}
+	paths := slices.Clone(o.fields)
+	for _, p := range identityPaths {
+		if !slices.Contains(paths, p) {
+			paths = append(paths, p)
+		}
+	}
+	return strings.Join(paths, ",")
 }
 
 // SelectorOption is the option WithNamespace, WithLabelSelector and

@@ -49,7 +49,7 @@ func testSelectorsSameOnBothWires(t *testing.T, start func(t *testing.T, pods []
 		{"LabelsSet", []client.CallOption{client.WithLabelSelector("tier in (cache,db),!missing")}, []string{"default/web-2"}},
 		{"Fields", []client.CallOption{client.WithFieldSelector("metadata.name!=web-1,metadata.namespace=default")}, []string{"default/web-2"}},
 		{"HostNetwork", []client.CallOption{client.WithFieldSelector("spec.hostNetwork=false")}, []string{"default/web-1", "default/web-2", "kube-system/dns-0"}},
-		{"AllWithMask", []client.CallOption{client.WithNamespace("default"), client.WithLabelSelector("tier=web"), client.WithFieldSelector("metadata.name=web-1"), client.WithFields("metadata.name")}, []string{"/web-1"}},
+		{"AllWithMask", []client.CallOption{client.WithNamespace("default"), client.WithLabelSelector("tier=web"), client.WithFieldSelector("metadata.name=web-1"), client.WithFields("metadata.name")}, []string{"default/web-1"}},
 		{"Nothing", []client.CallOption{client.WithNamespace("nope")}, nil},
 	}
 	pair := start(t, selectorPods())

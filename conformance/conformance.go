@@ -26,10 +26,10 @@
 //
 // RunCases runs the suite and returns a Report; Run does the same inside a
 // Go test, one subtest per case. The podsapi-conformance command
-// (cmd/conformance) is the command-line runner.
+// (cmd/podsapi-conformance) is the command-line runner.
 package conformance
 
-//go:generate go run ../cmd/conformance --list --markdown --output CASES.md
+//go:generate go run ../cmd/podsapi-conformance --list --markdown --output CASES.md
 
 import (
 	"context"

@@ -487,7 +487,7 @@ var (
 )
 
 // serverFlags returns the flags of `podsapi-server --help`, built from
-// ../cmd/server.
+// ../cmd/podsapi-server.
 func serverFlags(t *testing.T) map[string]bool {
 	t.Helper()
 	helpOnce.Do(func() {
@@ -497,9 +497,9 @@ func serverFlags(t *testing.T) map[string]bool {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()
-		out, _ := exec.CommandContext(ctx, goTool, "run", "../cmd/server", "--help").CombinedOutput()
+		out, _ := exec.CommandContext(ctx, goTool, "run", "../cmd/podsapi-server", "--help").CombinedOutput()
 		if !bytes.Contains(out, []byte("Usage:")) {
-			helpErr = "go run ../cmd/server --help printed no usage:\n" + string(out)
+			helpErr = "go run ../cmd/podsapi-server --help printed no usage:\n" + string(out)
 			return
 		}
 		helpFlags = make(map[string]bool)

@@ -112,7 +112,7 @@ func expandArgs(args []string, vars, flags map[string]string) []string {
 	return out
 }
 
-// buildServer builds ../cmd/server into the test's temporary directory.
+// buildServer builds ../cmd/podsapi-server into the test's temporary directory.
 func buildServer(t *testing.T) string {
 	t.Helper()
 	goTool := filepath.Join(runtime.GOROOT(), "bin", "go")
@@ -122,8 +122,8 @@ func buildServer(t *testing.T) string {
 	bin := filepath.Join(t.TempDir(), "podsapi-server")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	if out, err := exec.CommandContext(ctx, goTool, "build", "-o", bin, "../cmd/server").CombinedOutput(); err != nil {
-		t.Fatalf("go build ../cmd/server: %v\n%s", err, out)
+	if out, err := exec.CommandContext(ctx, goTool, "build", "-o", bin, "../cmd/podsapi-server").CombinedOutput(); err != nil {
+		t.Fatalf("go build ../cmd/podsapi-server: %v\n%s", err, out)
 	}
 	return bin
 }

@@ -70,7 +70,7 @@ cleanup() {
 trap cleanup EXIT
 
 step "starting a temporary server on the example manifests"
-go build -o "$tmp/podsapi-server" ./cmd/server
+go build -o "$tmp/podsapi-server" ./cmd/podsapi-server
 go build -o "$tmp/podsctl" ./cmd/podsctl
 socket=$tmp/pods.sock
 "$tmp/podsapi-server" --socket "$socket" --manifest-dir examples/manifests --metrics-address '' \

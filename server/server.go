@@ -23,6 +23,7 @@ import (
 	"github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1/podsv1alpha1connect"
 	"github.com/podsapi/podsapi/gen/v1alpha1/v1alpha1connect"
 	"github.com/podsapi/podsapi/guard"
+	"github.com/podsapi/podsapi/internal/version"
 	"github.com/podsapi/podsapi/podcgroup"
 	"github.com/podsapi/podsapi/server/internal/transport"
 	"github.com/podsapi/podsapi/service"
@@ -142,7 +143,7 @@ func New(st Store, cfg Config) (*Server, error) {
 		store:     st,
 		transport: tr,
 		listener:  tr.Listen(l),
-		http:      tr.Server(mux),
+		http:      tr.Server(withVersion(mux, version.Get())),
 		health:    h,
 		shutdown:  shutdown,
 	}
@@ -160,6 +161,16 @@ func New(st Store, cfg Config) (*Server, error) {
 		}
 	}
 	return s, nil
+}
+
+// withVersion returns h with the header version.Header set to v on every
+// response: a client learns the server's version from any call (podsctl
+// version from a health check), without an RPC of its own.
+func withVersion(h http.Handler, v string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set(version.Header, v)
+		h.ServeHTTP(w, r)
+	})
 }
 
 // socketOptions returns the permissions of the socket.

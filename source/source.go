@@ -95,7 +95,7 @@ func (o *Options) SetBackoff(minWait, maxWait time.Duration) {
 // Registration offers a source on podsapi-server's command line: --source
 // chooses it by Name, and it is configured by the flags Flags defines. A new
 // source is its package, with its Registration, plus one line in the list
-// of cmd/server.
+// of cmd/podsapi-server.
 type Registration struct {
 	// Name is the value of --source that chooses the source.
 	Name string

@@ -49,6 +49,8 @@ func hint(err error) string {
 		return "find takes a PID, a container ID, an IP, a cgroup (a line of /proc/PID/cgroup) or --self"
 	case errors.Is(err, client.ErrNotFound):
 		return "podsctl list -o wide shows the pods of this node with their UIDs; get takes a UID or NAMESPACE/NAME"
+	case errors.Is(err, client.ErrInvalidSelector):
+		return "selectors take Kubernetes syntax (app=web,tier!=cache; status.phase=Running); --field-selector fields: " + strings.Join(client.SelectableFields, ", ")
 	case connect.CodeOf(err) == connect.CodeInvalidArgument:
 		return "field paths are the fields of a pod, as in kubectl get pod -o json (metadata.name,status.phase)"
 	case connect.CodeOf(err) == connect.CodeUnimplemented:

@@ -153,7 +153,7 @@ func TestHelpExamples(t *testing.T) {
 				args = slices.Delete(slices.Clone(args), i, i+2)
 			}
 			if i := slices.Index(args, "watch"); i >= 0 {
-				args = slices.Clone(args)
+				args = slices.DeleteFunc(slices.Clone(args), func(a string) bool { return a == "--once" })
 				args[i] = "list"
 			}
 			stdout, stderr, code := run(t, slices.Concat(global, args)...)

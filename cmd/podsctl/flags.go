@@ -12,6 +12,7 @@ import (
 
 	"github.com/podsapi/podsapi/client"
 	"github.com/podsapi/podsapi/client/printer"
+	"github.com/podsapi/podsapi/fieldmask"
 )
 
 // socketEnv names the environment variable that sets the default socket.
@@ -24,6 +25,7 @@ type options struct {
 	fields    string
 	output    string
 	namespace string
+	allNS     bool
 	selector  string
 	fieldSel  string
 
@@ -55,16 +57,32 @@ func (o *options) addOutputFlags(cmd *cobra.Command) {
 	}
 	fs.StringVarP(&o.output, "output", "o", "table", "output format: "+strings.Join(names, ", "))
 	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(names, cobra.ShellCompDirectiveNoFileComp))
-	_ = cmd.RegisterFlagCompletionFunc("fields", cobra.NoFileCompletions)
+	_ = cmd.RegisterFlagCompletionFunc("fields", completeFields)
+}
+
+// completeFields completes the last path of --fields with the fields of a
+// pod (fieldmask.Complete), keeping the paths before it.
+func completeFields(_ *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	head, last := "", toComplete
+	if i := strings.LastIndexByte(toComplete, ','); i >= 0 {
+		head, last = toComplete[:i+1], toComplete[i+1:]
+	}
+	var out []cobra.Completion
+	for _, p := range fieldmask.Complete(strings.TrimSpace(last)) {
+		out = append(out, head+p)
+	}
+	// No space after a path: the user may go on with "." or ",".
+	return out, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveNoSpace
 }
 
 // addFilterFlags adds --namespace, --selector and --field-selector.
 func (o *options) addFilterFlags(cmd *cobra.Command) {
 	fs := cmd.Flags()
 	fs.StringVarP(&o.namespace, "namespace", "n", "", "only the pods of this namespace")
+	fs.BoolVarP(&o.allNS, "all-namespaces", "A", false, "the pods of every namespace, as kubectl -A (the default without --namespace)")
 	fs.StringVarP(&o.selector, "selector", "l", "", "only the pods matching this label selector,\nsuch as app.kubernetes.io/name=web or 'app.kubernetes.io/name in (web, redis),app.kubernetes.io/component!=cache'")
 	fs.StringVar(&o.fieldSel, "field-selector", "", "only the pods matching this field selector, such as status.phase=Running,spec.restartPolicy!=Never;\nfields: "+strings.Join(client.SelectableFields, ", "))
-	_ = cmd.RegisterFlagCompletionFunc("namespace", cobra.NoFileCompletions)
+	_ = cmd.RegisterFlagCompletionFunc("namespace", o.completeNamespaces)
 	_ = cmd.RegisterFlagCompletionFunc("selector", cobra.NoFileCompletions)
 	_ = cmd.RegisterFlagCompletionFunc("field-selector", cobra.NoFileCompletions)
 }
@@ -78,6 +96,9 @@ func (o *options) selectors() []client.CallOption {
 // complete checks the flags and computes what they imply.
 func (o *options) complete() error {
 	var err error
+	if o.allNS && o.namespace != "" {
+		return usageError{error: fmt.Errorf("--all-namespaces (-A) and --namespace %s exclude each other", o.namespace)}
+	}
 	if o.format, err = printer.ParseFormat(o.output); err != nil {
 		return usageError{error: err}
 	}

@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/podsapi/podsapi/client"
+	"github.com/podsapi/podsapi/internal/version"
 )
 
 // app is one run of podsctl.
@@ -46,7 +48,9 @@ func (a *app) command() *cobra.Command {
 	root.SetErr(a.stderr)
 	a.o.addGlobalFlags(root)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{error: err} })
-	root.AddCommand(a.listCommand(), a.getCommand(), a.watchCommand(), a.findCommand())
+	root.AddCommand(a.listCommand(), a.getCommand(), a.watchCommand(), a.findCommand(), a.versionCommand())
+	root.Version = version.Get()
+	root.SetVersionTemplate("podsctl {{.Version}}\n")
 	root.InitDefaultCompletionCmd()
 	if comp, _, err := root.Find([]string{"completion"}); err == nil && comp != root {
 		// cobra's completion command prints its help, with exit 0, when
@@ -135,6 +139,7 @@ shows both.`,
 }
 
 func (a *app) watchCommand() *cobra.Command {
+	var wo watchOptions
 	cmd := &cobra.Command{
 		Use:   "watch [flags]",
 		Short: "Print the pods, then every change",
@@ -142,7 +147,18 @@ func (a *app) watchCommand() *cobra.Command {
 prefixed with the event (ADDED, MODIFIED, DELETED, and SYNCED after the
 initial pods), {type, object} documents in JSON or YAML, or "TYPE pod/NAME"
 lines. A pod that starts or stops matching --namespace, --selector or
---field-selector is ADDED or DELETED, as with kubectl get --watch.`,
+--field-selector is ADDED or DELETED, as with kubectl get --watch.
+
+The watch outlives the server: when it ends after SYNCED (a restart or a
+rollout of the server, a watch dropped for falling behind), podsctl says so
+on stderr and watches again with backoff (200ms doubling to 30s), resuming
+from the last revision it was sent, so that it prints only what changed
+meanwhile; when the server cannot resume (it restarted, or it is a kubelet)
+podsctl reads a new snapshot and prints the differences from what it showed
+(DELETED, MODIFIED, ADDED), never a pod twice. --once ends at the first
+error instead (exit 1). Errors before SYNCED, and those that watching again
+cannot mend (an invalid selector or field mask, a denied user), end it
+either way.`,
 		Example: `  # Every change of every pod
   podsctl watch
 
@@ -150,13 +166,19 @@ lines. A pod that starts or stops matching --namespace, --selector or
   podsctl watch -l app.kubernetes.io/name=web -o name
 
   # The pods of namespace shop, as JSON documents
-  podsctl watch -n shop -o json`,
+  podsctl watch -n shop -o json
+
+  # Until the server goes away, as before podsctl watched again
+  podsctl watch --once`,
 		Args:              noArgs,
 		ValidArgsFunction: cobra.NoFileCompletions,
-		RunE:              a.run(func(ctx context.Context, _ []string) error { return runWatch(ctx, &a.o, a.stdout) }),
+		RunE: a.run(func(ctx context.Context, _ []string) error {
+			return runWatch(ctx, &a.o, wo, a.stdout, a.stderr)
+		}),
 	}
 	a.o.addOutputFlags(cmd)
 	a.o.addFilterFlags(cmd)
+	cmd.Flags().BoolVar(&wo.once, "once", false, "end at the first error (the server restarting, the watch dropped) instead of watching again")
 	return cmd
 }
 
@@ -173,6 +195,29 @@ func podArg(_ *cobra.Command, args []string) error {
 
 // completionTimeout bounds the List a shell completion makes.
 const completionTimeout = 5 * time.Second
+
+// completeNamespaces completes --namespace with the namespaces of the
+// node's pods.
+func (o *options) completeNamespaces(cmd *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	c, err := o.dial()
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveError
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(cmd.Context(), completionTimeout)
+	defer cancel()
+	pods, err := c.List(ctx, client.WithFields(identityFields...))
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveError
+	}
+	var out []cobra.Completion
+	for _, p := range pods { // sorted by namespace
+		if strings.HasPrefix(p.Namespace, toComplete) && !slices.Contains(out, p.Namespace) {
+			out = append(out, p.Namespace)
+		}
+	}
+	return out, cobra.ShellCompDirectiveNoFileComp
+}
 
 // completePods completes get's argument with the NAMESPACE/NAME of the
 // node's pods, described by their UIDs.

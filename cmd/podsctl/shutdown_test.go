@@ -36,7 +36,7 @@ func TestKubeletShutdownHint(t *testing.T) {
 	go func() { defer close(served); _ = srv.Serve(l) }()
 	t.Cleanup(func() { srv.Stop(); <-served })
 
-	_, stderr, code := run(t, "watch", "--wire", "kubelet", "--socket", socket)
+	_, stderr, code := run(t, "watch", "--once", "--wire", "kubelet", "--socket", socket)
 	if code != 1 {
 		t.Fatalf("exit %d, want 1; stderr %q", code, stderr)
 	}

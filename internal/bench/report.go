@@ -308,6 +308,48 @@ func targetTable(r *Results) string {
 	return sb.String()
 }
 
+// writeSummary ends the output of a run with what it met and where its
+// report went, so that the last screen of make bench-quick says both.
+func writeSummary(w io.Writer, r *Results, o Options) {
+	count := map[string]int{}
+	var missed []string
+	for _, t := range r.Targets {
+		count[t.Status]++
+		if t.Status == "MISSED" {
+			missed = append(missed, t.Name)
+		}
+	}
+	fmt.Fprintf(w, "\nSummary: %d of %d targets met", count["MET"], len(r.Targets))
+	if n := count["MISSED"]; n > 0 {
+		fmt.Fprintf(w, ", %d missed", n)
+	}
+	if n := count["NOT MEASURED"]; n > 0 {
+		fmt.Fprintf(w, ", %d not measured", n)
+	}
+	fmt.Fprintf(w, " (%.0f s", r.Seconds)
+	if len(r.Errors) > 0 {
+		fmt.Fprintf(w, ", %d measurements failed", len(r.Errors))
+	}
+	fmt.Fprintln(w, ").")
+	if len(missed) > 0 {
+		fmt.Fprintf(w, "Missed: %s.\n", strings.Join(missed, "; "))
+		if o.Quick {
+			fmt.Fprintln(w, "Quick runs use small sizes on a shared machine: a missed target is a hint, make bench measures it.")
+		}
+	}
+	var files []string
+	for _, f := range []struct{ what, path string }{{"report", o.MD}, {"results", o.JSON}, {"plot", o.SVG}} {
+		if f.path != "" {
+			files = append(files, f.what+" "+f.path)
+		}
+	}
+	if len(files) > 0 {
+		fmt.Fprintf(w, "Written: %s.\n", strings.Join(files, ", "))
+	} else {
+		fmt.Fprintln(w, "No report written (--md, --json, --svg).")
+	}
+}
+
 // writeTable prints the results.
 func writeTable(w io.Writer, r *Results) {
 	fmt.Fprintf(w, "\n## ListPods / GetPod (closed loop; ×A, ×B, ×floor = ours ÷ baseline, below 1 is better)\n\n%s", requestTable(r))

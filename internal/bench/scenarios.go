@@ -341,6 +341,7 @@ func runBench(ctx context.Context, o Options, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
+	writeSummary(stdout, res, o)
 	if len(res.Errors) > 0 {
 		return fmt.Errorf("%d measurements failed: %s", len(res.Errors), strings.Join(res.Errors, "; "))
 	}

@@ -67,7 +67,7 @@ func TestPodsapiOverKubelet(t *testing.T) {
 func buildServer(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "podsapi-server")
-	cmd := exec.Command("go", "build", "-o", bin, "github.com/podsapi/podsapi/cmd/server")
+	cmd := exec.Command("go", "build", "-o", bin, "github.com/podsapi/podsapi/cmd/podsapi-server")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}

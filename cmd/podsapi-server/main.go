@@ -26,6 +26,7 @@ import (
 
 	"github.com/podsapi/podsapi/internal/loglimit"
 	"github.com/podsapi/podsapi/internal/memlimit"
+	"github.com/podsapi/podsapi/internal/version"
 	"github.com/podsapi/podsapi/podcgroup"
 	"github.com/podsapi/podsapi/server"
 	"github.com/podsapi/podsapi/service"
@@ -69,10 +70,8 @@ const minProgressInterval = time.Second
 type usageError struct{ error }
 
 // Run parses args, serves until ctx is done, and returns what stopped it.
-// Logs go to stderr; stdout is unused but kept for symmetry with other
-// commands.
+// Logs go to stderr; stdout takes only what --version prints.
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	_ = stdout
 	fs := flag.NewFlagSet("podsapi-server", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	hostname, _ := os.Hostname()
@@ -117,6 +116,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		maxPodBytes = fs.Int("max-pod-bytes", store.DefaultMaxPodBytes, "largest encoding of one pod taken from the source (the API server's object limit by default); a larger pod is refused, logged and counted (podsapi_pods_too_large_total), never served; negative takes any size")
 		historyMem  = fs.Int64("watch-history-bytes", store.DefaultHistoryBytes, "bytes (pod encodings and overhead) the kept changes may hold; negative keeps none")
 		logLevel    = fs.String("log-level", "info", "log level: debug, info, warn or error")
+		showVersion = fs.Bool("version", false, "print the version and exit")
 
 		deletedRetain = fs.Duration("deleted-pod-retention", store.DefaultDeletedRetention, "how long a deleted pod stays findable by FindPods with include_deleted; negative keeps none")
 		deletedPods   = fs.Int("max-deleted-pods", store.DefaultDeletedPods, "deleted pods kept findable at once; the oldest deletions go first; negative keeps none")
@@ -128,7 +128,8 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			"       podsapi-server --source kubelet-http [--kubelet-url URL] [flags]\n"+
 			"       podsapi-server --source kubelet-grpc --source-socket PATH --socket OTHER_PATH [flags]\n"+
 			"       podsapi-server --source apiserver [--kubeconfig PATH] --node-name NODE [flags]\n"+
-			"       podsapi-server probe [--socket PATH] [--serving]\n\n"+
+			"       podsapi-server probe [--socket PATH] [--serving]\n"+
+			"       podsapi-server --version\n\n"+
 			"Serves the Kubelet Pods API on a UNIX socket.\n\n"+
 			"For every numeric flag, 0 means the default shown; a negative value turns the\n"+
 			"limit or timeout off where the flag says so, and is refused elsewhere.\n\nFlags:\n")
@@ -139,6 +140,10 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		return usageError{err}
+	}
+	if *showVersion {
+		fmt.Fprintln(stdout, version.String("podsapi-server"))
+		return nil
 	}
 	cfg.NoKubeletWire = !*kubeletWire
 	switch {
@@ -191,7 +196,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("%w (choose another --socket or --metrics-address)", err)
 	}
 	l := cfg.Limits
-	logger.Info("serving the Pods API",
+	logger.Info("serving the Pods API", "version", version.Get(),
 		"socket", srv.SocketPath(), "metrics", addrString(srv.MetricsAddr()), "source", src.Name(), "node", *nodeName,
 		"qps", l.QPS, "burst", l.Burst, "watchQueue", cfg.Watch.Queue,
 		"allowedUIDs", fs.Lookup("allowed-uids").Value.String(), "allowedGIDs", fs.Lookup("allowed-gids").Value.String(),

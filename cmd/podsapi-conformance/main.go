@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/podsapi/podsapi/conformance"
+	"github.com/podsapi/podsapi/internal/version"
 )
 
 func main() {
@@ -72,6 +73,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		list         = fs.Bool("list", false, "list the cases and exit")
 		markdown     = fs.Bool("markdown", false, "with --list: write the catalogue as Markdown")
 		output       = fs.String("output", "", "with --list: write to this file instead of stdout")
+		showVersion  = fs.Bool("version", false, "print the version of the runner and of the suite, and exit")
 		verbose      = fs.Bool("v", false, "verbose: print the cases' logs and the implementation's output")
 		caseTimeout  = fs.Duration("case-timeout", 60*time.Second, "bound of each case")
 		eventTimeout = fs.Duration("event-timeout", 20*time.Second, "bound of each call and of the wait for each expected watch event; what the implementation failed to do within it fails the later cases that need it at once")
@@ -86,6 +88,10 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments: %q", fs.Args())
+	}
+	if *showVersion {
+		fmt.Fprintf(stdout, "%s, suite %s\n", version.String("podsapi-conformance"), conformance.Version)
+		return nil
 	}
 	if *list {
 		w := stdout

@@ -162,7 +162,7 @@ func TestServerCmd(t *testing.T) {
 		t.Skip("builds and runs podsapi-server")
 	}
 	bin := filepath.Join(t.TempDir(), "podsapi-server")
-	build := exec.Command("go", "build", "-o", bin, "../server")
+	build := exec.Command("go", "build", "-o", bin, "../podsapi-server")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
