@@ -2,8 +2,10 @@ package guard
 
 import (
 	"context"
+	"errors"
 
 	"connectrpc.com/connect"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 
 	"github.com/podsapi/podsapi/errinfo"
 )
@@ -43,9 +45,25 @@ func refusal(err error) bool {
 	case connect.CodeInvalidArgument, connect.CodeFailedPrecondition:
 		return true
 	case connect.CodeResourceExhausted:
-		return errinfo.Reason(err) != errinfo.FellBehind
+		return reason(err) != errinfo.FellBehind
 	}
 	return false
+}
+
+// reason returns the reason of the ErrorInfo of err, an error the server
+// built (errinfo.Reason reads those a client received).
+func reason(err error) string {
+	var ce *connect.Error
+	if !errors.As(err, &ce) {
+		return ""
+	}
+	for _, d := range ce.Details() {
+		v, derr := d.Value()
+		if info, ok := v.(*errdetails.ErrorInfo); derr == nil && ok && info.GetDomain() == errinfo.Domain {
+			return info.GetReason()
+		}
+	}
+	return ""
 }
 
 // sentConn records whether a message was sent on its stream.

@@ -157,7 +157,8 @@ type watchMasks struct {
 }
 
 // acquire counts a watch of client with the mask of key, or returns the
-// error that refuses it; the function it returns uncounts the watch.
+// error that refuses it; the function it returns uncounts the watch (once,
+// however often it is called).
 func (m *watchMasks) acquire(client, key string) (func(), error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -179,7 +180,8 @@ func (m *watchMasks) acquire(client, key string) (func(), error) {
 		m.all[key]++
 	}
 	masks[key]++
-	return func() { m.release(client, key) }, nil
+	var once sync.Once
+	return func() { once.Do(func() { m.release(client, key) }) }, nil
 }
 
 // release uncounts a watch of client with the mask of key.
