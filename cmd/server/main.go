@@ -179,7 +179,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	cfg.Logger, cfg.Registry = logger, reg
-	src, err := srcFlags.newSource(fs, source.Env{NodeName: *nodeName, Socket: cfg.Socket, Logger: logger, Registerer: reg})
+	src, err := srcFlags.newSource(fs, source.Env{NodeName: *nodeName, Socket: cfg.Socket, MaxPodBytes: *maxPodBytes, Logger: logger, Registerer: reg})
 	if err != nil {
 		return usageError{err}
 	}
