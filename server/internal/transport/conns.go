@@ -33,7 +33,7 @@ type connListener struct {
 	max      int64
 	peerCred func(net.Conn) (socket.Cred, error) // nil: no credentials (metrics)
 	// cgroup reads a peer's cgroup file, which names it (guard.Peer.Client).
-	cgroup func(ctx context.Context, pid int32) (string, error)
+	cgroup   func(ctx context.Context, pid int32) (string, error)
 	open     atomic.Int64
 	rejected prometheus.Counter
 	shed     prometheus.Counter
