@@ -317,6 +317,7 @@ func runRootAttacker(args []string, stdin io.Reader, stdout io.Writer) error {
 			cl, closeConns = newClient(*sock, connect.WithCodec(discardCodec{}))
 			closers = append(closers, closeConns)
 		}
+		cl := cl
 		wg.Go(func() {
 			s, err := cl.WatchPods(actx, connect.NewRequest(&podsv1alpha1.PodWatchRequest{}))
 			if err != nil {

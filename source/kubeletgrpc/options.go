@@ -9,7 +9,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/podsapi/podsapi/source"
-	"github.com/podsapi/podsapi/store"
 )
 
 // DefaultSocket is the socket of the kubelet's Pods API when WithSocket is
@@ -26,11 +25,11 @@ const (
 	// event's type and framing, with a wide margin.
 	EventSlack = 64 << 10
 	// DefaultReadMaxBytes is the largest WatchPods event accepted: the
-	// largest pod the store takes by default (the API server's object
-	// limit, store.DefaultMaxPodBytes) plus EventSlack. A larger event
-	// carries a pod the store would refuse anyway; it ends the stream
-	// before it is read whole.
-	DefaultReadMaxBytes = store.DefaultMaxPodBytes + EventSlack
+	// largest pod the store takes by default (1.5 MiB, the API server's
+	// object limit, as store.DefaultMaxPodBytes: a source does not import
+	// the store) plus EventSlack. A larger event carries a pod the store
+	// would refuse anyway; it ends the stream before it is read whole.
+	DefaultReadMaxBytes = 3<<19 + EventSlack
 	// AnyPodReadMaxBytes is the largest WatchPods event accepted when the
 	// store takes pods of any size (WithMaxPodBytes of a negative value).
 	AnyPodReadMaxBytes = 256 << 20
