@@ -3,9 +3,11 @@ package server_test
 import (
 	"context"
 	"net"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"connectrpc.com/connect"
 	"github.com/prometheus/client_golang/prometheus"
@@ -103,6 +105,41 @@ func TestRootClientsToldApart(t *testing.T) {
 	for client, want := range map[string]float64{attacker: share, victim: share} {
 		if got := metricValue(t, reg, "podsapi_client_watches", map[string]string{"client": client}); got != want {
 			t.Errorf("podsapi_client_watches{client=%q} = %v, want %v", client, got, want)
+		}
+	}
+}
+
+// TestRootClientsPendingShares: a root client in a systemd unit holding
+// every call its share of calls waiting for their request allows leaves
+// another root client, in a pod, its own share: the pod's calls are served
+// while the unit's streams are held (before: the same UID, the pod's calls
+// were refused TOO_MANY_PENDING_CALLS for the read timeout).
+func TestRootClientsPendingShares(t *testing.T) {
+	const limit = 10
+	f := start(t, server.Config{
+		Limits:    server.LimitsConfig{MaxPendingPerUID: limit},
+		Transport: server.TransportConfig{RequestReadTimeout: time.Hour},
+		Hooks: rootClients(
+			"0::/system.slice/attacker.service\n",
+			"0::/kubepods.slice/kubepods-pod0b7e1f6c_1111_4222_8333_444455556666.slice/cri-containerd-0123abcd.scope\n",
+		),
+	}, false, samplePods()...)
+	// The attacker's connection is accepted first; one more held stream
+	// than its share shows the share is full.
+	c := dialH2(t, f.socket)
+	for range limit + 1 {
+		c.open("/grpc.health.v1.Health/Check")
+	}
+	ends, _ := c.readUntil(func(ends map[uint32]streamEnd, _, _ bool) bool { return len(ends) == 1 })
+	for id, end := range ends {
+		if end.status != strconv.Itoa(int(connect.CodeResourceExhausted)) {
+			t.Fatalf("the attacker's held stream %d beyond its share ended %+v, want RESOURCE_EXHAUSTED", id, end)
+		}
+	}
+	v := clientKinds[0].dial(t, f.socket)
+	for i := range 3 {
+		if _, err := v.List(ctx(t), nil); err != nil {
+			t.Fatalf("victim's ListPods %d while the attacker holds its share of waiting calls: %v", i, err)
 		}
 	}
 }
