@@ -238,7 +238,7 @@ func newGuards(cfg Config, st Store) guard.Guards {
 	}
 	cfg.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "podsapi_rate_limit_delayed",
-		Help: "Number of calls refused by a rate limit and waiting --rate-limit-delay before their answer.",
+		Help: "Number of calls refused by a rate limit, and of watches refused before their first message, waiting --rate-limit-delay before their answer.",
 	}, func() float64 { return float64(g.Tarpit.Waiting()) }))
 	cfg.Registry.MustRegister(guard.NewClientWatches(g.Watches))
 	cfg.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
