@@ -85,9 +85,15 @@ const (
 	CallerUnknown = "CALLER_UNKNOWN"
 	// ShuttingDown (UNAVAILABLE): the server is shutting down; reconnect.
 	ShuttingDown = "SHUTTING_DOWN"
-	// TooManyPending (RESOURCE_EXHAUSTED): too many calls of the client's
-	// UID are waiting for their request. Metadata "limit".
+	// TooManyPending (RESOURCE_EXHAUSTED): too many calls of the client
+	// (its pod, systemd unit or UID) are waiting for their request.
+	// Metadata "limit" and "client".
 	TooManyPending = "TOO_MANY_PENDING_CALLS"
+	// TooManyMasks (RESOURCE_EXHAUSTED): the client's watches, or the
+	// server's, already use as many distinct field masks as they may: watch
+	// with a mask already in use, or close a watch. Metadata "limit" and,
+	// for the client's share, "client".
+	TooManyMasks = "TOO_MANY_MASKS"
 	// RequestTimeout (DEADLINE_EXCEEDED): the request did not arrive in
 	// time. Metadata "timeout".
 	RequestTimeout = "REQUEST_TIMEOUT"

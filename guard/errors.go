@@ -51,9 +51,9 @@ func errPermissionDenied(p *Peer) error {
 }
 
 // errTooManyClientWatches is returned for a watch beyond the share of open
-// watches of one peer UID.
-func errTooManyClientWatches(uid uint32, limit int) error {
+// watches of one client.
+func errTooManyClientWatches(client string, p *Peer, limit int) error {
 	return errinfo.New(connect.CodeResourceExhausted, errinfo.TooManyWatches,
-		fmt.Errorf("uid %d has too many watches open (limit %d per client): close some, or share one watch", uid, limit),
-		map[string]string{"limit": strconv.Itoa(limit), "uid": strconv.FormatUint(uint64(uid), 10)})
+		fmt.Errorf("client %s (uid %d) has too many watches open (limit %d per client): close some, or share one watch", client, peerUID(p), limit),
+		map[string]string{"limit": strconv.Itoa(limit), "uid": strconv.FormatUint(uint64(peerUID(p)), 10), "client": client})
 }

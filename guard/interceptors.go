@@ -22,6 +22,7 @@ type Named struct {
 
 // The names of the guards' interceptors, in the order Chain returns them.
 const (
+	NameWatchTarpit     = "watch-tarpit"
 	NameReadiness       = "readiness"
 	NameClientRateLimit = "client-rate-limit"
 	NameRateLimit       = "rate-limit"
@@ -40,24 +41,30 @@ type Guards struct {
 	// Limiter is the rate limit shared by ListPods and GetPod of both
 	// wires.
 	Limiter Limiter
-	// Tarpit delays the answers to calls refused by PerClient or Limiter.
+	// Tarpit delays the answers to calls refused by PerClient or Limiter,
+	// and those of watches refused before their first message.
 	Tarpit *Tarpit
 	// Watches bounds the watches open at once.
 	Watches *WatchLimit
 }
 
-// Chain returns the interceptors of g, outermost first: readiness (FAILED_PRECONDITION until the sources have
+// Chain returns the interceptors of g, outermost first: the tarpit of
+// refused watches (which also delays the refusals of the interceptors after
+// the chain, such as an invalid field mask), readiness (FAILED_PRECONDITION until the sources have
 // synced), the per-client and then the shared rate limit on unary calls
 // (RESOURCE_EXHAUSTED after the delay of the tarpit; WatchPods is exempt) and
 // the limit of open watches (RESOURCE_EXHAUSTED).
 func Chain(g Guards) []Named {
 	var is []Named
+	if g.Tarpit != nil {
+		is = append(is, Named{NameWatchTarpit, watchTarpit{g.Tarpit}})
+	}
 	if g.Ready != nil {
 		is = append(is, Named{NameReadiness, readiness(g.Ready)})
 	}
 	if g.PerClient != nil {
 		is = append(is, Named{NameClientRateLimit, rateLimit(g.Tarpit, errClientRateLimited,
-			func(ctx context.Context) bool { return g.PerClient.Allow(PeerFrom(ctx)) })})
+			func(ctx context.Context) bool { return g.PerClient.Allow(ctx, PeerFrom(ctx)) })})
 	}
 	if g.Limiter != nil {
 		is = append(is, Named{NameRateLimit, rateLimit(g.Tarpit, errRateLimited,
@@ -81,10 +88,11 @@ func (w watchLimit) WrapStreamingClient(next connect.StreamingClientFunc) connec
 func (w watchLimit) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
 	return func(ctx context.Context, conn connect.StreamingHandlerConn) error {
 		p := PeerFrom(ctx)
-		if err := w.limit.acquire(p); err != nil {
+		client := p.Client(ctx)
+		if err := w.limit.acquire(client, p); err != nil {
 			return err
 		}
-		defer w.limit.release(p)
+		defer w.limit.release(client)
 		return next(ctx, conn)
 	}
 }

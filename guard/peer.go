@@ -25,6 +25,12 @@ type Peer struct {
 	UID    uint32
 	GID    uint32
 	Groups []uint32 // supplementary groups, when the kernel tells them
+	// Cgroup reads the cgroup file (/proc/PID/cgroup) of the process PID,
+	// which Client names the peer by; nil names it by its UID.
+	Cgroup func(ctx context.Context, pid int32) (string, error)
+
+	clientMu sync.Mutex
+	client   string // "" until Client has named the peer
 }
 
 type peerKey struct{}
@@ -167,27 +173,27 @@ func (l *LogLimiter) Warn(p *Peer, msg string, args ...any) {
 // with a full bucket (indistinguishable from new ones) are forgotten.
 const maxClientLimiters = 1024
 
-// PerClientLimiter keeps one token bucket per peer UID.
+// PerClientLimiter keeps one token bucket per client (Peer.Client).
 type PerClientLimiter struct {
 	qps   rate.Limit
 	burst int
 
 	mu       sync.Mutex
-	limiters map[uint32]*rate.Limiter
+	limiters map[string]*rate.Limiter
 }
 
-// NewPerClientLimiter returns per-UID buckets of qps and burst.
+// NewPerClientLimiter returns per-client buckets of qps and burst.
 func NewPerClientLimiter(qps float64, burst int) *PerClientLimiter {
-	return &PerClientLimiter{qps: rate.Limit(qps), burst: burst, limiters: make(map[uint32]*rate.Limiter)}
+	return &PerClientLimiter{qps: rate.Limit(qps), burst: burst, limiters: make(map[string]*rate.Limiter)}
 }
 
-// Allow reports whether the peer p may make a request now, taking a token
-// of its bucket if so. Peers without credentials share the bucket of the
-// UID 1<<32-1 (the kernel's overflow UID is 65534, so none collides).
-func (l *PerClientLimiter) Allow(p *Peer) bool {
-	uid := peerUID(p)
+// Allow reports whether the client of ctx, peer p, may make a request now,
+// taking a token of its bucket if so. Peers without credentials share one
+// bucket.
+func (l *PerClientLimiter) Allow(ctx context.Context, p *Peer) bool {
+	client := p.Client(ctx)
 	l.mu.Lock()
-	lim, ok := l.limiters[uid]
+	lim, ok := l.limiters[client]
 	if !ok {
 		if len(l.limiters) >= maxClientLimiters {
 			for k, v := range l.limiters {
@@ -197,21 +203,21 @@ func (l *PerClientLimiter) Allow(p *Peer) bool {
 			}
 		}
 		lim = rate.NewLimiter(l.qps, l.burst)
-		l.limiters[uid] = lim
+		l.limiters[client] = lim
 	}
 	l.mu.Unlock()
 	return lim.Allow()
 }
 
 // WatchLimit bounds the number of watches open at once on a server, and
-// the share of them one peer UID may hold.
+// the share of them one client (Peer.Client) may hold.
 type WatchLimit struct {
-	max    int64
-	perUID int
-	open   atomic.Int64
+	max       int64
+	perClient int
+	open      atomic.Int64
 
-	mu    sync.Mutex
-	byUID map[uint32]int
+	mu       sync.Mutex
+	byClient map[string]int
 }
 
 // NewWatchLimit returns a limit of max open watches; max <= 0 means none.
@@ -219,13 +225,13 @@ func NewWatchLimit(max int) *WatchLimit {
 	return &WatchLimit{max: int64(max)}
 }
 
-// PerUID bounds the watches one peer UID may hold open at once (peers
-// without credentials share one UID); perUID <= 0 means no share, the
-// default. It returns w.
-func (w *WatchLimit) PerUID(perUID int) *WatchLimit {
-	w.perUID = perUID
-	if perUID > 0 {
-		w.byUID = make(map[uint32]int)
+// PerClient bounds the watches one client may hold open at once (peers
+// without credentials share one client); perClient <= 0 means no share,
+// the default. It returns w.
+func (w *WatchLimit) PerClient(perClient int) *WatchLimit {
+	w.perClient = perClient
+	if perClient > 0 {
+		w.byClient = make(map[string]int)
 	}
 	return w
 }
@@ -238,9 +244,22 @@ func (w *WatchLimit) Open() int64 {
 	return w.open.Load()
 }
 
-// acquire takes a slot for a watch of peer p, or returns the error that
-// refuses it.
-func (w *WatchLimit) acquire(p *Peer) error {
+// ByClient calls f for each client holding watches, with their number,
+// while w's lock is held: f must not call w.
+func (w *WatchLimit) ByClient(f func(client string, n int)) {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for c, n := range w.byClient {
+		f(c, n)
+	}
+}
+
+// acquire takes a slot for a watch of client, peer p, or returns the error
+// that refuses it.
+func (w *WatchLimit) acquire(client string, p *Peer) error {
 	if w == nil {
 		return nil
 	}
@@ -248,33 +267,31 @@ func (w *WatchLimit) acquire(p *Peer) error {
 		w.open.Add(-1)
 		return errTooManyWatches(w.max)
 	}
-	if w.perUID > 0 {
-		uid := peerUID(p)
+	if w.perClient > 0 {
 		w.mu.Lock()
-		n := w.byUID[uid]
-		if n >= w.perUID {
+		n := w.byClient[client]
+		if n >= w.perClient {
 			w.mu.Unlock()
 			w.open.Add(-1)
-			return errTooManyClientWatches(uid, w.perUID)
+			return errTooManyClientWatches(client, p, w.perClient)
 		}
-		w.byUID[uid] = n + 1
+		w.byClient[client] = n + 1
 		w.mu.Unlock()
 	}
 	return nil
 }
 
-// release frees the slot of a watch of peer p.
-func (w *WatchLimit) release(p *Peer) {
+// release frees the slot of a watch of client.
+func (w *WatchLimit) release(client string) {
 	if w == nil {
 		return
 	}
-	if w.perUID > 0 {
-		uid := peerUID(p)
+	if w.perClient > 0 {
 		w.mu.Lock()
-		if n := w.byUID[uid] - 1; n > 0 {
-			w.byUID[uid] = n
+		if n := w.byClient[client] - 1; n > 0 {
+			w.byClient[client] = n
 		} else {
-			delete(w.byUID, uid)
+			delete(w.byClient, client)
 		}
 		w.mu.Unlock()
 	}

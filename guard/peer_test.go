@@ -78,7 +78,7 @@ func TestAccessPolicy(t *testing.T) {
 func TestPerClientLimiterBounded(t *testing.T) {
 	l := NewPerClientLimiter(1e9, 1)
 	for uid := range uint32(10 * maxClientLimiters) {
-		l.Allow(&Peer{Known: true, UID: uid})
+		l.Allow(t.Context(), &Peer{Known: true, UID: uid})
 	}
 	if n := len(l.limiters); n > maxClientLimiters+1 {
 		t.Fatalf("%d buckets kept, want at most %d", n, maxClientLimiters+1)

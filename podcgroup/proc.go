@@ -85,16 +85,31 @@ func (r *Reader) init() {
 // could not be made in time, or another error when the file cannot be read
 // (permissions).
 func (r *Reader) Read(ctx context.Context, pid int) (Pod, error) {
+	b, err := r.ReadFile(ctx, pid)
+	if err != nil {
+		return Pod{}, err
+	}
+	p, ok := Parse(b)
+	if !ok {
+		return Pod{}, fmt.Errorf("%w: PID %d", ErrNotPod, pid)
+	}
+	return p, nil
+}
+
+// ReadFile returns <Proc>/<pid>/cgroup, read in at most Timeout (or ctx's
+// deadline, if earlier) and at most MaxFileBytes of it, with the errors of
+// Read but ErrNotPod.
+func (r *Reader) ReadFile(ctx context.Context, pid int) (string, error) {
 	r.once.Do(r.init)
 	if pid <= 0 {
-		return Pod{}, fmt.Errorf("%w: PID %d", ErrNoProcess, pid)
+		return "", fmt.Errorf("%w: PID %d", ErrNoProcess, pid)
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.Timeout)
 	defer cancel()
 	select {
 	case r.sem <- struct{}{}:
 	case <-ctx.Done():
-		return Pod{}, ErrBusy
+		return "", ErrBusy
 	}
 	type result struct {
 		b   []byte
@@ -113,23 +128,19 @@ func (r *Reader) Read(ctx context.Context, pid int) (Pod, error) {
 	select {
 	case res = <-done:
 	case <-ctx.Done():
-		return Pod{}, ErrBusy
+		return "", ErrBusy
 	}
 	switch {
 	case errors.Is(res.err, fs.ErrNotExist) || errors.Is(res.err, syscall.ESRCH):
-		return Pod{}, fmt.Errorf("%w: PID %d", ErrNoProcess, pid)
+		return "", fmt.Errorf("%w: PID %d", ErrNoProcess, pid)
 	case res.err != nil:
-		return Pod{}, res.err
+		return "", res.err
 	case len(res.b) == 0:
 		// The process exited between open and read: the kernel gives an
 		// empty file, or none.
-		return Pod{}, fmt.Errorf("%w: PID %d", ErrNoProcess, pid)
+		return "", fmt.Errorf("%w: PID %d", ErrNoProcess, pid)
 	}
-	p, ok := Parse(string(res.b))
-	if !ok {
-		return Pod{}, fmt.Errorf("%w: PID %d", ErrNotPod, pid)
-	}
-	return p, nil
+	return string(res.b), nil
 }
 
 // readFile returns at most MaxFileBytes of the file at path.

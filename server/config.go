@@ -126,12 +126,13 @@ type LimitsConfig struct {
 	QPS   float64
 	Burst int
 	// PerClientQPS and PerClientBurst set a rate limit of ListPods and
-	// GetPod per peer UID, applied before the shared one. 0 (the default)
+	// GetPod per client (guard.Peer.Client: its pod, systemd unit, or else
+	// its UID), applied before the shared one. 0 (the default)
 	// turns it off; PerClientBurst defaults to DefaultPerClientBurst.
 	PerClientQPS   float64
 	PerClientBurst int
-	// RateLimitDelay is how long a call refused by either rate limit waits
-	// before it is answered RESOURCE_EXHAUSTED (at most half of what is left
+	// RateLimitDelay is how long a call refused by either rate limit (or a
+	// watch refused before its first message) waits before it is answered (at most half of what is left
 	// of its deadline, and for at most guard.DefaultTarpitCapacity calls
 	// at once): a client that retries at once is slowed to one call per
 	// delay and stream, so that a flood of refusals cannot take the CPUs
@@ -139,7 +140,8 @@ type LimitsConfig struct {
 	// once.
 	RateLimitDelay time.Duration
 	// MaxWatchers bounds the watches open at once (RESOURCE_EXHAUSTED
-	// beyond it), MaxWatchersPerUID those of one peer UID, so that one
+	// beyond it), MaxWatchersPerUID those of one client (its pod, systemd
+	// unit, or else its UID: the name keeps the flag's), so that one
 	// client cannot take every watch slot. Defaults DefaultMaxWatchers and
 	// DefaultMaxWatchersPerUID; negative means no limit.
 	MaxWatchers       int
@@ -151,7 +153,7 @@ type LimitsConfig struct {
 	// MaxConnections means no limit.
 	MaxConnections int
 	MaxStreams     int
-	// MaxPendingPerUID bounds the calls of one peer UID waiting for their
+	// MaxPendingPerUID bounds the calls of one client (as above) waiting for their
 	// request at once; more are refused RESOURCE_EXHAUSTED before anything
 	// is read. Default DefaultMaxPendingPerUID; negative means no limit.
 	MaxPendingPerUID int
@@ -177,7 +179,7 @@ const (
 	// connection).
 	DefaultMaxStreams     = 100
 	DefaultMaxConnections = 256
-	// DefaultMaxPendingPerUID is how many calls of one peer UID may wait
+	// DefaultMaxPendingPerUID is how many calls of one client may wait
 	// for their request at once.
 	DefaultMaxPendingPerUID = 256
 )

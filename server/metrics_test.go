@@ -26,7 +26,8 @@ func storeWith(pods ...*corev1.Pod) *store.Store {
 	return st
 }
 
-// metricValue returns the value of the counter name with labels in reg, or 0.
+// metricValue returns the value of the counter (or gauge) name with labels
+// in reg, or 0.
 func metricValue(t *testing.T, reg prometheus.Gatherer, name string, labels map[string]string) float64 {
 	t.Helper()
 	families, err := reg.Gather()
@@ -39,6 +40,9 @@ func metricValue(t *testing.T, reg prometheus.Gatherer, name string, labels map[
 		}
 		for _, m := range f.GetMetric() {
 			if matches(m, labels) {
+				if g := m.GetGauge(); g != nil {
+					return g.GetValue()
+				}
 				return m.GetCounter().GetValue()
 			}
 		}

@@ -85,6 +85,7 @@ func New(st Store, cfg Config) (*Server, error) {
 		KeepaliveTimeout:     cfg.Transport.KeepaliveTimeout,
 		Streams:              []string{podsv1alpha1connect.PodsWatchPodsProcedure, v1alpha1connect.PodsWatchPodsProcedure},
 		PeerCred:             cfg.Hooks.PeerCred,
+		Cgroup:               clientCgroups(cfg),
 		Registry:             cfg.Registry,
 		Logger:               cfg.Logger,
 	})
@@ -100,6 +101,7 @@ func New(st Store, cfg Config) (*Server, error) {
 		service.WithLogger(cfg.Logger),
 		service.WithProcesses(podcgroup.NewReader(cfg.HostProc)),
 		service.WithCaller(callerPID),
+		service.WithClient(func(ctx context.Context) string { return guard.PeerFrom(ctx).Client(ctx) }),
 		service.WithStreams(func(ctx context.Context) service.Stream {
 			if s := tr.Stream(ctx); s != nil {
 				return s
@@ -173,6 +175,18 @@ func withVersion(h http.Handler, v string) http.Handler {
 	})
 }
 
+// clientCgroups returns what reads the cgroup file of a peer's process,
+// which names the client its shares are counted under (guard.Peer.Client):
+// <HostProc>/PID/cgroup, bounded in size and time by podcgroup.Reader, or
+// the hook of a test.
+func clientCgroups(cfg Config) func(context.Context, int32) (string, error) {
+	if cfg.Hooks.Cgroup != nil {
+		return cfg.Hooks.Cgroup
+	}
+	r := podcgroup.NewReader(cfg.HostProc)
+	return func(ctx context.Context, pid int32) (string, error) { return r.ReadFile(ctx, int(pid)) }
+}
+
 // socketOptions returns the permissions of the socket.
 func socketOptions(cfg Config) ([]socket.Option, error) {
 	opts := []socket.Option{socket.WithMode(cfg.Access.SocketMode)}
@@ -225,7 +239,7 @@ func newGuards(cfg Config, st Store) guard.Guards {
 	g := guard.Guards{
 		Ready:   st.Synced,
 		Tarpit:  guard.NewTarpit(cfg.Limits.RateLimitDelay, guard.DefaultTarpitCapacity),
-		Watches: guard.NewWatchLimit(cfg.Limits.MaxWatchers).PerUID(cfg.Limits.MaxWatchersPerUID),
+		Watches: guard.NewWatchLimit(cfg.Limits.MaxWatchers).PerClient(cfg.Limits.MaxWatchersPerUID),
 	}
 	if cfg.Limits.QPS >= 0 {
 		g.Limiter = rate.NewLimiter(rate.Limit(cfg.Limits.QPS), cfg.Limits.Burst)
@@ -235,8 +249,9 @@ func newGuards(cfg Config, st Store) guard.Guards {
 	}
 	cfg.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "podsapi_rate_limit_delayed",
-		Help: "Number of calls refused by a rate limit and waiting --rate-limit-delay before their answer.",
+		Help: "Number of calls refused by a rate limit, and of watches refused before their first message, waiting --rate-limit-delay before their answer.",
 	}, func() float64 { return float64(g.Tarpit.Waiting()) }))
+	cfg.Registry.MustRegister(guard.NewClientWatches(g.Watches))
 	cfg.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "podsapi_watches_open",
 		Help: "Number of WatchPods streams open (bounded by --max-watchers).",

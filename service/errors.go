@@ -126,3 +126,17 @@ func errProcessUnreadable(pid int32) error {
 	return errinfo.New(connect.CodeFailedPrecondition, errinfo.ProcessLookupUnavailable,
 		fmt.Errorf("the server cannot read the cgroups of process %d: check its --host-proc and permissions", pid), map[string]string{"pid": strconv.Itoa(int(pid))})
 }
+
+// errTooManyMasks refuses a watch whose field mask would be one more
+// distinct mask than the watches of its client (client not empty) or of the
+// server may use.
+func errTooManyMasks(client string, limit int) error {
+	if client == "" {
+		return errinfo.New(connect.CodeResourceExhausted, errinfo.TooManyMasks,
+			fmt.Errorf("the watches of this server use %d distinct field masks, the most they may: watch with a mask already in use, or retry later", limit),
+			map[string]string{"limit": strconv.Itoa(limit)})
+	}
+	return errinfo.New(connect.CodeResourceExhausted, errinfo.TooManyMasks,
+		fmt.Errorf("the watches of client %s use %d distinct field masks, the most one client may: watch with a mask already in use, or close a watch", client, limit),
+		map[string]string{"limit": strconv.Itoa(limit), "client": client})
+}

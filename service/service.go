@@ -87,11 +87,19 @@ type handler struct {
 	// processes and caller serve FindPods by pid and caller (find.go).
 	processes Processes
 	caller    func(ctx context.Context) (int32, bool)
+	// client names the client of a request (WithClient); turns and masks
+	// are the shares of snapshot and projection work of the clients
+	// (fairness.go).
+	client func(ctx context.Context) string
+	turns  snapshotTurns
+	masks  watchMasks
 }
 
 // newHandler returns a handler of s configured by opts.
 func newHandler(s PodReader, opts []Option) *handler {
-	h := &handler{store: s, queue: DefaultWatchQueue, logger: slog.Default(), progress: &progressClock{interval: DefaultProgressInterval}, projections: newMaskCache(), processes: podcgroup.NewReader("")}
+	h := &handler{store: s, queue: DefaultWatchQueue, logger: slog.Default(), progress: &progressClock{interval: DefaultProgressInterval}, projections: newMaskCache(), processes: podcgroup.NewReader(""),
+		turns: snapshotTurns{perClient: DefaultSnapshotsPerClient, slice: DefaultSnapshotTurn},
+		masks: watchMasks{perClient: DefaultMasksPerClient, total: DefaultMaxWatchMasks}}
 	for _, opt := range opts {
 		opt(h)
 	}

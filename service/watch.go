@@ -69,6 +69,21 @@ func (h *handler) watch(ctx context.Context, f framing, opts watchOptions, wire 
 	if err != nil {
 		return errFieldMask(err)
 	}
+	client := h.clientOf(ctx)
+	if pr.mask != nil {
+		uncount, err := h.masks.acquire(client, pr.view)
+		if err != nil {
+			return err
+		}
+		defer uncount()
+	}
+	// The client's turn to send a snapshot (or a replay), taken before the
+	// store's snapshot so that a watch waiting for it holds nothing.
+	endTurn, err := h.turns.take(ctx, client, h.shutdown)
+	if err != nil {
+		return sendErr(ctx, err)
+	}
+	defer endTurn()
 	var (
 		snapshot []*store.Pod
 		replay   []store.Event
@@ -133,6 +148,7 @@ func (h *handler) watch(ctx context.Context, f framing, opts watchOptions, wire 
 		return err
 	}
 	resumable = true
+	endTurn()
 	stream.Release()
 	var events []store.Event
 	for {

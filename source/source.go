@@ -115,6 +115,10 @@ type Env struct {
 	NodeName string
 	// Socket is the path of the socket the server serves on, --socket.
 	Socket string
+	// MaxPodBytes is the largest encoding of one pod the store takes,
+	// --max-pod-bytes (negative: any size; 0: the store's default): a
+	// source need not read a larger one whole.
+	MaxPodBytes int
 	// Logger receives the source's logs; Registerer registers its metrics.
 	Logger     *slog.Logger
 	Registerer prometheus.Registerer

@@ -89,14 +89,14 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 	fs.Float64Var(&cfg.Limits.QPS, "qps", server.DefaultQPS, "requests per second allowed to ListPods and GetPod together; negative disables the limit")
 	fs.IntVar(&cfg.Limits.Burst, "burst", server.DefaultBurst, "burst of the ListPods and GetPod rate limit")
-	fs.Float64Var(&cfg.Limits.PerClientQPS, "per-client-qps", 0, "requests per second allowed to ListPods and GetPod per client UID, before the shared limit; 0 disables it")
+	fs.Float64Var(&cfg.Limits.PerClientQPS, "per-client-qps", 0, "requests per second allowed to ListPods and GetPod per client (its pod, systemd unit, or else its UID), before the shared limit; 0 disables it")
 	fs.IntVar(&cfg.Limits.PerClientBurst, "per-client-burst", server.DefaultPerClientBurst, "burst of each client's rate limit")
-	fs.DurationVar(&cfg.Limits.RateLimitDelay, "rate-limit-delay", server.DefaultRateLimitDelay, "how long a call refused by a rate limit waits before it is answered RESOURCE_EXHAUSTED (at most half its deadline), so that clients retrying at once cannot take the CPUs from the watchers; negative answers at once")
+	fs.DurationVar(&cfg.Limits.RateLimitDelay, "rate-limit-delay", server.DefaultRateLimitDelay, "how long a call refused by a rate limit, or a watch refused before its first message, waits before it is answered (at most half its deadline), so that clients retrying at once cannot take the CPUs from the watchers; negative answers at once")
 	fs.IntVar(&cfg.Limits.MaxWatchers, "max-watchers", server.DefaultMaxWatchers, "watches open at once; beyond it WatchPods returns RESOURCE_EXHAUSTED; negative disables the limit")
-	fs.IntVar(&cfg.Limits.MaxWatchersPerUID, "max-watchers-per-uid", server.DefaultMaxWatchersPerUID, "watches one client UID may hold open at once; beyond it WatchPods returns RESOURCE_EXHAUSTED; negative disables the share")
+	fs.IntVar(&cfg.Limits.MaxWatchersPerUID, "max-watchers-per-uid", server.DefaultMaxWatchersPerUID, "watches one client (its pod, systemd unit, or else its UID) may hold open at once; beyond it WatchPods returns RESOURCE_EXHAUSTED; negative disables the share")
 	fs.IntVar(&cfg.Limits.MaxConnections, "max-connections", server.DefaultMaxConnections, "connections open at once; more are closed as soon as accepted; negative disables the limit")
 	fs.IntVar(&cfg.Limits.MaxStreams, "max-streams", server.DefaultMaxStreams, "concurrent calls and watches per connection")
-	fs.IntVar(&cfg.Limits.MaxPendingPerUID, "max-pending-per-uid", server.DefaultMaxPendingPerUID, "calls of one client UID that may wait for their request at once; more are refused RESOURCE_EXHAUSTED; negative disables the limit")
+	fs.IntVar(&cfg.Limits.MaxPendingPerUID, "max-pending-per-uid", server.DefaultMaxPendingPerUID, "calls of one client (its pod, systemd unit, or else its UID) that may wait for their request at once; more are refused RESOURCE_EXHAUSTED; negative disables the limit")
 
 	fs.IntVar(&cfg.Watch.Queue, "watch-queue", service.DefaultWatchQueue, "live events a watcher may have queued before it is dropped for falling behind")
 	fs.DurationVar(&cfg.Watch.ProgressInterval, "watch-progress-interval", service.DefaultProgressInterval, "interval between the progress marks of watches that ask for them (progress_notify); at least 1s")
@@ -107,7 +107,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&cfg.Transport.KeepaliveTimeout, "keepalive-timeout", server.DefaultKeepaliveTimeout, "close a connection that does not answer a ping within this long")
 	fs.DurationVar(&cfg.Transport.WriteStallTimeout, "write-stall-timeout", server.DefaultWriteStallTimeout, "reset a stream (close a connection) whose client has not read for this long while the server has data to write; negative disables it")
 	fs.DurationVar(&cfg.Transport.ShutdownTimeout, "shutdown-timeout", server.DefaultShutdownTimeout, "how long a graceful shutdown may take")
-	fs.StringVar(&cfg.HostProc, "host-proc", podcgroup.DefaultProc, "proc file system FindPods reads the cgroups of processes from (pid, caller): the host's, mounted at /host/proc by a DaemonSet, or /proc with hostPID")
+	fs.StringVar(&cfg.HostProc, "host-proc", podcgroup.DefaultProc, "proc file system the cgroups of processes are read from, for FindPods (pid, caller) and to tell clients apart by pod or unit: the host's, mounted at /host/proc by a DaemonSet, or /proc with hostPID")
 	kubeletWire := fs.Bool("kubelet-wire", true, "also serve the kubelet's own Pods API (v1alpha1.Pods, pods as bytes) on the socket, for agents written against a kubelet")
 
 	var (
@@ -184,7 +184,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	cfg.Logger, cfg.Registry = logger, reg
-	src, err := srcFlags.newSource(fs, source.Env{NodeName: *nodeName, Socket: cfg.Socket, Logger: logger, Registerer: reg})
+	src, err := srcFlags.newSource(fs, source.Env{NodeName: *nodeName, Socket: cfg.Socket, MaxPodBytes: *maxPodBytes, Logger: logger, Registerer: reg})
 	if err != nil {
 		return usageError{err}
 	}

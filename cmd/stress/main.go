@@ -40,7 +40,7 @@ func main() {
 	fs.DurationVar(&o.HeldTimeout, "request-read-timeout", o.HeldTimeout, "lockout: the server's --request-read-timeout")
 	fs.DurationVar(&o.LockoutDuration, "lockout-duration", o.LockoutDuration, "lockout: how long the victim calls under attack")
 	fs.DurationVar(&o.VictimInterval, "victim-interval", o.VictimInterval, "lockout: time between the victim's calls")
-	only := fs.String("only", "", "comma-separated scenarios to run (flood, stalled, churn, garbage, lockout); all by default")
+	only := fs.String("only", "", "comma-separated scenarios to run (flood, stalled, churn, garbage, lockout, fairness, snapshots); all by default")
 	verbose := fs.Bool("v", false, "log progress to stderr")
 	fs.Parse(os.Args[1:])
 	if *verbose {

@@ -6,6 +6,7 @@
 package hooks
 
 import (
+	"context"
 	"net"
 
 	"github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1/podsv1alpha1connect"
@@ -28,4 +29,8 @@ type Hooks struct {
 	// PeerCred reads the credentials of a connection's peer instead of
 	// SO_PEERCRED, so that a test may be any peer.
 	PeerCred func(net.Conn) (socket.Cred, error)
+	// Cgroup reads the cgroup file of a peer's process instead of
+	// <HostProc>/PID/cgroup, so that a test's connections may be clients of
+	// distinct pods or units whatever user runs the test.
+	Cgroup func(ctx context.Context, pid int32) (string, error)
 }

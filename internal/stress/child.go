@@ -46,6 +46,11 @@ func MaybeChild() {
 			fmt.Fprintln(os.Stderr, "stress flood:", err)
 			os.Exit(1)
 		}
+	case roleRootAttacker:
+		if err := runRootAttacker(os.Args[1:], os.Stdin, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "stress root attacker:", err)
+			os.Exit(1)
+		}
 	default:
 		return
 	}
@@ -74,6 +79,9 @@ func runChild(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	padding := fs.Int("padding", 1024, "bytes of annotation per pod")
 	maxConns := fs.Int("max-connections", 0, "")
 	readTimeout := fs.Duration("request-read-timeout", 0, "")
+	hostProc := fs.String("host-proc", "", "where the cgroups of the clients' processes are read")
+	watchersPerClient := fs.Int("max-watchers-per-uid", 0, "")
+	perClientQPS := fs.Float64("per-client-qps", 0, "")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -92,10 +100,12 @@ func runChild(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	}
 	st.MarkSynced()
 	srv, err := server.New(st, server.Config{
-		Socket:    *sock,
-		Logger:    logger,
-		Registry:  reg,
-		Limits:    server.LimitsConfig{QPS: *qps, Burst: *burst, RateLimitDelay: *delay, MaxConnections: *maxConns},
+		Socket:   *sock,
+		Logger:   logger,
+		Registry: reg,
+		HostProc: *hostProc,
+		Limits: server.LimitsConfig{QPS: *qps, Burst: *burst, RateLimitDelay: *delay, MaxConnections: *maxConns,
+			MaxWatchersPerUID: *watchersPerClient, PerClientQPS: *perClientQPS},
 		Watch:     server.WatchConfig{Queue: *queue},
 		Transport: server.TransportConfig{WriteStallTimeout: *stall, RequestReadTimeout: *readTimeout, ShutdownTimeout: 5 * time.Second},
 		Metrics:   server.MetricsConfig{Address: "127.0.0.1:0"},

@@ -118,14 +118,14 @@ func (r *Report) Print(w io.Writer) {
 }
 
 // Run runs the scenarios named in which (flood, stalled, churn, garbage,
-// lockout; all when empty) and returns the report; err is set when a scenario could not
+// lockout, fairness, snapshots; all when empty) and returns the report; err is set when a scenario could not
 // run at all.
 func Run(ctx context.Context, o Options, which ...string) (*Report, error) {
 	rep := &Report{}
 	all := []struct {
 		name string
 		run  func(context.Context, Options, *Report) error
-	}{{"flood", flood}, {"stalled", stalled}, {"churn", churn}, {"garbage", garbage}, {"lockout", lockout}}
+	}{{"flood", flood}, {"stalled", stalled}, {"churn", churn}, {"garbage", garbage}, {"lockout", lockout}, {"fairness", fairness}, {"snapshots", snapshots}}
 	for _, s := range all {
 		if len(which) > 0 && !contains(which, s.name) {
 			continue

@@ -17,7 +17,7 @@ func TestMain(m *testing.M) {
 // harness. `make stress` runs them at full size.
 func TestSmall(t *testing.T) {
 	if testing.Short() {
-		t.Skip("starts five servers")
+		t.Skip("starts seven servers")
 	}
 	o := Options{
 		Duration: 300 * time.Millisecond, FloodClients: 4, Watchers: 2, QPS: 50, Burst: 5, ChurnRate: 100,

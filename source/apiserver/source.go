@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/podsapi/podsapi/source/internal/sourcelog"
 	"github.com/podsapi/podsapi/source/internal/sourcemetrics"
 )
 
@@ -42,6 +43,7 @@ type Source struct {
 	nodeName    string
 	kubeconfig  string
 	log         *slog.Logger
+	warn        *sourcelog.Warner // The upstream's faults, rate-limited.
 	metrics     *sourcemetrics.Metrics
 	conn        *sourcemetrics.Connection
 	qps         float32
@@ -73,6 +75,7 @@ func New(nodeName string, opts ...Option) *Source {
 	}
 	s.metrics, s.conn = newMetrics(o.Registerer)
 	s.log = o.Logger.With("source", s.Name())
+	s.warn = sourcelog.New(s.log)
 	return s
 }
 

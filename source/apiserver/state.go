@@ -181,7 +181,7 @@ func (st *state) request(ctx context.Context, reason string, opts metav1.ListOpt
 		if st.lists == 0 {
 			msg = "API server unavailable: not synced yet, retrying"
 		}
-		st.s.log.Warn(msg, "request", reason, "error", err)
+		st.s.warn.Warn(reason, msg, "error", err)
 		return
 	}
 	st.s.metrics.Success(time.Now())

@@ -21,7 +21,7 @@ var Registration = source.Registration{
 			if samePath(h2c.SocketPath(*sock), env.Socket) {
 				return nil, fmt.Errorf("--socket and --source-socket are both %s (through symbolic links or not): serve on another path", env.Socket)
 			}
-			return New(WithSocket(*sock), WithLogger(env.Logger), WithRegisterer(env.Registerer), WithResyncInterval(*resync)), nil
+			return New(WithSocket(*sock), WithLogger(env.Logger), WithRegisterer(env.Registerer), WithResyncInterval(*resync), WithMaxPodBytes(env.MaxPodBytes)), nil
 		}
 	},
 }

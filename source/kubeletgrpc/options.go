@@ -21,8 +21,18 @@ const (
 	DefaultMinBackoff = 500 * time.Millisecond
 	// DefaultMaxBackoff is the longest wait before reconnecting.
 	DefaultMaxBackoff = 30 * time.Second
-	// DefaultReadMaxBytes is the largest WatchPods event accepted.
-	DefaultReadMaxBytes = 256 << 20
+	// EventSlack is what a WatchPods event may take beside its pod: the
+	// event's type and framing, with a wide margin.
+	EventSlack = 64 << 10
+	// DefaultReadMaxBytes is the largest WatchPods event accepted: the
+	// largest pod the store takes by default (1.5 MiB, the API server's
+	// object limit, as store.DefaultMaxPodBytes: a source does not import
+	// the store) plus EventSlack. A larger event carries a pod the store
+	// would refuse anyway; it ends the stream before it is read whole.
+	DefaultReadMaxBytes = 3<<19 + EventSlack
+	// AnyPodReadMaxBytes is the largest WatchPods event accepted when the
+	// store takes pods of any size (WithMaxPodBytes of a negative value).
+	AnyPodReadMaxBytes = 256 << 20
 	// MinPingInterval is the shortest interval between pings that a
 	// grpc-go server permits by default (keepalive.EnforcementPolicy
 	// MinTime, 5 minutes, while a stream is open): a client that pings
@@ -100,9 +110,26 @@ func WithBackoff(minWait, maxWait time.Duration) Option {
 	return func(o *options) { o.SetBackoff(minWait, maxWait) }
 }
 
+// WithMaxPodBytes bounds the WatchPods events the Source accepts to a pod
+// of n bytes plus EventSlack: give it the bound of the store it feeds
+// (store.WithMaxPodBytes), so that a pod the store refuses is not read
+// whole first. A negative n takes pods of any size (events up to
+// AnyPodReadMaxBytes); 0 keeps the default, DefaultReadMaxBytes.
+func WithMaxPodBytes(n int) Option {
+	return func(o *options) {
+		switch {
+		case n > 0:
+			o.readMaxBytes = n + EventSlack
+		case n < 0:
+			o.readMaxBytes = AnyPodReadMaxBytes
+		}
+	}
+}
+
 // WithReadMaxBytes sets the size of the largest WatchPods event the Source
-// accepts. The default is DefaultReadMaxBytes (256 MiB). Non-positive values
-// keep the default.
+// accepts. The default is DefaultReadMaxBytes (the store's default bound of
+// a pod plus EventSlack). Non-positive values keep the default. A resync's
+// ListPods is bounded like a snapshot instead (WithSnapshotBounds).
 func WithReadMaxBytes(n int) Option {
 	return func(o *options) {
 		if n > 0 {

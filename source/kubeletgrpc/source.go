@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"time"
@@ -87,10 +88,15 @@ func (s *Source) Run(ctx context.Context, sink Sink) error {
 		}
 		defer t.CloseIdleConnections()
 	}
+	// A WatchPods event carries one pod; a resync's ListPods every pod,
+	// bounded as a snapshot is.
 	client := v1alpha1connect.NewPodsClient(httpClient, h2c.BaseURL,
 		connect.WithGRPC(), connect.WithReadMaxBytes(s.readMax))
+	lists := v1alpha1connect.NewPodsClient(httpClient, h2c.BaseURL,
+		connect.WithGRPC(), connect.WithReadMaxBytes(int(min(s.snapshot.bytes+EventSlack, math.MaxInt32))))
 
 	st := newState(s, sink)
+	st.lists = lists
 	bo := retry.NewBackoff(s.minBackoff, s.maxBackoff)
 	for {
 		res := st.watch(ctx, client)

@@ -19,8 +19,11 @@ import (
 
 // state is what one Run has sent its sink, carried from stream to stream.
 type state struct {
-	s      *Source
-	sink   Sink
+	s    *Source
+	sink Sink
+	// lists is the client of the resyncs' ListPods, whose answers are
+	// bounded as a snapshot, not as one event.
+	lists  v1alpha1connect.PodsClient
 	known  map[types.UID][]byte // The encoding of each pod sent to the sink.
 	synced bool                 // MarkSynced was called.
 	down   bool                 // An outage is going on and was logged.
@@ -158,7 +161,7 @@ loop:
 				st.protocolError("an event of unknown type: ignored", ev)
 			}
 		case <-resync.c:
-			resync.start(st.resync(ctx, client))
+			resync.start(st.resync(ctx, st.lists))
 		}
 	}
 	err = stream.Err()

@@ -14,7 +14,6 @@ import (
 	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
-	utiljson "k8s.io/apimachinery/pkg/util/json"
 )
 
 // pollError is a failed poll, with the reason label it is counted under.
@@ -68,32 +67,21 @@ func (s *Source) fetch(ctx context.Context, client *http.Client) ([]corev1.Pod, 
 		}
 		return nil, perr
 	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, s.maxBody+1))
-	if err != nil {
-		return nil, transportError(ctx, "read the body of "+s.url, err)
-	}
-	if int64(len(body)) > s.maxBody {
+	body := &cappedReader{r: resp.Body, left: s.maxBody}
+	pods, err := decodeStream(body)
+	switch {
+	case err == nil:
+		return pods, nil
+	case errors.Is(body.err, errBodyTooLarge):
 		return nil, failed(reasonTooLarge, "the body of %s is larger than %d bytes", s.url, s.maxBody)
-	}
-	pods, perr := decode(body)
-	if perr != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
 		// The body was cut short by the deadline.
-		return nil, failed(reasonTimeout, "read the body of %s: timed out: %w", s.url, perr)
-	}
-	return pods, perr
-}
-
-// decode decodes a JSON v1 PodList, ignoring unknown fields.
-func decode(body []byte) ([]corev1.Pod, *pollError) {
-	var list corev1.PodList
-	if err := utiljson.Unmarshal(body, &list); err != nil {
+		return nil, failed(reasonTimeout, "read the body of %s: timed out: %w", s.url, err)
+	case body.err != nil && body.err != io.EOF:
+		return nil, transportError(ctx, "read the body of "+s.url, body.err)
+	default:
 		return nil, failed(reasonDecode, "decode the pod list: %w", err)
 	}
-	if list.Kind != "PodList" || list.APIVersion != "v1" {
-		return nil, failed(reasonDecode, "decode the pod list: got kind %q and apiVersion %q, want PodList and v1",
-			list.Kind, list.APIVersion)
-	}
-	return list.Items, nil
 }
 
 // subresources matches the subresources the kubelet checked, in the body

@@ -16,6 +16,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/podsapi/podsapi/source/internal/sourcelog"
 )
 
 // fileState is what a Run knows about one manifest file.
@@ -58,8 +60,12 @@ type state struct {
 	nodeName string
 	maxBytes int64 // The size cap of a file; zero for none.
 	log      *slog.Logger
-	metrics  *metrics
-	sink     Sink
+	// warn writes the warnings about the files' faults, at most one line
+	// per reason and message every sourcelog.Interval: a directory of
+	// 20,000 bad files, or a file rewritten in a loop, writes a few lines.
+	warn    *sourcelog.Warner
+	metrics *metrics
+	sink    Sink
 
 	files      map[string]*fileState
 	res        *resolver // Which of the files' pods win.
@@ -78,6 +84,7 @@ func newState(s *Source, sink Sink) *state {
 		nodeName:   s.nodeName,
 		maxBytes:   s.maxBytes,
 		log:        s.log,
+		warn:       sourcelog.New(s.log),
 		metrics:    s.metrics,
 		sink:       sink,
 		files:      make(map[string]*fileState),
@@ -102,7 +109,7 @@ func (st *state) rescan() {
 		names = nil
 	case err != nil:
 		if msg := err.Error(); msg != st.dirErr {
-			st.log.Warn("cannot list manifest directory: keeping its pods", "path", st.dir, "reason", reasonRead, "error", err)
+			st.warn.Warn(reasonRead, "cannot list manifest directory: keeping its pods", "path", st.dir, "error", err)
 			st.metrics.countError(reasonRead)
 			st.dirErr = msg
 		}
@@ -179,8 +186,8 @@ func (st *state) refresh(name string) bool {
 			if r, ok := errors.AsType[*rejection](err); ok {
 				reason = r.reason
 			}
-			st.log.Warn("cannot read manifest file: keeping its last good pods",
-				"path", path, "reason", reason, "error", err, "kept_pods", len(f.pods))
+			st.warn.Warn(reason, "cannot read manifest file: keeping its last good pods",
+				"path", path, "error", err, "kept_pods", len(f.pods))
 			st.metrics.countError(reason)
 			f.readErr = msg
 		}
@@ -209,7 +216,7 @@ func (st *state) refresh(name string) bool {
 		if len(f.pods) > 0 {
 			msg = "skipping manifest file: keeping its last good pods"
 		}
-		st.log.Warn(msg, "path", path, "reason", reason, "error", err, "kept_pods", len(f.pods))
+		st.warn.Warn(reason, msg, "path", path, "error", err, "kept_pods", len(f.pods))
 		st.metrics.countError(reason)
 		return false
 	}
@@ -271,8 +278,8 @@ func (st *state) reportDuplicates(keys map[duplicateKey]struct{}) {
 		}
 		st.duplicates[key] = struct{}{}
 		pod := dup.pod
-		st.log.Warn("skipping duplicate pod: an earlier manifest provides the same UID or namespace and name",
-			"path", filepath.Join(st.dir, key.file), "reason", reasonDuplicate,
+		st.warn.Warn(reasonDuplicate, "skipping duplicate pod: an earlier manifest provides the same UID or namespace and name",
+			"path", filepath.Join(st.dir, key.file),
 			"namespace", pod.Namespace, "name", pod.Name, "uid", pod.UID,
 			"winner_path", filepath.Join(st.dir, winner.file), "winner_uid", winner.pod.UID)
 		st.metrics.countError(reasonDuplicate)

@@ -32,6 +32,8 @@ type connListener struct {
 	net.Listener
 	max      int64
 	peerCred func(net.Conn) (socket.Cred, error) // nil: no credentials (metrics)
+	// cgroup reads a peer's cgroup file, which names it (guard.Peer.Client).
+	cgroup   func(ctx context.Context, pid int32) (string, error)
 	open     atomic.Int64
 	rejected prometheus.Counter
 	shed     prometheus.Counter
@@ -108,7 +110,7 @@ func (l *connListener) Accept() (net.Conn, error) {
 		if l.peerCred == nil {
 			// No credentials to read: not a UNIX socket of the API.
 		} else if cred, err := l.peerCred(c); err == nil {
-			*p = guard.Peer{Known: true, PID: cred.PID, UID: cred.UID, GID: cred.GID, Groups: cred.Groups}
+			*p = guard.Peer{Known: true, PID: cred.PID, UID: cred.UID, GID: cred.GID, Groups: cred.Groups, Cgroup: l.cgroup}
 		} else {
 			l.log.Debug("cannot read the peer credentials of a connection", "error", err)
 		}

@@ -38,7 +38,8 @@ const reflectionSuffix = "/ServerReflectionInfo"
 //     once its open calls end (HTTP/2 GOAWAY, HTTP/1.1 Connection: close);
 //   - the request body must arrive within readTimeout (for reflection, its
 //     first message), or the call ends with DEADLINE_EXCEEDED;
-//   - at most maxPending calls of one peer UID may wait for their request
+//   - at most maxPending calls of one client (guard.Peer.Client: its pod,
+//     its systemd unit, or else its UID) may wait for their request
 //     at once: more are refused RESOURCE_EXHAUSTED at once, so that held
 //     streams cost one short-lived goroutine each, not 12 KB each for the
 //     read timeout (a peer may otherwise open 1,000 streams on each of
@@ -52,7 +53,7 @@ type gate struct {
 	access      *guard.AccessGuard // nil: every peer is allowed
 	readTimeout time.Duration      // <= 0: none
 	maxPending  int                // <= 0: no limit
-	pending     *uidCounter
+	pending     *clientCounter
 	deadlines   *readDeadlines // nil: no read timeout
 	errors      *connect.ErrorWriter
 	refused     *prometheus.CounterVec
@@ -65,7 +66,7 @@ func newGate(access *guard.AccessGuard, readTimeout time.Duration, maxPending in
 		access:      access,
 		readTimeout: readTimeout,
 		maxPending:  maxPending,
-		pending:     newUIDCounter(),
+		pending:     newClientCounter(),
 		errors:      connect.NewErrorWriter(),
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "podsapi_calls_refused_total",
@@ -93,9 +94,10 @@ func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// A request without a body has nothing to wait for (and on HTTP/1.1, a
 	// deadline left on the connection would end a long call).
 	if r.Body != nil && r.Body != http.NoBody {
-		uid := peerUID(guard.PeerFrom(r.Context()))
-		if !g.pending.acquire(uid, g.maxPending) {
-			g.refuse(w, r, errTooManyPending(uid, g.maxPending))
+		p := guard.PeerFrom(r.Context())
+		client := p.Client(r.Context())
+		if !g.pending.acquire(client, g.maxPending) {
+			g.refuse(w, r, errTooManyPending(client, peerUID(p), g.maxPending))
 			return
 		}
 		body := &deadlineBody{
@@ -104,7 +106,7 @@ func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			timeout:     g.readTimeout,
 			firstOnly:   strings.HasSuffix(r.URL.Path, reflectionSuffix),
 			prefixBytes: make([]byte, 0, 5),
-			release:     func() { g.pending.release(uid) },
+			release:     func() { g.pending.release(client) },
 		}
 		if g.deadlines != nil {
 			body.deadlines = g.deadlines
@@ -252,12 +254,12 @@ func (b *deadlineBody) lift() {
 
 func (b *deadlineBody) Close() error { return b.body.Close() }
 
-// errTooManyPending refuses a call beyond the calls of one UID waiting for
-// their request.
-func errTooManyPending(uid uint32, limit int) error {
+// errTooManyPending refuses a call beyond the calls of one client waiting
+// for their request.
+func errTooManyPending(client string, uid uint32, limit int) error {
 	return errinfo.New(connect.CodeResourceExhausted, errinfo.TooManyPending,
-		fmt.Errorf("uid %d has too many calls waiting for their request (limit %d): send each request whole, at once", uid, limit),
-		map[string]string{"limit": strconv.Itoa(limit)})
+		fmt.Errorf("client %s (uid %d) has too many calls waiting for their request (limit %d): send each request whole, at once", client, uid, limit),
+		map[string]string{"limit": strconv.Itoa(limit), "client": client})
 }
 
 // peerUID returns the UID a peer is counted under; peers without
@@ -269,31 +271,32 @@ func peerUID(p *guard.Peer) uint32 {
 	return ^uint32(0)
 }
 
-// uidCounter counts something per UID, under a limit.
-type uidCounter struct {
+// clientCounter counts something per client, under a limit.
+type clientCounter struct {
 	mu sync.Mutex
-	n  map[uint32]int
+	n  map[string]int
 }
 
-func newUIDCounter() *uidCounter { return &uidCounter{n: make(map[uint32]int)} }
+func newClientCounter() *clientCounter { return &clientCounter{n: make(map[string]int)} }
 
-// acquire counts one more for uid unless limit (> 0) are counted already.
-func (c *uidCounter) acquire(uid uint32, limit int) bool {
+// acquire counts one more for client unless limit (> 0) are counted
+// already.
+func (c *clientCounter) acquire(client string, limit int) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if limit > 0 && c.n[uid] >= limit {
+	if limit > 0 && c.n[client] >= limit {
 		return false
 	}
-	c.n[uid]++
+	c.n[client]++
 	return true
 }
 
-// release counts one less for uid.
-func (c *uidCounter) release(uid uint32) {
+// release counts one less for client.
+func (c *clientCounter) release(client string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.n[uid]--; c.n[uid] <= 0 {
-		delete(c.n, uid)
+	if c.n[client]--; c.n[client] <= 0 {
+		delete(c.n, client)
 	}
 }
 

@@ -44,7 +44,7 @@ type Config struct {
 	// (for reflection, its first message) before it ends with
 	// DEADLINE_EXCEEDED.
 	RequestReadTimeout time.Duration
-	// MaxPendingPerUID bounds the calls of one peer UID waiting for their
+	// MaxPendingPerUID bounds the calls of one client (guard.Peer.Client) waiting for their
 	// request at once.
 	MaxPendingPerUID int
 	// WriteStallTimeout is how long a write to a client may stay blocked
@@ -67,6 +67,10 @@ type Config struct {
 	// Default socket.PeerCred (SO_PEERCRED); tests give the peer they
 	// want to be.
 	PeerCred func(net.Conn) (socket.Cred, error)
+	// Cgroup reads the cgroup file of a peer's process, by which the
+	// per-client shares tell apart the clients of one UID
+	// (guard.Peer.Client); nil tells them apart by UID alone.
+	Cgroup func(ctx context.Context, pid int32) (string, error)
 	// Registry receives the transport's metrics; Logger its logs. Both
 	// required.
 	Registry prometheus.Registerer
@@ -98,6 +102,7 @@ func New(cfg Config) *Transport {
 func (t *Transport) Listen(l net.Listener) net.Listener {
 	cl := newConnListener(l, t.cfg.MaxConnections, apiConnMetrics, t.cfg.Registry, t.cfg.Logger)
 	cl.peerCred = t.cfg.PeerCred
+	cl.cgroup = t.cfg.Cgroup
 	cl.floods = newFloodCounter(t.cfg.Registry)
 	cl.limitDenied(t.cfg.Access, t.cfg.MaxDeniedConnections)
 	cl.stall = t.stall

@@ -1,0 +1,386 @@
+package stress
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"connectrpc.com/connect"
+
+	podsv1alpha1 "github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1"
+	"github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1/podsv1alpha1connect"
+	"github.com/podsapi/podsapi/internal/childproc"
+)
+
+// The fairness scenario: two root clients, told apart by their cgroups.
+const (
+	// roleRootAttacker is the role of the attacking client's process.
+	roleRootAttacker = "stress-root-attacker"
+	// fairShare is the server's --max-watchers-per-uid in the scenario:
+	// the attacker holds all of its share.
+	fairShare = 100
+	// fairLoopers are the attacker's goroutines that loop watches beyond
+	// its share and ListPods beyond its rate.
+	fairLoopers = 8
+	// fairClientQPS is the server's --per-client-qps in the scenario, and
+	// fairQPS its --qps: the attacker's share and the victim's calls (at
+	// most 50 a second) fit in the shared bucket.
+	fairClientQPS = 60
+	fairQPS       = 150
+	// fairAttackerCgroup and fairVictimCgroup are the cgroups the server
+	// reads for the two processes (a systemd service, a pod).
+	fairAttackerCgroup = "0::/system.slice/attacker.service\n"
+	fairVictimCgroup   = "0::/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod7f1d2c3b_4a5e_4f60_8a7b_8c9d0e1f2a3b.slice/cri-containerd-0123456789abcdef.scope\n"
+)
+
+// fairness checks that a root client cannot take the shares of another
+// root client (issue 25, finding 7): the server tells them apart by their
+// cgroups, read from /proc/PID/cgroup of the PID their connection's peer
+// credentials name (under --host-proc: a directory this scenario writes, so
+// that it runs without creating cgroups). The attacker, a process of a
+// systemd unit, holds every watch its share allows (fairShare) and loops,
+// on fairLoopers goroutines, watches beyond its share and ListPods beyond
+// its rate (--per-client-qps fairClientQPS); the victim, this process in a
+// pod, calls ListPods and opens a watch every VictimInterval for
+// LockoutDuration, as it did alone before the attack (its quiet baseline,
+// half as long). Before the shares were per client they were per UID: the
+// victim got none of its watches.
+func fairness(ctx context.Context, o Options, rep *Report) error {
+	return rootClients(ctx, o, rep, "6 root clients", fairShare)
+}
+
+// snapshots checks that snapshot work is shared fairly between clients
+// (issue 25, finding 6): the same two root clients, the attacker holding no
+// watch but looping full watches (a snapshot of 50 pods of 48 KB, 2.4 MB,
+// each) on fairLoopers goroutines; its snapshots are sent one at a time,
+// behind each other, the victim's beside them.
+func snapshots(ctx context.Context, o Options, rep *Report) error {
+	return rootClients(ctx, o, rep, "7 snapshot loop", 0, "--padding", fmt.Sprint(48<<10))
+}
+
+// rootClients runs the scenario of two root clients, the attacker holding
+// held watches; args are more flags of the server.
+func rootClients(ctx context.Context, o Options, rep *Report, name string, held int, args ...string) error {
+	proc, err := os.MkdirTemp("", "stress-proc")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(proc)
+	writeCgroup := func(pid int, cgroup string) error {
+		dir := filepath.Join(proc, strconv.Itoa(pid))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dir, "cgroup"), []byte(cgroup), 0o644)
+	}
+	if err := writeCgroup(os.Getpid(), fairVictimCgroup); err != nil {
+		return err
+	}
+	c, err := startChild(append([]string{"--host-proc", proc, "--max-watchers-per-uid", fmt.Sprint(fairShare),
+		"--per-client-qps", fmt.Sprint(fairClientQPS), "--qps", fmt.Sprint(fairQPS), "--rate-limit-delay", o.RateLimitDelay.String()}, args...)...)
+	if err != nil {
+		return err
+	}
+	defer c.kill()
+	victim, closeVictim := newClient(c.socket, connect.WithCodec(discardCodec{}))
+	defer closeVictim()
+
+	quiet := victimLoop(ctx, victim, o.LockoutDuration/2, o.VictimInterval)
+	rssBefore := c.rss()
+
+	a, err := startRootAttacker(ctx, c.socket, held, 2*o.LockoutDuration+time.Minute, func(pid int) error { return writeCgroup(pid, fairAttackerCgroup) })
+	if err != nil {
+		return err
+	}
+	defer a.kill()
+	cpuBefore, _ := c.metric("process_cpu_seconds_total")
+	attacked := victimLoop(ctx, victim, o.LockoutDuration, o.VictimInterval)
+	cpuAfter, _ := c.metric("process_cpu_seconds_total")
+	rssPeak := c.rss()
+	res, err := a.stop()
+	if err != nil {
+		return err
+	}
+
+	elapsed := max(res.Elapsed.Seconds(), 1e-3)
+	if held > 0 {
+		rep.add(name, "attacker's watches held (its share)", res.Held == held, fmt.Sprint(res.Held), fmt.Sprint(held))
+		// Refused watches wait the tarpit's delay (100 ms) on each looper.
+		refusedRate := float64(res.WatchesRefused) / elapsed
+		rep.add(name, "attacker's refused watches per second (tarpitted)", res.WatchesRefused > 0 && (o.RateLimitDelay < 0 || refusedRate <= 2*fairLoopers*10),
+			fmt.Sprintf("%.0f/s (%d)", refusedRate, res.WatchesRefused), fmt.Sprintf("> 0, <= %d/s", 2*fairLoopers*10))
+	} else {
+		rep.add(name, "attacker's snapshots per second (reported)", true,
+			fmt.Sprintf("%.0f/s (%d)", float64(res.WatchesSynced)/elapsed, res.WatchesSynced), "")
+	}
+	for _, k := range []struct {
+		what         string
+		quiet, under victimStats
+	}{
+		{"ListPods", quiet.lists, attacked.lists},
+		{"WatchPods to INITIAL_SYNC_COMPLETE", quiet.watches, attacked.watches},
+	} {
+		total := k.under.ok + k.under.failed
+		share := 0.0
+		if total > 0 {
+			share = float64(k.under.ok) / float64(total)
+		}
+		value := fmt.Sprintf("%d of %d (%.1f%%)", k.under.ok, total, 100*share)
+		if k.under.firstErr != nil {
+			value += fmt.Sprintf("; first error: %v", k.under.firstErr)
+		}
+		rep.add(name, "victim's "+k.what+" served under the attack", total > 0 && share >= 0.99, value, ">= 99%")
+		q, u := p99(k.quiet.latencies), p99(k.under.latencies)
+		rep.add(name, "victim's "+k.what+" p99 under the attack vs quiet", u <= 3*max(q, time.Millisecond),
+			fmt.Sprintf("%v vs %v", u.Round(10*time.Microsecond), q.Round(10*time.Microsecond)), "<= 3x (1 ms floor)")
+	}
+	rep.add(name, "server CPU and RSS under the attack (reported)", true,
+		fmt.Sprintf("%.2f cores; RSS %d → %d MiB", (cpuAfter-cpuBefore)/o.LockoutDuration.Seconds(), rssBefore>>20, rssPeak>>20), "")
+	return nil
+}
+
+// victimStats are the outcomes of one kind of call of the victim.
+type victimStats struct {
+	ok, failed int
+	firstErr   error
+	latencies  []time.Duration
+}
+
+func (s *victimStats) add(start time.Time, err error) {
+	if err != nil {
+		s.failed++
+		if s.firstErr == nil {
+			s.firstErr = err
+		}
+		return
+	}
+	s.ok++
+	s.latencies = append(s.latencies, time.Since(start))
+}
+
+// victimOutcome is what victimLoop measured.
+type victimOutcome struct{ lists, watches victimStats }
+
+// victimLoop calls ListPods and opens a watch (read to its
+// INITIAL_SYNC_COMPLETE, then closed) every interval for d.
+func victimLoop(ctx context.Context, cl podsv1alpha1connect.PodsClient, d, interval time.Duration) victimOutcome {
+	var out victimOutcome
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for end := time.Now().Add(d); time.Now().Before(end) && ctx.Err() == nil; {
+		<-tick.C
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		start := time.Now()
+		_, err := cl.ListPods(cctx, connect.NewRequest(&podsv1alpha1.PodListRequest{}))
+		out.lists.add(start, err)
+		start = time.Now()
+		out.watches.add(start, watchToSync(cctx, cl))
+		cancel()
+	}
+	return out
+}
+
+// watchToSync opens a watch and reads it to its INITIAL_SYNC_COMPLETE.
+func watchToSync(ctx context.Context, cl podsv1alpha1connect.PodsClient) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	s, err := cl.WatchPods(ctx, connect.NewRequest(&podsv1alpha1.PodWatchRequest{}))
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	for s.Receive() {
+		if s.Msg().GetType() == podsv1alpha1.EventType_EVENT_TYPE_INITIAL_SYNC_COMPLETE {
+			return nil
+		}
+	}
+	if err := s.Err(); err != nil {
+		return err
+	}
+	return errors.New("the watch ended before INITIAL_SYNC_COMPLETE")
+}
+
+// rootAttackerResult is what the attacker process reports as its last line.
+type rootAttackerResult struct {
+	Held           int
+	WatchesRefused int64
+	WatchesSynced  int64
+	ListsOK        int64
+	ListsRefused   int64
+	Elapsed        time.Duration
+	OtherErr       string
+}
+
+// rootAttacker is the attacking client's process.
+type rootAttacker struct{ proc *childproc.Process }
+
+// startRootAttacker starts the attacker's process; once started, setup is
+// given its PID (to write the cgroup the server reads for it), then it is
+// told to go, and startRootAttacker returns once it holds its watches.
+func startRootAttacker(ctx context.Context, socket string, held int, limit time.Duration, setup func(pid int) error) (*rootAttacker, error) {
+	proc, err := childproc.Start(childproc.Spec{Role: roleRootAttacker, Args: []string{"--socket", socket, "--watches", fmt.Sprint(held),
+		"--loopers", fmt.Sprint(fairLoopers), "--limit", limit.String()}})
+	if err != nil {
+		return nil, err
+	}
+	a := &rootAttacker{proc: proc}
+	context.AfterFunc(ctx, proc.Kill)
+	if err := setup(proc.Pid()); err != nil {
+		a.kill()
+		return nil, err
+	}
+	fmt.Fprintln(proc.Stdin(), "go")
+	nctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if line, err := proc.Next(nctx); err != nil || line != "attacking" {
+		a.kill()
+		return nil, fmt.Errorf("start the attacker: %q, %v", line, err)
+	}
+	return a, nil
+}
+
+// stop tells the attacker to stop and returns its counts.
+func (a *rootAttacker) stop() (rootAttackerResult, error) {
+	var res rootAttackerResult
+	fmt.Fprintln(a.proc.Stdin(), "stop")
+	a.proc.CloseStdin()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	line, err := a.proc.Next(ctx)
+	if err != nil {
+		a.kill()
+		return res, err
+	}
+	if err := json.Unmarshal([]byte(line), &res); err != nil {
+		a.kill()
+		return res, fmt.Errorf("the attacker said %q: %w", line, err)
+	}
+	return res, a.proc.Wait(30 * time.Second)
+}
+
+func (a *rootAttacker) kill() { a.proc.Kill() }
+
+// runRootAttacker is the attacker's process: on "go", it opens --watches
+// watches (50 a connection) and reads them, says "attacking", then loops
+// on --loopers goroutines a watch beyond its share and a ListPods, until
+// "stop" (or --limit), and prints its counts as JSON.
+func runRootAttacker(args []string, stdin io.Reader, stdout io.Writer) error {
+	fs := flag.NewFlagSet("stress-root-attacker", flag.ContinueOnError)
+	sock := fs.String("socket", "", "socket of the server")
+	watches := fs.Int("watches", fairShare, "watches to hold")
+	loopers := fs.Int("loopers", fairLoopers, "goroutines looping refused watches and calls")
+	limit := fs.Duration("limit", 10*time.Minute, "stop by itself after this long")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	sctx, stopSignals := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stopSignals()
+	actx, stop := context.WithTimeout(sctx, *limit)
+	defer stop()
+	sc := bufio.NewScanner(stdin)
+	if !sc.Scan() || sc.Text() != "go" {
+		return errors.New("not told to go")
+	}
+	go func() {
+		defer stop()
+		for sc.Scan() {
+			if sc.Text() == "stop" {
+				return
+			}
+		}
+	}()
+	var held atomic.Int64
+	var wg sync.WaitGroup
+	synced := make(chan error, *watches)
+	var closers []func()
+	defer func() {
+		for _, f := range closers {
+			f()
+		}
+	}()
+	var cl podsv1alpha1connect.PodsClient
+	for i := range *watches {
+		if i%50 == 0 {
+			var closeConns func()
+			cl, closeConns = newClient(*sock, connect.WithCodec(discardCodec{}))
+			closers = append(closers, closeConns)
+		}
+		cl := cl
+		wg.Go(func() {
+			s, err := cl.WatchPods(actx, connect.NewRequest(&podsv1alpha1.PodWatchRequest{}))
+			if err != nil {
+				synced <- err
+				return
+			}
+			defer s.Close()
+			for s.Receive() {
+				if s.Msg().GetType() == podsv1alpha1.EventType_EVENT_TYPE_INITIAL_SYNC_COMPLETE {
+					held.Add(1)
+					synced <- nil
+				}
+			}
+			if actx.Err() == nil {
+				synced <- fmt.Errorf("a held watch ended: %w", s.Err())
+			}
+		})
+	}
+	for range *watches {
+		if err := <-synced; err != nil {
+			stop()
+			wg.Wait()
+			return err
+		}
+	}
+	fmt.Fprintln(stdout, "attacking")
+	var refused, syncedN, listsOK, listsRefused, other atomic.Int64
+	var otherErr atomic.Value
+	start := time.Now()
+	var loops sync.WaitGroup
+	for range *loopers {
+		loops.Go(func() {
+			// Each looper on a connection of its own, as separate agents
+			// of one pod would be.
+			loopClient, closeLoop := newClient(*sock, connect.WithCodec(discardCodec{}))
+			defer closeLoop()
+			for actx.Err() == nil {
+				err := watchToSync(actx, loopClient)
+				switch {
+				case err == nil:
+					syncedN.Add(1)
+				case connect.CodeOf(err) == connect.CodeResourceExhausted:
+					refused.Add(1)
+				case err != nil && actx.Err() == nil:
+					other.Add(1)
+					otherErr.CompareAndSwap(nil, err.Error())
+				}
+				_, err = loopClient.ListPods(actx, connect.NewRequest(&podsv1alpha1.PodListRequest{}))
+				switch {
+				case err == nil:
+					listsOK.Add(1)
+				case connect.CodeOf(err) == connect.CodeResourceExhausted:
+					listsRefused.Add(1)
+				}
+			}
+		})
+	}
+	loops.Wait()
+	res := rootAttackerResult{Held: int(held.Load()), WatchesRefused: refused.Load(), WatchesSynced: syncedN.Load(), ListsOK: listsOK.Load(), ListsRefused: listsRefused.Load(), Elapsed: time.Since(start)}
+	if v := otherErr.Load(); v != nil {
+		res.OtherErr = v.(string)
+	}
+	stop()
+	wg.Wait()
+	return json.NewEncoder(stdout).Encode(res)
+}

@@ -1,0 +1,202 @@
+package service
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// Defaults of the shares of snapshot and projection work each client gets.
+const (
+	// DefaultSnapshotsPerClient is how many watches of one client send
+	// their snapshot (or replay) at once; the client's other new watches
+	// wait in line behind them, in the order they came, before they take
+	// theirs from the store.
+	DefaultSnapshotsPerClient = 1
+	// DefaultSnapshotTurn is how long a watch keeps its client's turn at
+	// most: a watch whose snapshot takes longer (a client that does not
+	// read, a huge store) lets the next one start beside it.
+	DefaultSnapshotTurn = 20 * time.Millisecond
+	// DefaultMasksPerClient bounds the distinct field masks of one
+	// client's open watches: each costs a projection of every change.
+	DefaultMasksPerClient = 32
+	// DefaultMaxWatchMasks bounds the distinct field masks of the open
+	// watches of all clients.
+	DefaultMaxWatchMasks = 256
+)
+
+// WithClient sets how the handlers name the client of a request, by which
+// the snapshot turns and the masks of watches are shared out: the server
+// names it by its pod, its systemd unit or its UID (guard.Peer.Client). By
+// default every request is of one client.
+func WithClient(client func(ctx context.Context) string) Option {
+	return func(h *handler) { h.client = client }
+}
+
+// WithSnapshotsPerClient sets how many watches of one client send their
+// snapshot at once, each for at most turn (DefaultSnapshotsPerClient and
+// DefaultSnapshotTurn by default; n <= 0 or turn <= 0 keeps the default).
+func WithSnapshotsPerClient(n int, turn time.Duration) Option {
+	return func(h *handler) {
+		if n > 0 {
+			h.turns.perClient = n
+		}
+		if turn > 0 {
+			h.turns.slice = turn
+		}
+	}
+}
+
+// WithMasksPerClient bounds the distinct field masks of the open watches of
+// one client (perClient) and of all (total); DefaultMasksPerClient and
+// DefaultMaxWatchMasks by default, a value <= 0 keeps its default.
+func WithMasksPerClient(perClient, total int) Option {
+	return func(h *handler) {
+		if perClient > 0 {
+			h.masks.perClient = perClient
+		}
+		if total > 0 {
+			h.masks.total = total
+		}
+	}
+}
+
+// clientOf returns the name of the client of ctx.
+func (h *handler) clientOf(ctx context.Context) string {
+	if h.client == nil {
+		return ""
+	}
+	return h.client(ctx)
+}
+
+// snapshotTurns hands out the turns of each client's watches to send their
+// snapshot, so that snapshot work is shared between clients: a client that
+// opens watches in a loop waits behind its own, not behind others'. A watch
+// takes its turn before it takes its snapshot from the store, so that a
+// watch waiting in line holds nothing but its goroutine (its client's open
+// watches are bounded), and no queue of live events that could overflow.
+type snapshotTurns struct {
+	perClient int
+	slice     time.Duration
+
+	mu      sync.Mutex
+	clients map[string]*clientTurns
+}
+
+// clientTurns are the turns of one client: a slot of sem per watch sending
+// its snapshot; refs counts the watches holding or waiting for one.
+type clientTurns struct {
+	sem  chan struct{}
+	refs int
+}
+
+// take waits for a turn of client, until ctx ends (ctx.Err()) or done is
+// closed (errShuttingDown), and returns the function that gives the turn
+// back, which may be called more than once. The turn is given back by
+// itself after the slice.
+func (t *snapshotTurns) take(ctx context.Context, client string, done <-chan struct{}) (func(), error) {
+	t.mu.Lock()
+	if t.clients == nil {
+		t.clients = make(map[string]*clientTurns)
+	}
+	c := t.clients[client]
+	if c == nil {
+		c = &clientTurns{sem: make(chan struct{}, max(t.perClient, 1))}
+		t.clients[client] = c
+	}
+	c.refs++
+	t.mu.Unlock()
+	// Senders blocked on a channel are woken in the order they came: the
+	// line is first come, first served.
+	select {
+	case c.sem <- struct{}{}:
+	case <-ctx.Done():
+		t.unref(client, c)
+		return nil, ctx.Err()
+	case <-done:
+		t.unref(client, c)
+		return nil, errShuttingDown
+	}
+	var once sync.Once
+	give := func() {
+		once.Do(func() {
+			<-c.sem
+			t.unref(client, c)
+		})
+	}
+	timer := time.AfterFunc(t.slice, give)
+	return func() {
+		timer.Stop()
+		give()
+	}, nil
+}
+
+// unref forgets c, the turns of client, once no watch holds or waits for
+// one.
+func (t *snapshotTurns) unref(client string, c *clientTurns) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if c.refs--; c.refs == 0 {
+		delete(t.clients, client)
+	}
+}
+
+// watchMasks counts the distinct field masks of the open watches, per
+// client and in all, under bounds: every change is projected once per mask
+// in use (twice for MODIFIED, to tell whether the view changed), so the
+// masks bound the projection work of a change, and each client's share of
+// it.
+type watchMasks struct {
+	perClient, total int
+
+	mu sync.Mutex
+	// byClient counts the watches of each client by mask; all counts the
+	// clients using each mask.
+	byClient map[string]map[string]int
+	all      map[string]int
+}
+
+// acquire counts a watch of client with the mask of key, or returns the
+// error that refuses it; the function it returns uncounts the watch (once,
+// however often it is called).
+func (m *watchMasks) acquire(client, key string) (func(), error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.byClient == nil {
+		m.byClient, m.all = make(map[string]map[string]int), make(map[string]int)
+	}
+	masks := m.byClient[client]
+	if masks[key] == 0 {
+		if len(masks) >= m.perClient {
+			return nil, errTooManyMasks(client, m.perClient)
+		}
+		if m.all[key] == 0 && len(m.all) >= m.total {
+			return nil, errTooManyMasks("", m.total)
+		}
+		if masks == nil {
+			masks = make(map[string]int)
+			m.byClient[client] = masks
+		}
+		m.all[key]++
+	}
+	masks[key]++
+	var once sync.Once
+	return func() { once.Do(func() { m.release(client, key) }) }, nil
+}
+
+// release uncounts a watch of client with the mask of key.
+func (m *watchMasks) release(client, key string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	masks := m.byClient[client]
+	if masks[key]--; masks[key] > 0 {
+		return
+	}
+	delete(masks, key)
+	if len(masks) == 0 {
+		delete(m.byClient, client)
+	}
+	if m.all[key]--; m.all[key] == 0 {
+		delete(m.all, key)
+	}
+}

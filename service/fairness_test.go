@@ -1,0 +1,149 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"connectrpc.com/connect"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+
+	"github.com/podsapi/podsapi/errinfo"
+)
+
+// TestSnapshotTurns: a client's watches take their snapshot turns one at a
+// time, in the order they came, each for at most the slice; another client
+// takes its turn at once, not behind them. Before, every watch sent its
+// snapshot at once: eight clients looping watches ran 143 snapshots a
+// second, and every other client's watch waited behind them.
+func TestSnapshotTurns(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		turns := &snapshotTurns{perClient: 1, slice: time.Second}
+		ctx := context.Background()
+		endA1, err := turns.take(ctx, "attacker", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The attacker's next watches wait in line, in order.
+		var order []int
+		done := make(chan int, 2)
+		for i := range 2 {
+			go func() {
+				end, err := turns.take(ctx, "attacker", nil)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				done <- i
+				end()
+			}()
+			synctest.Wait() // the first one is in line before the second
+		}
+		// The victim's turn is its own.
+		start := time.Now()
+		endV, err := turns.take(ctx, "victim", nil)
+		if err != nil || time.Since(start) != 0 {
+			t.Fatalf("victim waited %v behind the attacker (%v)", time.Since(start), err)
+		}
+		endV()
+		select {
+		case i := <-done:
+			t.Fatalf("attacker's watch %d took a turn while its first held it", i)
+		default:
+		}
+		endA1()
+		endA1() // giving a turn back twice gives it back once
+		for range 2 {
+			order = append(order, <-done)
+		}
+		if order[0] != 0 || order[1] != 1 {
+			t.Fatalf("the attacker's watches took their turns in the order %v, want [0 1]", order)
+		}
+		synctest.Wait()
+		if n := len(turns.clients); n != 0 {
+			t.Fatalf("%d clients remembered with no watch in line", n)
+		}
+
+		// A turn held past the slice passes to the next watch.
+		end, _ := turns.take(ctx, "slow", nil)
+		defer end()
+		start = time.Now()
+		end2, err := turns.take(ctx, "slow", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		end2()
+		if got := time.Since(start); got != time.Second {
+			t.Fatalf("the next watch waited %v behind a turn held for ever, want the slice (1s)", got)
+		}
+
+		// A watch in line leaves when its client does, or at shutdown.
+		hold, _ := turns.take(ctx, "c", nil)
+		defer hold()
+		cctx, cancel := context.WithCancel(ctx)
+		cancel()
+		if _, err := turns.take(cctx, "c", nil); err != context.Canceled {
+			t.Fatalf("take of a watch whose client left: %v, want context.Canceled", err)
+		}
+		shutdown := make(chan struct{})
+		close(shutdown)
+		if _, err := turns.take(ctx, "c", shutdown); err != errShuttingDown {
+			t.Fatalf("take at shutdown: %v, want errShuttingDown", err)
+		}
+	})
+}
+
+// TestWatchMasks: the distinct masks of one client's watches, and of all,
+// are bounded; a mask in use is shared without counting again; a watch that
+// ends frees its mask. Before, 900 watchers with distinct masks cost 0.86
+// core at 100 changes/s.
+func TestWatchMasks(t *testing.T) {
+	m := &watchMasks{perClient: 2, total: 3}
+	release := map[string]func(){}
+	acquire := func(client, key, wantReason string) {
+		t.Helper()
+		r, err := m.acquire(client, key)
+		if got := reasonOfErr(err); got != wantReason {
+			t.Fatalf("acquire(%s, %s): %v, want reason %q", client, key, err, wantReason)
+		}
+		if err == nil {
+			release[client+key] = r
+		}
+	}
+	acquire("a", "m1", "")
+	acquire("a", "m2", "")
+	acquire("a", "m3", errinfo.TooManyMasks) // a's share
+	acquire("b", "m1", "")                   // in use: counts once in all
+	acquire("b", "m3", "")
+	acquire("c", "m4", errinfo.TooManyMasks) // every client's
+	acquire("c", "m2", "")                   // in use
+	release["a"+"m2"]()
+	acquire("a", "m3", "") // a's second mask again
+	release["c"+"m2"]()
+	acquire("c", "m4", "") // m2 is used by no watch now
+	acquire("d", "m5", errinfo.TooManyMasks)
+	for _, r := range release {
+		r()
+	}
+	if len(m.byClient) != 0 || len(m.all) != 0 {
+		t.Fatalf("masks counted after every watch ended: %v, %v", m.byClient, m.all)
+	}
+}
+
+// reasonOfErr returns the ErrorInfo reason of an error the service built.
+func reasonOfErr(err error) string {
+	var ce *connect.Error
+	if !errors.As(err, &ce) {
+		return ""
+	}
+	for _, d := range ce.Details() {
+		if v, derr := d.Value(); derr == nil {
+			if info, ok := v.(*errdetails.ErrorInfo); ok {
+				return info.GetReason()
+			}
+		}
+	}
+	return ""
+}
