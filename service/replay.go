@@ -177,13 +177,17 @@ func (c *replayCache) release(e *replayEntry) {
 func (h *handler) sendReplay(ctx context.Context, f framing, wire watchWire, raw Stream, w *store.Watcher, r store.Replay, pr *projection, sel *selector, client string, last *uint64, fellBehind func() error) error {
 	buf := make([]store.Event, 0, replayBlock)
 	headersSent := false
+	// unshared is the block the budget or the history refused to share:
+	// it goes one change at a time.
+	unshared := ^uint64(0)
 	for *last < r.Until {
 		if err := h.check(ctx, w, fellBehind); err != nil {
 			return err
 		}
 		block := *last / replayBlock
 		end := (block + 1) * replayBlock
-		if raw != nil && headersSent && end <= r.Until {
+		shareable := raw != nil && end <= r.Until && block != unshared
+		if shareable && headersSent {
 			done, err := h.writeReplayBlock(ctx, f, wire, raw, w, pr, sel, client, block, *last, fellBehind)
 			if err != nil {
 				return err
@@ -192,6 +196,7 @@ func (h *handler) sendReplay(ctx context.Context, f framing, wire watchWire, raw
 				*last = end
 				continue
 			}
+			unshared, shareable = block, false
 		}
 		events, err := h.store.ReadHistory(*last, min(end, r.Until), buf)
 		if err != nil {
@@ -205,8 +210,14 @@ func (h *handler) sendReplay(ctx context.Context, f framing, wire watchWire, raw
 			if err != nil {
 				return err
 			}
-			headersSent = headersSent || sent
 			*last = ev.Version
+			if sent && !headersSent {
+				headersSent = true
+				if shareable {
+					// The rest of the block is shared.
+					break
+				}
+			}
 		}
 		buf = events
 	}
