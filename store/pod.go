@@ -2,6 +2,7 @@ package store
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
@@ -37,9 +38,9 @@ type Pod struct {
 	// keys are what Find looks the version up by (find.go).
 	keys podKeys
 
-	// budget counts the bytes of the views the version caches
-	// (Store.BudgetViews); nil counts nothing.
-	budget *memlimit.Budget
+	// budget is the store's budget for the bytes of the views the version
+	// caches (Store.BudgetViews); nil, or nil inside, counts nothing.
+	budget *atomic.Pointer[memlimit.Budget]
 
 	mu    sync.Mutex
 	views map[string]*view
@@ -56,7 +57,15 @@ func (p *Pod) shed() {
 	n := p.viewBytes
 	p.views, p.shedded, p.viewBytes = nil, true, 0
 	p.mu.Unlock()
-	p.budget.Release(memlimit.Views, n)
+	p.viewBudget().Release(memlimit.Views, n)
+}
+
+// viewBudget returns the budget of the pod's views, or nil.
+func (p *Pod) viewBudget() *memlimit.Budget {
+	if p.budget == nil {
+		return nil
+	}
+	return p.budget.Load()
 }
 
 // view is a lazily computed, shared derivation of a Pod's encoding.
@@ -111,7 +120,8 @@ func (p *Pod) View(key string, compute func(raw []byte) ([]byte, error)) ([]byte
 // it share it, later ones compute it again.
 func (p *Pod) count(key string, v *view) {
 	n := int64(cap(v.b)) + viewOverhead
-	fits := p.budget.Reserve(memlimit.Views, n)
+	b := p.viewBudget()
+	fits := b.Reserve(memlimit.Views, n)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	switch {
@@ -122,7 +132,7 @@ func (p *Pod) count(key string, v *view) {
 		delete(p.views, key)
 	}
 	if fits {
-		p.budget.Release(memlimit.Views, n)
+		b.Release(memlimit.Views, n)
 	}
 }
 

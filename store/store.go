@@ -49,8 +49,8 @@ type Store struct {
 }
 
 // BudgetViews has the views the pods cache (masked pods, framed events)
-// counted against b, and not cached beyond it, from the next version of
-// each pod on. Call it before the store is served.
+// counted against b, and not cached beyond it. Call it before the store is
+// served.
 func (s *Store) BudgetViews(b *memlimit.Budget) { s.budget.Store(b) }
 
 // QueuedBytes returns what the events queued for watchers cost: a slot
@@ -113,7 +113,7 @@ func (s *Store) Upsert(pod *corev1.Pod) {
 	p := &Pod{
 		UID: pod.UID, Namespace: pod.Namespace, Name: pod.Name, Version: s.version, raw: raw,
 		labels: podLabels(pod, prev), fields: podtypes.FieldsOf(pod), keys: keys,
-		budget: s.budget.Load(),
+		budget: &s.budget,
 	}
 	s.pods[pod.UID] = p
 	s.indexPut(prev, p)
