@@ -52,7 +52,7 @@ func MaybeChild() {
 	os.Exit(0)
 }
 
-// childPods is the number of pods the child serves.
+// childPods is the number of pods the child serves unless told (--pods).
 const childPods = 50
 
 // runChild is the stress server: the real server (package server) on a
@@ -72,6 +72,7 @@ func runChild(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	stall := fs.Duration("write-stall-timeout", 0, "")
 	delay := fs.Duration("rate-limit-delay", 0, "")
 	padding := fs.Int("padding", 1024, "bytes of annotation per pod")
+	npods := fs.Int("pods", childPods, "pods served")
 	maxConns := fs.Int("max-connections", 0, "")
 	readTimeout := fs.Duration("request-read-timeout", 0, "")
 	if err := fs.Parse(args); err != nil {
@@ -83,7 +84,7 @@ func runChild(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	st := store.New()
-	pods := make([]*corev1.Pod, childPods)
+	pods := make([]*corev1.Pod, *npods)
 	for i := range pods {
 		pods[i] = podstest.Pod("stress", fmt.Sprintf("pod-%03d", i), i)
 		pods[i].ResourceVersion = "1"
