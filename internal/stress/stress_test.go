@@ -17,13 +17,14 @@ func TestMain(m *testing.M) {
 // harness. `make stress` runs them at full size.
 func TestSmall(t *testing.T) {
 	if testing.Short() {
-		t.Skip("starts five servers")
+		t.Skip("starts seven servers")
 	}
 	o := Options{
 		Duration: 300 * time.Millisecond, FloodClients: 4, Watchers: 2, QPS: 50, Burst: 5, ChurnRate: 100,
 		Stalled: 3, Readers: 2, UpdateRate: 500, StallDuration: 500 * time.Millisecond, StallTimeout: 300 * time.Millisecond,
 		Cycles: 40, ChurnWorkers: 4, GarbageConns: 32,
 		Slowloris: 80, HeldConns: 2, HeldStreams: 20, HeldTimeout: 200 * time.Millisecond, LockoutDuration: time.Second, VictimInterval: 20 * time.Millisecond,
+		Herd: 10, HerdPods: 50, HerdBack: 200, HerdChurn: 100, HerdTimeout: 2 * time.Second, MaskPadding: 10 << 10,
 		Log: t.Output(),
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
