@@ -4,11 +4,14 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 
+	"connectrpc.com/connect"
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/podsapi/podsapi/errinfo"
 	"github.com/podsapi/podsapi/fieldmask"
 	podsv1alpha1 "github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1"
 	"github.com/podsapi/podsapi/internal/podstest"
@@ -83,4 +86,56 @@ func TestResumeEqualsLiveWatch(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestResumeOverShare checks that a resume whose shared replay would take
+// more than its client's fair share of the memory budget ends
+// RESOURCE_EXHAUSTED MEMORY_BUDGET_EXCEEDED, saying where to resume from,
+// after every change up to there, and that the server keeps serving.
+func TestResumeOverShare(t *testing.T) {
+	for i, kind := range clientKinds {
+		t.Run(kind.name, func(t *testing.T) {
+			// A share of 64 KiB; a block of 128 changes of 3 KB is 384 KB.
+			f := startWith(t, server.Config{Limits: server.LimitsConfig{MemoryBudgetBytes: 256 << 10}}, []store.Option{store.WithHistory(4000, 1<<30)})
+			start := f.revision()
+			for k := range 400 {
+				p := podstest.Pod("ns", fmt.Sprintf("p%d", k%7), k%7)
+				p.Annotations = map[string]string{"pad": strings.Repeat("x", 3000), "n": strconv.Itoa(k)}
+				f.store.Upsert(p)
+			}
+			c := dialReq(t, i, f.socket)
+			w, err := c.WatchReq(ctx(t), &podsv1alpha1.PodWatchRequest{ResumeFrom: start}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := 0
+			for {
+				ev, err := w.Recv()
+				if err != nil {
+					if codeOf(err) != connect.CodeResourceExhausted || reasonOf(err) != errinfo.MemoryBudget {
+						t.Fatalf("after %d events: %v, want RESOURCE_EXHAUSTED %s", n, err, errinfo.MemoryBudget)
+					}
+					if rev := errorMetadata(err)["revision"]; n == 0 || rev != ev2rev(f, start, n) {
+						t.Fatalf("after %d events: resume from %q, want the revision of the last event", n, rev)
+					}
+					break
+				}
+				if ev.GetType() == podsv1alpha1.EventType_EVENT_TYPE_INITIAL_SYNC_COMPLETE {
+					t.Fatalf("synced after %d events: the replay was not refused", n)
+				}
+				n++
+			}
+			if _, err := c.ListReq(ctx(t), &podsv1alpha1.PodListRequest{}, nil); err != nil {
+				t.Fatalf("ListPods after the refusal: %v", err)
+			}
+		})
+	}
+}
+
+// ev2rev returns the revision of the n-th change after the revision start
+// of f's store.
+func ev2rev(f *fixture, start string, n int) string {
+	_, v, _ := strings.Cut(start, ".")
+	from, _ := strconv.ParseUint(v, 10, 64)
+	return f.store.Revision(from + uint64(n))
 }

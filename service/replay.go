@@ -99,9 +99,14 @@ func (c *replayCache) get(key, client string, build func() (*framedReplay, int64
 	})
 	c.metrics.viewUsed(viewReplay, built)
 	release := func() { c.release(e) }
-	if e.err != nil {
+	if err := e.err; err != nil {
 		release()
-		return nil, func() {}, e.err
+		if errors.Is(err, memlimit.ErrOverShare) && e.client != client {
+			// Over the share of the client that built it, not this
+			// one's: this watch sends the block one change at a time.
+			err = memlimit.ErrOverBudget
+		}
+		return nil, func() {}, err
 	}
 	return e.r, release, nil
 }
@@ -117,7 +122,9 @@ func (c *replayCache) reserve(e *replayEntry, size int64) error {
 			c.mu.Unlock()
 			return nil
 		}
-		if !errors.Is(err, memlimit.ErrOverBudget) || !c.dropOldestIdle() {
+		// Idle blocks count against the budget and their builders'
+		// shares: drop them, oldest first, before refusing.
+		if !c.dropOldestIdle() {
 			return err
 		}
 	}
@@ -188,7 +195,7 @@ func (h *handler) sendReplay(ctx context.Context, f framing, wire watchWire, raw
 		end := (block + 1) * replayBlock
 		shareable := raw != nil && end <= r.Until && block != unshared
 		if shareable && headersSent {
-			done, err := h.writeReplayBlock(ctx, f, wire, raw, w, pr, sel, client, block, *last, fellBehind)
+			done, err := h.writeReplayBlock(ctx, f, wire, raw, w, pr, sel, client, block, last, fellBehind)
 			if err != nil {
 				return err
 			}
@@ -225,10 +232,12 @@ func (h *handler) sendReplay(ctx context.Context, f framing, wire watchWire, raw
 }
 
 // writeReplayBlock writes the messages of block after the change at store
-// version after, from the shared framed block, and reports whether it did:
+// version *last, from the shared framed block, moving *last to the last
+// change written, and reports whether it wrote the block to its end:
 // not when the block left the history or the budget has no room for it, in
 // which case the watch sends it one change at a time.
-func (h *handler) writeReplayBlock(ctx context.Context, f framing, wire watchWire, raw Stream, w *store.Watcher, pr *projection, sel *selector, client string, block, after uint64, fellBehind func() error) (bool, error) {
+func (h *handler) writeReplayBlock(ctx context.Context, f framing, wire watchWire, raw Stream, w *store.Watcher, pr *projection, sel *selector, client string, block uint64, last *uint64, fellBehind func() error) (bool, error) {
+	after := *last
 	key := f.name + "|" + pr.view + "|" + sel.cacheKey() + "|" + strconv.FormatUint(block, 10)
 	r, release, err := h.replays.get(key, client, func() (*framedReplay, int64, error) {
 		return h.frameReplay(f, wire, pr, sel, block)
@@ -256,7 +265,9 @@ func (h *handler) writeReplayBlock(ctx context.Context, f framing, wire watchWir
 		if err := raw.WriteRaw(r.b[pos:end]); err != nil {
 			return false, sendErr(ctx, errWrite)
 		}
-		pos = end
+		// Every change up to the j-th of the block was sent: a watch
+		// dropped now resumes after it.
+		pos, *last = end, block*replayBlock+uint64(j)+1
 	}
 	return true, nil
 }
