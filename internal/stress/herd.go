@@ -116,22 +116,33 @@ func (s *sampler) end() *sampler {
 	return s
 }
 
+// startBudgeted starts the stress server with args, reports its memory
+// limit in the rows of scenario, and returns it with its memory budget.
+func startBudgeted(scenario string, rep *Report, args ...string) (*child, float64, error) {
+	c, err := startChild(args...)
+	if err != nil {
+		return nil, 0, err
+	}
+	rep.add(scenario, "memory limit of the server", true, limit.Note, "reported")
+	budget, err := c.metric("podsapi_memory_budget_bytes")
+	if err != nil {
+		c.kill()
+		return nil, 0, err
+	}
+	return c, budget, nil
+}
+
 // resumeHerd is issue 25's findings 1 and 2: a herd of watchers resuming
 // 1,000 changes back under churn must reach INITIAL_SYNC_COMPLETE at least
 // as well as the same herd watching afresh, within the memory budget, while
 // a victim watcher keeps receiving every change.
 func resumeHerd(ctx context.Context, o Options, rep *Report) error {
 	const name = "6 resume herd"
-	c, err := startChild("--padding", "2048", "--qps", "-1", "--pods", fmt.Sprint(o.HerdPods))
+	c, budget, err := startBudgeted(name, rep, "--padding", "2048", "--qps", "-1", "--pods", fmt.Sprint(o.HerdPods))
 	if err != nil {
 		return err
 	}
 	defer c.kill()
-	rep.add(name, "memory limit of the server", true, limit.Note, "reported")
-	budget, err := c.metric("podsapi_memory_budget_bytes")
-	if err != nil {
-		return err
-	}
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	victim := startReader(wctx, c.socket)
@@ -223,16 +234,11 @@ func resumeHerd(ctx context.Context, o Options, rep *Report) error {
 // answered whole and every watch syncs.
 func maskAttack(ctx context.Context, o Options, rep *Report) error {
 	const name = "7 distinct masks"
-	c, err := startChild("--padding", fmt.Sprint(o.MaskPadding))
+	c, budget, err := startBudgeted(name, rep, "--padding", fmt.Sprint(o.MaskPadding))
 	if err != nil {
 		return err
 	}
 	defer c.kill()
-	rep.add(name, "memory limit of the server", true, limit.Note, "reported")
-	budget, err := c.metric("podsapi_memory_budget_bytes")
-	if err != nil {
-		return err
-	}
 	heap := func() (int64, error) {
 		if err := c.gc(); err != nil {
 			return 0, err
