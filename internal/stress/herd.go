@@ -172,12 +172,13 @@ func resumeHerd(ctx context.Context, o Options, rep *Report) error {
 		return err
 	}
 	rev := list.Msg.GetRevision()
-	// The same churn during each herd, for as long as the herd may take.
+	// The same churn during each herd: o.HerdBack changes at o.HerdChurn
+	// per second.
 	herd := func(rev string) (herdResult, *sampler, []time.Duration, error) {
 		if _, err := quiet(o.HerdBack, 10*o.HerdChurn); err != nil { // the resume point is o.HerdBack changes back
 			return herdResult{}, nil, nil, err
 		}
-		n := int(o.HerdTimeout.Seconds()) * o.HerdChurn
+		n := o.HerdBack // as many changes again during the herd
 		churned := make(chan error, 1)
 		go func() { churned <- c.churn(n, o.HerdChurn) }()
 		s := startSampler(c)

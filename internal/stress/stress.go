@@ -65,9 +65,9 @@ type Options struct {
 	LockoutDuration time.Duration
 	VictimInterval  time.Duration
 	// Resume herd: Herd watchers of HerdPods pods open at once, afresh
-	// and then resuming
-	// HerdBack changes back, under HerdChurn changes per second, each herd
-	// given HerdTimeout to sync.
+	// and then resuming HerdBack changes back, while HerdBack more changes
+	// are made at HerdChurn per second, each herd given HerdTimeout to
+	// sync.
 	Herd        int
 	HerdPods    int
 	HerdBack    int
