@@ -160,7 +160,7 @@ fuzz: ## Run each fuzz target for a count of inputs (30 s or less each on a busy
 
 STRESS_FLAGS ?=
 .PHONY: stress
-stress: ## Attack a child server (flood, stalled watchers, churn, garbage, lockout): a table, exit 1 on a violated invariant (STRESS_FLAGS=-duration=10s ...).
+stress: ## Attack a child server (flood, stalled watchers, churn, garbage, lockout, resume herd, distinct masks) under a 256 MiB limit: a table, exit 1 on a violated invariant (STRESS_FLAGS=-duration=10s ...).
 	go run ./cmd/stress $(STRESS_FLAGS)
 
 .PHONY: examples

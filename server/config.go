@@ -159,9 +159,11 @@ type LimitsConfig struct {
 	// MemoryBudgetBytes bounds in bytes what the server keeps on behalf of
 	// its clients: masked views, cached lists, snapshots in flight, the
 	// replays of resumed watches, and the history (counted, bounded by its
-	// own flag). Beyond it the caches keep nothing more, and a request
-	// that would make the server keep more than its client's fair share
-	// (a quarter) is refused RESOURCE_EXHAUSTED MEMORY_BUDGET_EXCEEDED.
+	// own flag), and queued events (counted, bounded by Watch.Queue).
+	// Beyond it the caches keep nothing more (answers are built for their
+	// call alone), and a resumed watch whose shared replay would take more
+	// than its client's fair share (a quarter) is refused
+	// RESOURCE_EXHAUSTED MEMORY_BUDGET_EXCEEDED.
 	// Default memlimit.BudgetBytes of the runtime's memory limit: half of
 	// it, 512 MiB without one; negative means no budget.
 	MemoryBudgetBytes int64
