@@ -251,11 +251,13 @@ func (h *handler) writeReplayBlock(ctx context.Context, f framing, wire watchWir
 		return false, err
 	}
 	defer release()
-	pos := 0
-	if i := int(after - block*replayBlock); i > 0 {
+	// The changes of the block after after, from its i-th on.
+	i, pos := int(after-block*replayBlock), 0
+	if i > 0 {
 		pos = r.ends[i-1]
 	}
-	for j, end := range r.ends {
+	for j := i; j < replayBlock; j++ {
+		end := r.ends[j]
 		if end == pos || (end-pos < snapshotChunk && j < replayBlock-1) {
 			continue
 		}
