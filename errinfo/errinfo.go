@@ -97,6 +97,12 @@ const (
 	// RequestTimeout (DEADLINE_EXCEEDED): the request did not arrive in
 	// time. Metadata "timeout".
 	RequestTimeout = "REQUEST_TIMEOUT"
+	// MemoryBudget (RESOURCE_EXHAUSTED): what the request needs the server
+	// to keep does not fit in the client's fair share of the server's
+	// memory budget (--memory-budget-bytes). Retry with backoff, or with
+	// fewer watches resuming at once; metadata "kind", and "revision"
+	// when the watch can resume from it.
+	MemoryBudget = "MEMORY_BUDGET_EXCEEDED"
 )
 
 // New returns a connect error with code, err and an ErrorInfo of reason and

@@ -23,6 +23,7 @@ import (
 	"github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1/podsv1alpha1connect"
 	"github.com/podsapi/podsapi/gen/v1alpha1/v1alpha1connect"
 	"github.com/podsapi/podsapi/guard"
+	"github.com/podsapi/podsapi/internal/memlimit"
 	"github.com/podsapi/podsapi/internal/version"
 	"github.com/podsapi/podsapi/podcgroup"
 	"github.com/podsapi/podsapi/server/internal/transport"
@@ -91,6 +92,7 @@ func New(st Store, cfg Config) (*Server, error) {
 	})
 
 	metrics := service.NewMetrics(cfg.Registry)
+	budget := newBudget(cfg, st)
 	opts := service.HandlerOptions(interceptors(cfg, metrics, newGuards(cfg, st))...)
 	shutdown := make(chan struct{})
 	handlers := service.NewHandlers(st,
@@ -101,6 +103,7 @@ func New(st Store, cfg Config) (*Server, error) {
 		service.WithLogger(cfg.Logger),
 		service.WithProcesses(podcgroup.NewReader(cfg.HostProc)),
 		service.WithCaller(callerPID),
+		service.WithBudget(budget),
 		service.WithClient(func(ctx context.Context) string { return guard.PeerFrom(ctx).Client(ctx) }),
 		service.WithStreams(func(ctx context.Context) service.Stream {
 			if s := tr.Stream(ctx); s != nil {
@@ -230,6 +233,42 @@ func registerStoreMetrics(reg prometheus.Registerer, st Store) {
 			}, func() float64 { _, b := h.HistoryLen(); return float64(b) }),
 		)
 	}
+}
+
+// newBudget returns the memory budget of cfg, counting the history of st
+// and the views its pods cache, and registers its gauges; nil when cfg has
+// none.
+func newBudget(cfg Config, st Store) *memlimit.Budget {
+	if cfg.Limits.MemoryBudgetBytes < 0 {
+		return nil
+	}
+	b := memlimit.NewBudget(cfg.Limits.MemoryBudgetBytes)
+	if h, ok := st.(interface{ HistoryBytes() int64 }); ok {
+		b.Track(memlimit.History, h.HistoryBytes)
+	}
+	if q, ok := st.(interface{ QueuedBytes() int64 }); ok {
+		b.Track(memlimit.Queued, q.QueuedBytes)
+	}
+	if v, ok := st.(interface{ BudgetViews(*memlimit.Budget) }); ok {
+		v.BudgetViews(b)
+	}
+	cfg.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "podsapi_memory_budget_bytes",
+		Help: "The memory budget (--memory-budget-bytes): the bytes the server may keep on behalf of its clients.",
+	}, func() float64 { return float64(b.Total()) }))
+	for k, name := range memlimit.KindNames {
+		cfg.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name:        "podsapi_memory_used_bytes",
+			Help:        "Bytes counted against the memory budget, by kind: views (masked pods and framed events cached by the pods), lists (cached ListPods responses), snapshots (framed watch snapshots in flight), replays (framed blocks of the history for resumed watches), queued (live events queued for watchers) and history.",
+			ConstLabels: prometheus.Labels{"kind": name},
+		}, func() float64 { return float64(b.Used(memlimit.Kind(k))) }))
+		cfg.Registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name:        "podsapi_memory_refused_total",
+			Help:        "Number of times the memory budget refused to keep bytes, by kind: the cache kept nothing more, or the request was refused.",
+			ConstLabels: prometheus.Labels{"kind": name},
+		}, func() float64 { return float64(b.Refused(memlimit.Kind(k))) }))
+	}
+	return b
 }
 
 // newGuards returns the guards of the Pods API, registering their gauges.

@@ -53,6 +53,23 @@ func errFellBehind(lost int, revision string) error {
 		map[string]string{"lost": strconv.Itoa(lost), "revision": revision})
 }
 
+// errReplayTooOld ends a resumed watch whose replay fell behind the history:
+// the changes after revision left it before the watch sent them.
+func errReplayTooOld(revision string, err error) error {
+	return errinfo.New(connect.CodeOutOfRange, errinfo.RevisionTooOld,
+		fmt.Errorf("resume_from: the watch replayed its changes slower than the history turned over (%w): list or watch again without resume_from", err),
+		map[string]string{"revision": revision})
+}
+
+// errMemoryShare ends a resumed watch whose replay would keep more than its
+// client's fair share of the memory budget; revision is where it may
+// resume from.
+func errMemoryShare(revision string) error {
+	return errinfo.New(connect.CodeResourceExhausted, errinfo.MemoryBudget,
+		fmt.Errorf("the replays of this client's resumed watches hold its share of the server's memory budget: resume from revision %q later, with backoff, or resume fewer watches at once", revision),
+		map[string]string{"kind": "replays", "revision": revision})
+}
+
 // errSelector is returned for a selector of a request that is too long, does
 // not parse, or names a field that cannot be selected.
 func errSelector(field string, err error) error {

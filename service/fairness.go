@@ -26,9 +26,10 @@ const (
 )
 
 // WithClient sets how the handlers name the client of a request, by which
-// the snapshot turns and the masks of watches are shared out: the server
-// names it by its pod, its systemd unit or its UID (guard.Peer.Client). By
-// default every request is of one client.
+// the snapshot turns, the masks of watches and the fair shares of the
+// memory budget are shared out: the server names it by its pod, its
+// systemd unit or its UID (guard.Peer.Client). By default every request is
+// of one client, "".
 func WithClient(client func(ctx context.Context) string) Option {
 	return func(h *handler) { h.client = client }
 }

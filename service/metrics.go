@@ -40,11 +40,12 @@ const (
 	viewWatch                    // a framed watch event of a pod version, type and mask
 	viewList                     // a ListPods response of a store version and mask
 	viewSnapshot                 // the framed snapshot of a watch of a store version, mask, selection and wire
+	viewReplay                   // a framed block of the history replayed to resumed watches
 	numViews
 )
 
 // viewLabels are the values of the view label, by kind.
-var viewLabels = [numViews]string{"mask", "watch", "list", "snapshot"}
+var viewLabels = [numViews]string{"mask", "watch", "list", "snapshot", "replay"}
 
 // NewMetrics creates the metrics of the Pods API and registers them with reg.
 func NewMetrics(reg prometheus.Registerer) *Metrics {
@@ -64,7 +65,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	}
 	computes := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "podsapi_view_computes_total",
-		Help: "Number of shared views computed, by kind: mask (a pod version trimmed by a field mask), watch (a framed watch event), list (a ListPods response of a store version and mask) and snapshot (the framed snapshot of a new watch of a store version, mask, selection and wire).",
+		Help: "Number of shared views computed, by kind: mask (a pod version trimmed by a field mask), watch (a framed watch event), list (a ListPods response of a store version and mask), snapshot (the framed snapshot of a new watch of a store version, mask, selection and wire) and replay (a block of 128 changes of the history framed for resumed watches of a mask, selection and wire).",
 	}, []string{"view"})
 	hits := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "podsapi_view_cache_hits_total",

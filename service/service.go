@@ -14,6 +14,7 @@ import (
 	podsv1alpha1 "github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1"
 	"github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1/podsv1alpha1connect"
 	"github.com/podsapi/podsapi/gen/v1alpha1/v1alpha1connect"
+	"github.com/podsapi/podsapi/internal/memlimit"
 	"github.com/podsapi/podsapi/podcgroup"
 	"github.com/podsapi/podsapi/store"
 )
@@ -66,6 +67,14 @@ func WithLogger(l *slog.Logger) Option {
 	return func(h *handler) { h.logger = l }
 }
 
+// WithBudget sets the memory budget that the caches of the service count
+// their bytes against: masked views, lists, snapshots and the replays of
+// resumed watches. The default, nil, counts nothing and bounds the caches
+// only by their fixed limits.
+func WithBudget(b *memlimit.Budget) Option {
+	return func(h *handler) { h.budget = b }
+}
+
 // handler serves the pods of a PodReader to both wires: the typed
 // kubelet.pods.v1alpha1.Pods (podsHandler) and the kubelet's own
 // v1alpha1.Pods (kubeletHandler). Both read the same shared views, so that a
@@ -81,6 +90,10 @@ type handler struct {
 	streams func(context.Context) Stream
 	// snapshots are the framed snapshots of the watches in flight.
 	snapshots snapshotCache
+	// replays are the framed blocks of the history replayed to resumed
+	// watches.
+	replays replayCache
+	budget  *memlimit.Budget
 	// projections are the projections of the masks in use.
 	projections maskCache
 	progress    *progressClock
@@ -104,8 +117,19 @@ func newHandler(s PodReader, opts []Option) *handler {
 		opt(h)
 	}
 	h.snapshots.metrics = h.metrics
+	h.snapshots.budget, h.lists.budget = h.budget, h.budget
+	h.replays.metrics, h.replays.budget = h.metrics, h.budget
+	h.replays.maxIdle = maxIdleReplayBytes
+	if total := h.budget.Total(); total > 0 {
+		h.replays.maxIdle = min(maxIdleReplayBytes, total/8)
+	}
 	return h
 }
+
+// maxIdleReplayBytes bounds the framed blocks of the history kept while no
+// watch replays them (at most an eighth of the budget): a herd of watches
+// resuming one after another shares them.
+const maxIdleReplayBytes = 32 << 20
 
 // Handlers are the two services of one PodReader, sharing their caches: a
 // response built for one wire is reused by the other.
@@ -144,7 +168,7 @@ func NewHandlers(s PodReader, opts ...Option) Handlers {
 func (h *handler) list(ctx context.Context, sel *selector) ([]byte, uint64, error) {
 	mask := maskFrom(ctx)
 	version, pods := h.store.List()
-	raw, built, err := h.lists.get(version, mask.Key()+"|"+sel.cacheKey(), func() ([]byte, error) {
+	raw, built, err := h.lists.get(version, mask.Key()+"|"+sel.cacheKey(), h.clientOf(ctx), func() ([]byte, error) {
 		if sel != nil {
 			selected := make([]*store.Pod, 0, len(pods))
 			for _, p := range pods {

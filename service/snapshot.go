@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 
+	"github.com/podsapi/podsapi/internal/memlimit"
 	"github.com/podsapi/podsapi/store"
 )
 
@@ -59,6 +60,8 @@ type snapshotCache struct {
 	count   int
 	bytes   int
 	metrics *Metrics
+	// budget counts the bytes reserved (WithBudget).
+	budget *memlimit.Budget
 }
 
 // snapshotEntry is one framed snapshot, built once; nil when it was not
@@ -120,7 +123,7 @@ func (c *snapshotCache) get(version uint64, key string, build func(reserve func(
 func (c *snapshotCache) reserve(e *snapshotEntry, n int) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.bytes+n > maxSnapshotBytes {
+	if c.bytes+n > maxSnapshotBytes || !c.budget.Reserve(memlimit.Snapshots, int64(n)) {
 		return false
 	}
 	c.bytes += n
@@ -144,6 +147,7 @@ func (c *snapshotCache) release(key string, e *snapshotEntry) {
 	}
 	c.count--
 	c.bytes -= e.bytes
+	c.budget.Release(memlimit.Snapshots, int64(e.bytes))
 	c.metrics.snapshotsInFlight(-1, -e.bytes)
 	e.bytes = 0
 }

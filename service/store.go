@@ -22,9 +22,13 @@ type PodReader interface {
 	// a dropped watcher lost.
 	Watch(queue int, onDrop func(lost int)) ([]*store.Pod, *store.Watcher)
 	// WatchFrom is Watch for a watcher resuming after a revision: it
-	// returns the changes made after it instead of a snapshot, or
-	// store.ErrRevisionTooOld or store.ErrRevisionInvalid.
-	WatchFrom(revision string, queue int, onDrop func(lost int)) ([]store.Event, *store.Watcher, error)
+	// returns the range of changes made after it instead of a snapshot,
+	// or store.ErrRevisionTooOld or store.ErrRevisionInvalid.
+	WatchFrom(revision string, queue int, onDrop func(lost int)) (store.Replay, *store.Watcher, error)
+	// ReadHistory returns the changes after a store version up to another,
+	// at most cap(buf) of them, or store.ErrRevisionTooOld when they left
+	// the history.
+	ReadHistory(after, until uint64, buf []store.Event) ([]store.Event, error)
 	// Revision returns the opaque revision of a store version.
 	Revision(version uint64) string
 }

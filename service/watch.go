@@ -86,7 +86,7 @@ func (h *handler) watch(ctx context.Context, f framing, opts watchOptions, wire 
 	defer endTurn()
 	var (
 		snapshot []*store.Pod
-		replay   []store.Event
+		replay   store.Replay
 		w        *store.Watcher
 	)
 	if opts.resumeFrom != "" {
@@ -105,8 +105,8 @@ func (h *handler) watch(ctx context.Context, f framing, opts watchOptions, wire 
 	// change it selects; resumable says the client can resume from it,
 	// which it cannot while it has only part of a snapshot.
 	last, resumable := w.Since(), opts.resumeFrom != ""
-	if len(replay) > 0 {
-		last = replay[0].Version - 1
+	if resumable {
+		last = replay.After
 	}
 	fellBehind := func() error {
 		rev := ""
@@ -135,14 +135,8 @@ func (h *handler) watch(ctx context.Context, f framing, opts watchOptions, wire 
 	if err := h.sendSnapshot(ctx, f, wire, rawSnapshot, w, snapshot, pr, opts.sel, last, fellBehind); err != nil {
 		return err
 	}
-	for _, ev := range replay {
-		if err := h.check(ctx, w, fellBehind); err != nil {
-			return err
-		}
-		if err := h.deliver(ctx, f, send, ev, pr, opts.sel); err != nil {
-			return err
-		}
-		last = ev.Version
+	if err := h.sendReplay(ctx, f, wire, rawSnapshot, w, replay, pr, opts.sel, h.clientOf(ctx), &last, fellBehind); err != nil {
+		return err
 	}
 	if err := sendErr(ctx, send(f.synced, last)); err != nil {
 		return err
@@ -175,7 +169,7 @@ func (h *handler) watch(ctx context.Context, f framing, opts watchOptions, wire 
 				if err := h.checkLive(ctx); err != nil {
 					return err
 				}
-				if err := h.deliver(ctx, f, send, ev, pr, opts.sel); err != nil {
+				if _, err := h.deliver(ctx, f, send, ev, pr, opts.sel); err != nil {
 					return err
 				}
 				last = ev.Version
@@ -186,10 +180,21 @@ func (h *handler) watch(ctx context.Context, f framing, opts watchOptions, wire 
 }
 
 // deliver sends ev as a watcher with sel sees it, unless a field mask hides
-// the whole change. With a selector, as the API server does: a pod that
-// starts to match is ADDED, one that stops matching is DELETED with its new
-// state, and a MODIFIED is sent only while the pod matches.
-func (h *handler) deliver(ctx context.Context, f framing, send func([]byte, uint64) error, ev store.Event, pr *projection, sel *selector) error {
+// the whole change, and reports whether it sent it.
+func (h *handler) deliver(ctx context.Context, f framing, send func([]byte, uint64) error, ev store.Event, pr *projection, sel *selector) (bool, error) {
+	t, p, ok, err := h.frame(ev, pr, sel)
+	if err != nil || !ok {
+		return false, err
+	}
+	return true, h.send(ctx, f, send, t, p, pr, ev.Version)
+}
+
+// frame returns the type and pod of the event a watcher with sel and pr
+// gets for ev, or false when it gets none. With a selector, as the API
+// server does: a pod that starts to match is ADDED, one that stops matching
+// is DELETED with its new state, and a MODIFIED is sent only while the pod
+// matches; a MODIFIED that the field mask hides whole is not sent.
+func (h *handler) frame(ev store.Event, pr *projection, sel *selector) (store.EventType, *store.Pod, bool, error) {
 	t := ev.Type
 	if sel != nil {
 		switch ev.Type {
@@ -197,7 +202,7 @@ func (h *handler) deliver(ctx context.Context, f framing, send func([]byte, uint
 			before, after := sel.matches(ev.Prev), sel.matches(ev.Pod)
 			switch {
 			case !before && !after:
-				return nil
+				return t, nil, false, nil
 			case !before:
 				t = store.Added
 			case !after:
@@ -205,17 +210,17 @@ func (h *handler) deliver(ctx context.Context, f framing, send func([]byte, uint
 			}
 		default:
 			if !sel.matches(ev.Pod) {
-				return nil
+				return t, nil, false, nil
 			}
 		}
 	}
 	if t == store.Modified && pr.mask != nil {
 		same, err := h.sameView(ev.Prev, ev.Pod, pr)
 		if err != nil || same {
-			return err
+			return t, nil, false, err
 		}
 	}
-	return h.send(ctx, f, send, t, ev.Pod, pr, ev.Version)
+	return t, ev.Pod, true, nil
 }
 
 // check returns the error that ends the watch now, if any; fellBehind

@@ -123,25 +123,38 @@ func (h *history) shedViews(lag int, current func(*Pod) bool) {
 	}
 }
 
-// since returns a copy of the changes after version, and whether the
-// history holds every one of them: current is the store's version.
-func (h *history) since(version, current uint64) ([]Event, bool) {
+// holds reports whether the history holds every change after version:
+// current is the store's version.
+func (h *history) holds(version, current uint64) bool {
 	if version == current {
-		return nil, true
+		return true
 	}
 	if h.n == 0 || version > current {
+		return false
+	}
+	return version+1 >= h.ring[h.start].Version
+}
+
+// read appends to buf the changes after version up to and including until,
+// at most max(cap(buf), 1), and reports whether the history still holds the
+// change after version (or version is until).
+func (h *history) read(version, until uint64, buf []Event) ([]Event, bool) {
+	if version >= until {
+		return buf, true
+	}
+	if h.n == 0 {
 		return nil, false
 	}
 	oldest := h.ring[h.start].Version
 	if version+1 < oldest {
 		return nil, false
 	}
+	n := min(int(until-version), max(cap(buf), 1))
 	skip := int(version + 1 - oldest)
-	out := make([]Event, 0, h.n-skip)
-	for i := skip; i < h.n; i++ {
-		out = append(out, h.ring[(h.start+i)%len(h.ring)])
+	for i := skip; i < h.n && i < skip+n; i++ {
+		buf = append(buf, h.ring[(h.start+i)%len(h.ring)])
 	}
-	return out, true
+	return buf, true
 }
 
 // HistoryLen returns the number of changes the history holds and the bytes
@@ -151,3 +164,7 @@ func (s *Store) HistoryLen() (events int, bytes int64) {
 	defer s.mu.Unlock()
 	return s.history.n, s.history.bytes
 }
+
+// HistoryBytes returns the bytes the history counts against its bound,
+// without waiting for the store's lock.
+func (s *Store) HistoryBytes() int64 { return s.historyBytes.Load() }

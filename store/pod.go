@@ -2,11 +2,13 @@ package store
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/podsapi/podsapi/internal/memlimit"
 	"github.com/podsapi/podsapi/podtypes"
 )
 
@@ -36,8 +38,14 @@ type Pod struct {
 	// keys are what Find looks the version up by (find.go).
 	keys podKeys
 
+	// budget is the store's budget for the bytes of the views the version
+	// caches (Store.BudgetViews); nil, or nil inside, counts nothing.
+	budget *atomic.Pointer[memlimit.Budget]
+
 	mu    sync.Mutex
 	views map[string]*view
+	// viewBytes are the bytes of views counted against budget.
+	viewBytes int64
 	// shedded says the version has left the queues of the live watchers
 	// (history.shedViews): its views are computed, not kept.
 	shedded bool
@@ -46,8 +54,18 @@ type Pod struct {
 // shed drops the views of p and keeps no more.
 func (p *Pod) shed() {
 	p.mu.Lock()
-	p.views, p.shedded = nil, true
+	n := p.viewBytes
+	p.views, p.shedded, p.viewBytes = nil, true, 0
 	p.mu.Unlock()
+	p.viewBudget().Release(memlimit.Views, n)
+}
+
+// viewBudget returns the budget of the pod's views, or nil.
+func (p *Pod) viewBudget() *memlimit.Budget {
+	if p.budget == nil {
+		return nil
+	}
+	return p.budget.Load()
 }
 
 // view is a lazily computed, shared derivation of a Pod's encoding.
@@ -73,7 +91,8 @@ func (p *Pod) Fields() fields.Fields { return p.fields }
 // the pod's encoding on first use and sharing the result with every later
 // caller of the same key. compute is called at most once per key while the
 // pod caches fewer than maxViews views; beyond that, views are computed for
-// each call. The caller must not modify the returned bytes.
+// each call, and so are views the memory budget has no room for
+// (Store.BudgetViews). The caller must not modify the returned bytes.
 func (p *Pod) View(key string, compute func(raw []byte) ([]byte, error)) ([]byte, error) {
 	p.mu.Lock()
 	v, ok := p.views[key]
@@ -89,6 +108,34 @@ func (p *Pod) View(key string, compute func(raw []byte) ([]byte, error)) ([]byte
 	if !ok {
 		return compute(p.raw)
 	}
-	v.once.Do(func() { v.b, v.err = compute(p.raw) })
+	v.once.Do(func() {
+		v.b, v.err = compute(p.raw)
+		p.count(key, v)
+	})
 	return v.b, v.err
 }
+
+// count counts the bytes of the view v of key, just computed, against the
+// budget, and stops caching it when they do not fit: the callers waiting for
+// it share it, later ones compute it again.
+func (p *Pod) count(key string, v *view) {
+	n := int64(cap(v.b)) + viewOverhead
+	b := p.viewBudget()
+	fits := b.Reserve(memlimit.Views, n)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch {
+	case fits && !p.shedded && p.views[key] == v:
+		p.viewBytes += n
+		return
+	case p.views[key] == v:
+		delete(p.views, key)
+	}
+	if fits {
+		b.Release(memlimit.Views, n)
+	}
+}
+
+// viewOverhead is what a cached view costs beside its bytes: its key, entry
+// and map slot, rounded up.
+const viewOverhead = 128

@@ -85,8 +85,8 @@ func TestLargePodKeepsHistory(t *testing.T) {
 		t.Fatalf("resume from before the large change: %v (history: %d changes, %d bytes)", err, n, b)
 	}
 	w.Stop()
-	if len(replay) != 5 {
-		t.Fatalf("%d changes replayed, want 5", len(replay))
+	if events := replayed(t, st, replay); len(events) != 5 {
+		t.Fatalf("%d changes replayed, want 5", len(events))
 	}
 	// Later changes push it out, and the history is bounded again.
 	for i := range 50 {

@@ -162,7 +162,7 @@ func TestWatchPromiseConcurrent(t *testing.T) {
 					return
 				}
 				r, w = newReplica(pods), rw
-				for _, ev := range replay {
+				for _, ev := range replayed(t, st, replay) {
 					if err := r.apply(ev); err != nil {
 						t.Errorf("watcher %d, replay: %v", i, err)
 						return
@@ -266,7 +266,7 @@ func FuzzWatchPromise(f *testing.F) {
 						t.Fatalf("resume from version %d at %d: %v", from, current, err)
 					}
 					r := newReplica(states[from])
-					for _, ev := range replay {
+					for _, ev := range replayed(t, st, replay) {
 						if err := r.apply(ev); err != nil {
 							t.Fatalf("replay from version %d: %v", from, err)
 						}

@@ -84,8 +84,8 @@ func TestHistoryBounds(t *testing.T) {
 					continue
 				}
 				w.Stop()
-				if len(replay) != int(current-from) || (len(replay) > 0 && replay[0].Version != from+1) {
-					t.Fatalf("resume from %d of %d: %d changes replayed", from, current, len(replay))
+				if events := replayed(t, st, replay); len(events) != int(current-from) || (len(events) > 0 && events[0].Version != from+1) {
+					t.Fatalf("resume from %d of %d: %d changes replayed", from, current, len(events))
 				}
 			}
 			if _, _, err := st.WatchFrom(st.Revision(current+1), 10, nil); !errors.Is(err, store.ErrRevisionInvalid) {

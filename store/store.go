@@ -7,10 +7,12 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/podsapi/podsapi/internal/memlimit"
 	"github.com/podsapi/podsapi/podtypes"
 )
 
@@ -38,7 +40,25 @@ type Store struct {
 	// included (find.go, tombstones.go).
 	index index
 	tombs tombstones
+	// budget counts the views of the pods (BudgetViews); queued counts
+	// the events queued for watchers, and historyBytes mirrors
+	// history.bytes, both read without the lock.
+	budget       atomic.Pointer[memlimit.Budget]
+	queued       atomic.Int64
+	historyBytes atomic.Int64
 }
+
+// BudgetViews has the views the pods cache (masked pods, framed events)
+// counted against b, and not cached beyond it. Call it before the store is
+// served.
+func (s *Store) BudgetViews(b *memlimit.Budget) { s.budget.Store(b) }
+
+// QueuedBytes returns what the events queued for watchers cost: a slot
+// each (the pods they hold are those of the history, or current).
+func (s *Store) QueuedBytes() int64 { return s.queued.Load() * queuedEventBytes }
+
+// queuedEventBytes is what one queued event costs.
+const queuedEventBytes = int64(unsafe.Sizeof(Event{}))
 
 // Option configures a Store.
 type Option func(*Store)
@@ -93,6 +113,7 @@ func (s *Store) Upsert(pod *corev1.Pod) {
 	p := &Pod{
 		UID: pod.UID, Namespace: pod.Namespace, Name: pod.Name, Version: s.version, raw: raw,
 		labels: podLabels(pod, prev), fields: podtypes.FieldsOf(pod), keys: keys,
+		budget: &s.budget,
 	}
 	s.pods[pod.UID] = p
 	s.indexPut(prev, p)

@@ -49,17 +49,21 @@ func (s *Store) Watch(queue int, onDrop func(lost int)) ([]*Pod, *Watcher) {
 }
 
 // WatchFrom is Watch for a watcher that resumes after rev, a revision of
-// this store (see Revision): instead of a snapshot, it returns the changes
-// made after rev, which the store keeps in its bounded history (see
-// WithHistory), and the watcher's queue gets every later change, with no gap
-// and no duplicate between the two. It fails with ErrRevisionTooOld when the
-// history no longer holds every change after rev, or rev is a revision of
-// another store, and with ErrRevisionInvalid when rev is not a revision this
-// store wrote.
-func (s *Store) WatchFrom(rev string, queue int, onDrop func(lost int)) ([]Event, *Watcher, error) {
+// this store (see Revision): instead of a snapshot, it returns the range of
+// changes made after rev, which the store keeps in its bounded history (see
+// WithHistory) and ReadHistory reads, and the watcher's queue gets every
+// later change, with no gap and no duplicate between the two. It fails with
+// ErrRevisionTooOld when the history no longer holds every change after rev,
+// or rev is a revision of another store, and with ErrRevisionInvalid when rev
+// is not a revision this store wrote.
+//
+// The range holds no change itself: a resumed watcher reads its changes in
+// batches while it sends them, so that a herd of watchers resuming far back
+// does not each keep a copy of the history.
+func (s *Store) WatchFrom(rev string, queue int, onDrop func(lost int)) (Replay, *Watcher, error) {
 	version, err := s.parseRevision(rev)
 	if err != nil {
-		return nil, nil, err
+		return Replay{}, nil, err
 	}
 	w := &Watcher{
 		store:   s,
@@ -71,16 +75,41 @@ func (s *Store) WatchFrom(rev string, queue int, onDrop func(lost int)) ([]Event
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if version > s.version {
-		return nil, nil, fmt.Errorf("%w %q: ahead of the server's revision %s", ErrRevisionInvalid, rev, s.Revision(s.version))
+		return Replay{}, nil, fmt.Errorf("%w %q: ahead of the server's revision %s", ErrRevisionInvalid, rev, s.Revision(s.version))
 	}
-	events, ok := s.history.since(version, s.version)
-	if !ok {
-		return nil, nil, fmt.Errorf("%w: the server no longer holds the changes after revision %q", ErrRevisionTooOld, rev)
+	if !s.history.holds(version, s.version) {
+		return Replay{}, nil, fmt.Errorf("%w: the server no longer holds the changes after revision %q", ErrRevisionTooOld, rev)
 	}
 	s.viewLag = max(s.viewLag, w.limit)
 	w.since = s.version
 	s.watchers[w] = struct{}{}
-	return events, w, nil
+	return Replay{After: version, Until: s.version}, w, nil
+}
+
+// Replay is the range of changes a resumed watcher is owed from the
+// history: the store versions after After, up to and including Until (the
+// watcher's Since).
+type Replay struct {
+	After, Until uint64
+}
+
+// Len returns the number of changes in the range.
+func (r Replay) Len() int { return int(r.Until - r.After) }
+
+// ReadHistory returns the changes of the history after version after, up
+// to and including until, at most max(cap(buf), 1) of them, in a slice that
+// reuses buf's storage. It fails with ErrRevisionTooOld when the history no
+// longer holds the change after after: a resumed watcher that reads its
+// replay slower than the history turns over has fallen behind it.
+func (s *Store) ReadHistory(after, until uint64, buf []Event) ([]Event, error) {
+	clear(buf[:cap(buf)])
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	events, ok := s.history.read(after, min(until, s.version), buf[:0])
+	if !ok {
+		return nil, fmt.Errorf("%w: the server no longer holds the changes after revision %q", ErrRevisionTooOld, s.Revision(after))
+	}
+	return events, nil
 }
 
 // Since returns the store version the watcher started after: every change
@@ -100,6 +129,7 @@ func (w *Watcher) Take(buf []Event) []Event {
 	defer w.mu.Unlock()
 	events := w.queue
 	w.queue = buf[:0]
+	w.store.queued.Add(-int64(len(events)))
 	return events
 }
 
@@ -116,6 +146,10 @@ func (w *Watcher) Stop() {
 	w.store.mu.Lock()
 	defer w.store.mu.Unlock()
 	delete(w.store.watchers, w)
+	w.mu.Lock()
+	w.store.queued.Add(-int64(len(w.queue)))
+	w.queue = nil
+	w.mu.Unlock()
 }
 
 // push queues ev and reports whether it fit; when it does not, the queue is
@@ -125,10 +159,12 @@ func (w *Watcher) push(ev Event) (lost int, ok bool) {
 	defer w.mu.Unlock()
 	if len(w.queue) >= w.limit {
 		lost = len(w.queue) + 1
+		w.store.queued.Add(-int64(len(w.queue)))
 		w.queue = nil
 		return lost, false
 	}
 	w.queue = append(w.queue, ev)
+	w.store.queued.Add(1)
 	return 0, true
 }
 
@@ -136,6 +172,16 @@ func (w *Watcher) push(ev Event) (lost int, ok bool) {
 // those whose queue is full. s.mu is held.
 func (s *Store) broadcast(ev Event) {
 	s.history.add(ev)
+	s.historyBytes.Store(s.history.bytes)
+	if s.history.n == 0 {
+		// No history: what the change replaced leaves the views now.
+		if ev.Prev != nil {
+			ev.Prev.shed()
+		}
+		if !s.current(ev.Pod) {
+			ev.Pod.shed()
+		}
+	}
 	s.history.shedViews(s.viewLag, s.current)
 	for w := range s.watchers {
 		lost, ok := w.push(ev)

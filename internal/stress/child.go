@@ -57,7 +57,7 @@ func MaybeChild() {
 	os.Exit(0)
 }
 
-// childPods is the number of pods the child serves.
+// childPods is the number of pods the child serves unless told (--pods).
 const childPods = 50
 
 // runChild is the stress server: the real server (package server) on a
@@ -77,6 +77,7 @@ func runChild(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	stall := fs.Duration("write-stall-timeout", 0, "")
 	delay := fs.Duration("rate-limit-delay", 0, "")
 	padding := fs.Int("padding", 1024, "bytes of annotation per pod")
+	npods := fs.Int("pods", childPods, "pods served")
 	maxConns := fs.Int("max-connections", 0, "")
 	readTimeout := fs.Duration("request-read-timeout", 0, "")
 	hostProc := fs.String("host-proc", "", "where the cgroups of the clients' processes are read")
@@ -91,7 +92,7 @@ func runChild(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	st := store.New()
-	pods := make([]*corev1.Pod, childPods)
+	pods := make([]*corev1.Pod, *npods)
 	for i := range pods {
 		pods[i] = podstest.Pod("stress", fmt.Sprintf("pod-%03d", i), i)
 		pods[i].ResourceVersion = "1"

@@ -37,10 +37,15 @@ func startChild(args ...string) (*child, error) {
 	if err != nil {
 		return nil, err
 	}
-	proc, err := childproc.Start(childproc.Spec{Role: roleServer, Args: append([]string{"--socket", filepath.Join(dir, "pods.sock")}, args...)})
+	proc, err := childproc.Start(childproc.Spec{Role: roleServer, Args: append([]string{"--socket", filepath.Join(dir, "pods.sock")}, args...), Env: []string{childGoMemLimit}})
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, err
+	}
+	if err := limit.add(proc.Pid()); err != nil {
+		proc.Kill()
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("move the stress server into its cgroup: %w", err)
 	}
 	c := &child{proc: proc, dir: dir}
 	line, err := c.expect("ready", 30*time.Second)
@@ -99,6 +104,30 @@ func (c *child) metric(name string) (float64, error) {
 		sum += m.GetCounter().GetValue() + m.GetGauge().GetValue() + m.GetUntyped().GetValue()
 	}
 	return sum, nil
+}
+
+// metricSeries returns the value of each series of the metric name, by the
+// value of its label.
+func (c *child) metricSeries(name, label string) (map[string]float64, error) {
+	resp, err := http.Get("http://" + c.metrics + "/metrics")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]float64{}
+	for _, m := range families[name].GetMetric() {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == label {
+				out[l.GetValue()] += m.GetCounter().GetValue() + m.GetGauge().GetValue() + m.GetUntyped().GetValue()
+			}
+		}
+	}
+	return out, nil
 }
 
 // waitMetric waits until cond holds for the metric, polling every 50 ms,

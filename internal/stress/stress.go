@@ -64,6 +64,17 @@ type Options struct {
 	HeldTimeout     time.Duration
 	LockoutDuration time.Duration
 	VictimInterval  time.Duration
+	// Resume herd: Herd watchers of HerdPods pods open at once, afresh
+	// and then resuming HerdBack changes back, while HerdBack more changes
+	// are made at HerdChurn per second, each herd given HerdTimeout to
+	// sync.
+	Herd        int
+	HerdPods    int
+	HerdBack    int
+	HerdChurn   int
+	HerdTimeout time.Duration
+	// Distinct masks: the pods carry MaskPadding bytes of annotation each.
+	MaskPadding int
 	// Log receives progress lines.
 	Log io.Writer
 }
@@ -75,7 +86,9 @@ func Defaults() Options {
 		Stalled: 100, Readers: 10, UpdateRate: 1000, StallDuration: 10 * time.Second, StallTimeout: 2 * time.Second,
 		Cycles: 10000, ChurnWorkers: 8, GarbageConns: 2000,
 		Slowloris: 200, HeldConns: 4, HeldStreams: 50, HeldTimeout: time.Second, LockoutDuration: 10 * time.Second, VictimInterval: 20 * time.Millisecond,
-		Log: io.Discard,
+		Herd: 200, HerdPods: 1000, HerdBack: 1000, HerdChurn: 100, HerdTimeout: 20 * time.Second,
+		MaskPadding: 200 << 10,
+		Log:         io.Discard,
 	}
 }
 
@@ -117,15 +130,22 @@ func (r *Report) Print(w io.Writer) {
 	tw.Flush()
 }
 
+// limit is the memory limit of the stress servers of a Run.
+var limit = &memoryLimit{Note: "none"}
+
 // Run runs the scenarios named in which (flood, stalled, churn, garbage,
-// lockout, fairness, snapshots; all when empty) and returns the report; err is set when a scenario could not
-// run at all.
+// lockout, fairness, snapshots, resume, masks; all when empty) and returns
+// the report; err is set when a scenario could not run at all. The stress
+// servers run under a memory limit of 256 MiB (see childMemoryMax).
 func Run(ctx context.Context, o Options, which ...string) (*Report, error) {
 	rep := &Report{}
+	limit = newMemoryLimit()
+	defer limit.remove()
+	fmt.Fprintf(o.Log, "stress: memory limit: %s\n", limit.Note)
 	all := []struct {
 		name string
 		run  func(context.Context, Options, *Report) error
-	}{{"flood", flood}, {"stalled", stalled}, {"churn", churn}, {"garbage", garbage}, {"lockout", lockout}, {"fairness", fairness}, {"snapshots", snapshots}}
+	}{{"flood", flood}, {"stalled", stalled}, {"churn", churn}, {"garbage", garbage}, {"lockout", lockout}, {"fairness", fairness}, {"snapshots", snapshots}, {"resume", resumeHerd}, {"masks", maskAttack}}
 	for _, s := range all {
 		if len(which) > 0 && !contains(which, s.name) {
 			continue

@@ -24,6 +24,7 @@ func TestSmall(t *testing.T) {
 		Stalled: 3, Readers: 2, UpdateRate: 500, StallDuration: 500 * time.Millisecond, StallTimeout: 300 * time.Millisecond,
 		Cycles: 40, ChurnWorkers: 4, GarbageConns: 32,
 		Slowloris: 80, HeldConns: 2, HeldStreams: 20, HeldTimeout: 200 * time.Millisecond, LockoutDuration: time.Second, VictimInterval: 20 * time.Millisecond,
+		Herd: 10, HerdPods: 50, HerdBack: 200, HerdChurn: 200, HerdTimeout: 30 * time.Second, MaskPadding: 10 << 10,
 		Log: t.Output(),
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
