@@ -21,25 +21,31 @@ const (
 	childGoMemLimit = "GOMEMLIMIT=230MiB"
 )
 
-// cgroupRoot is where the cgroup v2 hierarchy is mounted.
-const cgroupRoot = "/sys/fs/cgroup"
+// cgroupRoot is where the cgroup v2 hierarchy is mounted, and cgroupV1Memory
+// where a cgroup v1 host mounts its memory controller.
+const (
+	cgroupRoot     = "/sys/fs/cgroup"
+	cgroupV1Memory = "/sys/fs/cgroup/memory"
+)
 
 // memoryLimit is how the stress server's memory is limited: the cgroup it
 // is moved into, or none, and a note saying which.
 type memoryLimit struct {
 	dir  string // the cgroup, "" when none
+	v1   bool   // dir is a cgroup v1 memory cgroup
 	Note string
 }
 
 // newMemoryLimit creates a cgroup v2 with memory.max = childMemoryMax, or
-// says why it cannot.
+// on a cgroup v1 host a memory cgroup with memory.limit_in_bytes =
+// childMemoryMax, or says why it cannot.
 func newMemoryLimit() *memoryLimit {
-	var fs unix.Statfs_t
-	if err := unix.Statfs(cgroupRoot, &fs); err != nil || fs.Type != unix.CGROUP2_SUPER_MAGIC {
-		return &memoryLimit{Note: "GOMEMLIMIT=230MiB only: " + cgroupRoot + " is not a cgroup v2 (cgroup v1 host or container)"}
-	}
 	if os.Geteuid() != 0 {
 		return &memoryLimit{Note: "GOMEMLIMIT=230MiB only: not root, no cgroup created"}
+	}
+	var fs unix.Statfs_t
+	if err := unix.Statfs(cgroupRoot, &fs); err != nil || fs.Type != unix.CGROUP2_SUPER_MAGIC {
+		return newMemoryLimitV1()
 	}
 	ctl, _ := os.ReadFile(filepath.Join(cgroupRoot, "cgroup.subtree_control"))
 	if !strings.Contains(string(ctl), "memory") {
@@ -58,6 +64,24 @@ func newMemoryLimit() *memoryLimit {
 	return &memoryLimit{dir: dir, Note: "cgroup v2 memory.max=256M and GOMEMLIMIT=230MiB"}
 }
 
+// newMemoryLimitV1 creates a cgroup v1 memory cgroup limited to
+// childMemoryMax, or says why it cannot.
+func newMemoryLimitV1() *memoryLimit {
+	var fs unix.Statfs_t
+	if err := unix.Statfs(cgroupV1Memory, &fs); err != nil || fs.Type != unix.CGROUP_SUPER_MAGIC {
+		return &memoryLimit{Note: "GOMEMLIMIT=230MiB only: neither " + cgroupRoot + " (cgroup v2) nor " + cgroupV1Memory + " (cgroup v1) is a memory cgroup hierarchy"}
+	}
+	dir := filepath.Join(cgroupV1Memory, "podsapi-stress-"+strconv.Itoa(os.Getpid()))
+	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+		return &memoryLimit{Note: fmt.Sprintf("GOMEMLIMIT=230MiB only: %v", err)}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "memory.limit_in_bytes"), []byte(strconv.Itoa(childMemoryMax)), 0); err != nil {
+		os.Remove(dir)
+		return &memoryLimit{Note: fmt.Sprintf("GOMEMLIMIT=230MiB only: %v", err)}
+	}
+	return &memoryLimit{dir: dir, v1: true, Note: "cgroup v1 memory.limit_in_bytes=256M and GOMEMLIMIT=230MiB"}
+}
+
 // add moves the process pid into the cgroup, if there is one.
 func (m *memoryLimit) add(pid int) error {
 	if m.dir == "" {
@@ -72,7 +96,11 @@ func (m *memoryLimit) oomKills() int {
 	if m.dir == "" {
 		return -1
 	}
-	b, err := os.ReadFile(filepath.Join(m.dir, "memory.events"))
+	file := "memory.events"
+	if m.v1 {
+		file = "memory.oom_control" // "oom_kill N" since Linux 4.13
+	}
+	b, err := os.ReadFile(filepath.Join(m.dir, file))
 	if err != nil {
 		return -1
 	}

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -154,6 +155,9 @@ func Run(ctx context.Context, o Options, which ...string) (*Report, error) {
 		if err := s.run(ctx, o, rep); err != nil {
 			return rep, fmt.Errorf("%s: %w", s.name, err)
 		}
+	}
+	if n := limit.oomKills(); n >= 0 {
+		rep.add("memory", "OOM kills of the stress servers in their cgroup", n == 0, strconv.Itoa(n), "0")
 	}
 	return rep, nil
 }
