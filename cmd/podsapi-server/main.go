@@ -108,7 +108,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&cfg.Transport.KeepaliveTimeout, "keepalive-timeout", server.DefaultKeepaliveTimeout, "close a connection that does not answer a ping within this long")
 	fs.DurationVar(&cfg.Transport.WriteStallTimeout, "write-stall-timeout", server.DefaultWriteStallTimeout, "reset a stream (close a connection) whose client has not read for this long while the server has data to write; negative disables it")
 	fs.DurationVar(&cfg.Transport.ShutdownTimeout, "shutdown-timeout", server.DefaultShutdownTimeout, "how long a graceful shutdown may take")
-	fs.StringVar(&cfg.HostProc, "host-proc", podcgroup.DefaultProc, "proc file system the cgroups of processes are read from, for FindPods (pid, caller) and to tell clients apart by pod or unit: the host's, mounted at /host/proc by a DaemonSet, or /proc with hostPID")
+	fs.StringVar(&cfg.HostProc, "host-proc", podcgroup.DefaultProc, "proc file system the cgroups of processes are read from, for FindPods (pid, caller) and to tell clients apart by pod or unit: /proc of the host's PID namespace: the server must run in it (hostPID in a DaemonSet), since SO_PEERCRED gives 0 for the PIDs of callers it cannot see")
 	kubeletWire := fs.Bool("kubelet-wire", true, "also serve the kubelet's own Pods API (v1alpha1.Pods, pods as bytes) on the socket, for agents written against a kubelet")
 
 	var (
