@@ -23,21 +23,6 @@ import (
 	"github.com/podsapi/podsapi/server"
 )
 
-// eventually waits, bounded by testTimeout, until cond holds: for state the
-// server changes asynchronously and only exposes through metrics.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(testTimeout)
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
-		}
-		<-tick.C
-	}
-}
-
 // gaugeValue returns the value of the gauge name in reg, or 0.
 func gaugeValue(t *testing.T, reg prometheus.Gatherer, name string) float64 {
 	t.Helper()
@@ -151,7 +136,11 @@ func TestMaxWatchers(t *testing.T) {
 		t.Fatalf("watch beyond the limit: %v, want ResourceExhausted", err)
 	}
 	cancel()
-	eventually(t, "the cancelled watches end", func() bool { return gaugeValue(t, reg, "podsapi_watches_open") == 0 })
+	// The two cancelled watches and the refused one, served to the end.
+	f.waitServed(t, podsv1alpha1connect.PodsWatchPodsProcedure, 3)
+	if got := gaugeValue(t, reg, "podsapi_watches_open"); got != 0 {
+		t.Fatalf("podsapi_watches_open = %v once every watch ended, want 0", got)
+	}
 	w, err = c.Watch(ctx(t), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -246,15 +235,20 @@ func TestStalledConnectionClosed(t *testing.T) {
 	if err := c.write(func(fr *http2.Framer) error { return fr.WriteData(id, true, make([]byte, 5)) }); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the stalled connection is closed", func() bool {
-		return metricValue(t, reg, "podsapi_stalled_connections_closed_total", nil) == 1
-	})
+	// Only the stall guard closes this connection: the client does not
+	// read, nor close it, until then.
+	f.waitClosed(t, 1)
+	if got := metricValue(t, reg, "podsapi_stalled_connections_closed_total", nil); got != 1 {
+		t.Fatalf("podsapi_stalled_connections_closed_total = %v, want 1", got)
+	}
+	if got := gaugeValue(t, reg, "podsapi_connections_open"); got != 0 {
+		t.Fatalf("podsapi_connections_open = %v once the stalled connection is closed, want 0", got)
+	}
 	// The client, reading at last, finds the connection closed before the
 	// end of the answer.
 	if _, err := io.Copy(io.Discard, c.conn); err != nil && !strings.Contains(err.Error(), "reset by peer") {
 		t.Fatalf("reading the closed connection: %v", err)
 	}
-	eventually(t, "the connection's slot is freed", func() bool { return gaugeValue(t, reg, "podsapi_connections_open") == 0 })
 }
 
 // TestStalledWatcherFreed: a watcher that stops reading is dropped, and its
@@ -283,10 +277,15 @@ func TestStalledWatcherFreed(t *testing.T) {
 				p.ResourceVersion = strconv.Itoa(k + 2)
 				f.store.Upsert(p)
 			}
-			eventually(t, "the stalled stream is reset", func() bool {
-				return metricValue(t, reg, "podsapi_stalled_streams_reset_total", nil) == 1
-			})
-			eventually(t, "the watch handler returns", func() bool { return gaugeValue(t, reg, "podsapi_watches_open") == 0 })
+			// The handler, blocked writing to a client that does not
+			// read, returns only once its stream is reset.
+			f.waitServed(t, podsv1alpha1connect.PodsWatchPodsProcedure, 1)
+			if got := metricValue(t, reg, "podsapi_stalled_streams_reset_total", nil); got != 1 {
+				t.Fatalf("podsapi_stalled_streams_reset_total = %v, want 1", got)
+			}
+			if got := gaugeValue(t, reg, "podsapi_watches_open"); got != 0 {
+				t.Fatalf("podsapi_watches_open = %v once the watch handler returned, want 0", got)
+			}
 			// The client, reading again, sees the stream end.
 			for {
 				if _, err := w.Recv(); err != nil {

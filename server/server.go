@@ -84,6 +84,8 @@ func New(st Store, cfg Config) (*Server, error) {
 		KeepaliveTimeout:     cfg.Transport.KeepaliveTimeout,
 		Streams:              []string{podsv1alpha1connect.PodsWatchPodsProcedure, v1alpha1connect.PodsWatchPodsProcedure},
 		PeerCred:             cfg.Hooks.PeerCred,
+		ConnAccepted:         cfg.Hooks.ConnAccepted,
+		ConnClosed:           cfg.Hooks.ConnClosed,
 		Registry:             cfg.Registry,
 		Logger:               cfg.Logger,
 	})
@@ -133,6 +135,15 @@ func New(st Store, cfg Config) (*Server, error) {
 	mux.Handle(grpcreflect.NewHandlerV1(reflector, limit))
 	mux.Handle(grpcreflect.NewHandlerV1Alpha(reflector, limit))
 
+	httpServer := tr.Server(mux)
+	if served := cfg.Hooks.Served; served != nil {
+		next := httpServer.Handler
+		httpServer.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			defer served(r)
+			next.ServeHTTP(w, r)
+		})
+	}
+
 	l, err := socket.Listen(cfg.Socket, socketOpts...)
 	if err != nil {
 		return nil, err
@@ -142,7 +153,7 @@ func New(st Store, cfg Config) (*Server, error) {
 		store:     st,
 		transport: tr,
 		listener:  tr.Listen(l),
-		http:      tr.Server(mux),
+		http:      httpServer,
 		health:    h,
 		shutdown:  shutdown,
 	}

@@ -14,7 +14,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/net/http2"
@@ -118,7 +117,9 @@ func TestSnapshotShared(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	sock := podstest.SocketPath(t)
 	// The holders stop reading for the whole test: no stall guard.
-	srv, err := server.New(st, server.Config{Socket: sock, Registry: reg, Logger: slog.New(slog.NewTextHandler(t.Output(), nil)), Limits: server.LimitsConfig{QPS: -1}, Transport: server.TransportConfig{WriteStallTimeout: -1}})
+	cfg := server.Config{Socket: sock, Registry: reg, Logger: slog.New(slog.NewTextHandler(t.Output(), nil)), Limits: server.LimitsConfig{QPS: -1}, Transport: server.TransportConfig{WriteStallTimeout: -1}}
+	events := withEvents(&cfg)
+	srv, err := server.New(st, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,10 +159,12 @@ func TestSnapshotShared(t *testing.T) {
 	// the first are far more than its windows hold.
 	holder := snapshotProtocols[0]
 	var holders []*http.Response
+	held := map[string]int{} // holders by procedure
 	for i, c := range calls {
 		if c.p != holder {
 			continue
 		}
+		held[c.w.path]++
 		if n := snapshotRest(want[i]); n < 2*holderWindow {
 			t.Fatalf("%s: %d bytes of snapshot after the first event, want at least %d to hold it", c.w.name, n, 2*holderWindow)
 		}
@@ -225,11 +228,15 @@ func TestSnapshotShared(t *testing.T) {
 		t.Fatalf("snapshots built %v times and reused %v times, want %d and %d", computes, hits, kinds, kinds*binary*watchers)
 	}
 
-	// Once the holders leave, no snapshot is kept.
+	// Once the holders leave, no snapshot is kept: the watches whose
+	// clients left notice it when their writes fail, and return.
 	for _, resp := range holders {
 		resp.Body.Close()
 	}
-	waitNoSnapshots(t, reg)
+	for path, n := range held {
+		events.waitServed(t, path, n)
+	}
+	expectNoSnapshots(t, reg)
 
 	// The server's shutdown ends the watches, after their snapshots, with
 	// UNAVAILABLE in each protocol's way.
@@ -542,13 +549,17 @@ func TestSnapshotBounded(t *testing.T) {
 	expect(inFlight, 1)
 
 	// Once the holders leave, nothing is kept: the snapshot is built again.
+	// Every watch so far is served to its end: the holders, whose writes
+	// fail, and the two watches above.
 	for _, resp := range holders {
 		resp.Body.Close()
 	}
-	waitNoSnapshots(t, reg)
+	f.waitServed(t, podsv1alpha1connect.PodsWatchPodsProcedure, inFlight+2)
+	expectNoSnapshots(t, reg)
 	watch(masks[0])
 	expect(inFlight+1, 1)
-	waitNoSnapshots(t, reg)
+	f.waitServed(t, podsv1alpha1connect.PodsWatchPodsProcedure, inFlight+3)
+	expectNoSnapshots(t, reg)
 }
 
 // holderWindow is the HTTP/2 flow-control window, of the stream and of the
@@ -579,19 +590,12 @@ func snapshotRest(msgs [][]byte) int {
 	return n
 }
 
-// waitNoSnapshots waits until no snapshot is in flight, nor any byte of one
-// kept: the watches whose clients left notice it when their writes fail.
-func waitNoSnapshots(t *testing.T, reg prometheus.Gatherer) {
+// expectNoSnapshots checks that no snapshot is in flight, nor any byte of
+// one kept, once every watch that sent one has returned.
+func expectNoSnapshots(t *testing.T, reg prometheus.Gatherer) {
 	t.Helper()
-	c := ctx(t)
-	tick := time.NewTicker(time.Millisecond)
-	defer tick.Stop()
-	for gaugeValue(t, reg, "podsapi_watch_snapshots") != 0 || gaugeValue(t, reg, "podsapi_watch_snapshots_bytes") != 0 {
-		select {
-		case <-c.Done():
-			t.Fatalf("%v snapshots of %v bytes still kept once no watcher sends one", gaugeValue(t, reg, "podsapi_watch_snapshots"), gaugeValue(t, reg, "podsapi_watch_snapshots_bytes"))
-		case <-tick.C:
-		}
+	if n, b := gaugeValue(t, reg, "podsapi_watch_snapshots"), gaugeValue(t, reg, "podsapi_watch_snapshots_bytes"); n != 0 || b != 0 {
+		t.Fatalf("%v snapshots of %v bytes still kept once no watcher sends one", n, b)
 	}
 }
 

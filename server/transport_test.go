@@ -23,6 +23,7 @@ import (
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
 
+	"github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1/podsv1alpha1connect"
 	"github.com/podsapi/podsapi/internal/podstest"
 	"github.com/podsapi/podsapi/server"
 )
@@ -376,14 +377,14 @@ func (c *h2Client) readUntil(done func(ends map[uint32]streamEnd, goaway, closed
 
 // TestHeldStreams opens streams that send HEADERS and never their body, on
 // every service: each ends DEADLINE_EXCEEDED after RequestReadTimeout, and
-// the goroutines return to their number before the attack.
+// its handler returns (the deadlines' clock is tested with synctest in
+// server/internal/transport).
 func TestHeldStreams(t *testing.T) {
 	f := start(t, server.Config{Limits: server.LimitsConfig{MaxPendingPerUID: 1000, MaxStreams: 1000}, Transport: server.TransportConfig{RequestReadTimeout: 200 * time.Millisecond}}, false, samplePods()...)
 	// A first call lets the server start what it keeps running.
 	if _, err := clientKinds[0].dial(t, f.socket).List(ctx(t), nil); err != nil {
 		t.Fatal(err)
 	}
-	baseline := runtime.NumGoroutine()
 	paths := []string{
 		"/kubelet.pods.v1alpha1.Pods/ListPods",
 		"/kubelet.pods.v1alpha1.Pods/GetPod",
@@ -406,8 +407,13 @@ func TestHeldStreams(t *testing.T) {
 			t.Fatalf("held stream %d (%s) ended %+v, want DEADLINE_EXCEEDED", id, want[id], end)
 		}
 	}
+	// Every held stream's handler returns, and the connection closes: the
+	// held streams keep nothing running.
+	for _, p := range paths {
+		f.waitServed(t, p, perPath)
+	}
 	c.conn.Close()
-	eventually(t, "the goroutines return to their baseline", func() bool { return runtime.NumGoroutine() <= baseline+2 })
+	f.waitClosed(t, 1)
 }
 
 // TestHeldStreamsPerUID: the calls of one UID waiting for their request
@@ -428,11 +434,11 @@ func TestHeldStreamsPerUID(t *testing.T) {
 		}
 	}
 	c.conn.Close()
-	client := clientKinds[0].dial(t, f.socket)
-	eventually(t, "calls are served once the held streams are gone", func() bool {
-		_, err := client.List(ctx(t), nil)
-		return err == nil
-	})
+	// The held streams end with their connection.
+	f.waitServed(t, "/grpc.health.v1.Health/Check", held)
+	if _, err := clientKinds[0].dial(t, f.socket).List(ctx(t), nil); err != nil {
+		t.Fatalf("ListPods once the held streams are gone: %v", err)
+	}
 }
 
 // TestHeldStreamsDenied: a denied peer's streams are refused at once,
@@ -482,7 +488,10 @@ func TestSlowPrefacesShed(t *testing.T) {
 		c.SetDeadline(time.Now().Add(testTimeout))
 		silent = append(silent, c)
 	}
-	eventually(t, "the silent connections are accepted", func() bool { return gaugeValue(t, reg, "podsapi_connections_open") == slots })
+	f.waitAccepted(t, slots)
+	if got := gaugeValue(t, reg, "podsapi_connections_open"); got != slots {
+		t.Fatalf("podsapi_connections_open = %v with %d silent connections accepted", got, slots)
+	}
 	for i := range 3 {
 		if _, err := clientKinds[0].dial(t, f.socket).List(ctx(t), nil); err != nil {
 			t.Fatalf("client %d with every slot held by silent connections: %v", i, err)
@@ -530,7 +539,11 @@ func TestWatchersPerUID(t *testing.T) {
 		t.Fatalf("watch beyond the share of one UID: %v, want ResourceExhausted naming the per-client limit", err)
 	}
 	cancel()
-	eventually(t, "the watches end", func() bool { return gaugeValue(t, reg, "podsapi_watches_open") == 0 })
+	// The three cancelled watches and the refused one, served to the end.
+	f.waitServed(t, podsv1alpha1connect.PodsWatchPodsProcedure, 4)
+	if got := gaugeValue(t, reg, "podsapi_watches_open"); got != 0 {
+		t.Fatalf("podsapi_watches_open = %v once every watch ended, want 0", got)
+	}
 	w, err = c.Watch(ctx(t), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -616,9 +629,11 @@ func TestDeniedConnectionShare(t *testing.T) {
 		t.Errorf("podsapi_connections_rejected_total = %v, want 1", got)
 	}
 	held[0].conn.Close()
-	eventually(t, "the closed connection frees its place", func() bool {
-		return gaugeValue(t, reg, "podsapi_connections_open") == server.DefaultMaxDeniedConnections-1
-	})
+	// The refused connection and the one the client closed.
+	f.waitClosed(t, 2)
+	if got := gaugeValue(t, reg, "podsapi_connections_open"); got != server.DefaultMaxDeniedConnections-1 {
+		t.Fatalf("podsapi_connections_open = %v once one was closed, want %d", got, server.DefaultMaxDeniedConnections-1)
+	}
 	dialH2(t, f.socket)
 }
 

@@ -7,6 +7,7 @@ package hooks
 
 import (
 	"net"
+	"net/http"
 
 	"github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1/podsv1alpha1connect"
 	"github.com/podsapi/podsapi/gen/v1alpha1/v1alpha1connect"
@@ -28,4 +29,14 @@ type Hooks struct {
 	// PeerCred reads the credentials of a connection's peer instead of
 	// SO_PEERCRED, so that a test may be any peer.
 	PeerCred func(net.Conn) (socket.Cred, error)
+	// Served is called when the server has served a request of the API
+	// socket: its handlers, guards and transport have all returned, so
+	// that a test waits for this event, not for time, before it reads the
+	// state the call changed (the open watches, a snapshot released).
+	Served func(*http.Request)
+	// ConnAccepted is called when the server has accepted a connection of
+	// the API socket and counted it among the open ones; ConnClosed when
+	// it has closed one and freed its slot.
+	ConnAccepted func()
+	ConnClosed   func()
 }

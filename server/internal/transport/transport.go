@@ -67,6 +67,11 @@ type Config struct {
 	// Default socket.PeerCred (SO_PEERCRED); tests give the peer they
 	// want to be.
 	PeerCred func(net.Conn) (socket.Cred, error)
+	// ConnAccepted, if set, is called when a connection is accepted and
+	// counted, ConnClosed when it is closed and its slot freed: events a
+	// test waits on.
+	ConnAccepted func()
+	ConnClosed   func()
 	// Registry receives the transport's metrics; Logger its logs. Both
 	// required.
 	Registry prometheus.Registerer
@@ -101,6 +106,7 @@ func (t *Transport) Listen(l net.Listener) net.Listener {
 	cl.floods = newFloodCounter(t.cfg.Registry)
 	cl.limitDenied(t.cfg.Access, t.cfg.MaxDeniedConnections)
 	cl.stall = t.stall
+	cl.accepted, cl.closed = t.cfg.ConnAccepted, t.cfg.ConnClosed
 	return cl
 }
 
