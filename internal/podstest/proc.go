@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"testing"
 
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -31,4 +32,26 @@ func WriteHostProc(dir string, cgroups map[int]string) (string, error) {
 func SystemdCgroup(uid types.UID, id string) string {
 	return "0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" + strings.ReplaceAll(string(uid), "-", "_") +
 		".slice/cri-containerd-" + id + ".scope"
+}
+
+// SocketGroup returns a group the test may give a socket it listens on:
+// 4243, a group no user has, when the test runs as root; otherwise one of
+// the test user's supplementary groups other than its effective group (a
+// real change of group), or its effective group when it has no other.
+func SocketGroup(t testing.TB) int {
+	t.Helper()
+	if os.Geteuid() == 0 {
+		return 4243
+	}
+	egid := os.Getegid()
+	groups, err := os.Getgroups()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range groups {
+		if g != egid {
+			return g
+		}
+	}
+	return egid
 }
