@@ -29,18 +29,19 @@ import (
 	"github.com/podsapi/podsapi/socket"
 )
 
-// Store is the pod store the server serves: the service's PodReader, plus a
-// way to learn when it has synced.
-type Store interface {
+// Pods are the pods the server serves, whatever sources feed them: read
+// through the service's PodReader, plus a way to learn when they have
+// synced. *store.Store implements it.
+type Pods interface {
 	service.PodReader
 	// SyncedC returns a channel that is closed when the store has synced.
 	SyncedC() <-chan struct{}
 }
 
-// Server serves the Pods API of one Store.
+// Server serves the Pods API of the pods of one Pods.
 type Server struct {
 	cfg       Config
-	store     Store
+	pods      Pods
 	transport *transport.Transport
 	listener  net.Listener
 	http      *http.Server
@@ -57,7 +58,7 @@ type Server struct {
 // its faults with cfg.Hooks). It reads top to bottom: the access check, the
 // transport, the guards and interceptors, the handlers of both wires,
 // health and reflection on one mux, then the sockets.
-func New(st Store, cfg Config) (*Server, error) {
+func New(st Pods, cfg Config) (*Server, error) {
 	cfg = cfg.withDefaults()
 	socketOpts, err := socketOptions(cfg)
 	if err != nil {
@@ -150,7 +151,7 @@ func New(st Store, cfg Config) (*Server, error) {
 	}
 	s := &Server{
 		cfg:       cfg,
-		store:     st,
+		pods:      st,
 		transport: tr,
 		listener:  tr.Listen(l),
 		http:      httpServer,
@@ -188,7 +189,7 @@ func socketOptions(cfg Config) ([]socket.Option, error) {
 
 // registerStoreMetrics registers the metrics of what st tells about
 // itself, when it does.
-func registerStoreMetrics(reg prometheus.Registerer, st Store) {
+func registerStoreMetrics(reg prometheus.Registerer, st Pods) {
 	if enc, ok := st.(interface{ Encodes() uint64 }); ok {
 		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "podsapi_pod_encodes_total",
@@ -221,7 +222,7 @@ func registerStoreMetrics(reg prometheus.Registerer, st Store) {
 // newGuards returns the guards of the Pods API, registering their gauges.
 // One set of guards serves both wires: one rate-limit bucket, one limit of
 // open watches. Access is not among them: the transport checks it.
-func newGuards(cfg Config, st Store) guard.Guards {
+func newGuards(cfg Config, st Pods) guard.Guards {
 	g := guard.Guards{
 		Ready:   st.Synced,
 		Tarpit:  guard.NewTarpit(cfg.Limits.RateLimitDelay, guard.DefaultTarpitCapacity),
@@ -297,7 +298,7 @@ func (s *Server) Serve(ctx context.Context) error {
 	wg.Go(func() { s.transport.Run(stopReaper) })
 	wg.Go(func() {
 		select {
-		case <-s.store.SyncedC():
+		case <-s.pods.SyncedC():
 			log.Info("pod sources synced: serving")
 			s.health.set(grpchealth.StatusServing)
 		case <-s.shutdown:

@@ -37,7 +37,7 @@ type snapshotProtocol struct {
 	name        string
 	contentType string
 	json        bool
-	// binary says the server frames the snapshot itself, shared.
+	// binary says the server writes the snapshot's envelopes itself, shared.
 	binary bool
 }
 

@@ -164,7 +164,7 @@ func gzipBomb(t *testing.T, n int) []byte {
 	return envelope(1, buf.Bytes())
 }
 
-// envelope frames a gRPC message.
+// envelope wraps a gRPC message in its envelope.
 func envelope(flags byte, msg []byte) []byte {
 	out := make([]byte, 5, 5+len(msg))
 	out[0] = flags

@@ -26,7 +26,7 @@ import (
 // connect-go's do) receives from a watch whose snapshot is written raw,
 // shared, exactly the bytes connect sends for the same watch one event at a
 // time: the same envelopes, every flags byte 0 (not compressed). Were
-// connect's framing to change, or the handlers to compress, the raw
+// connect's envelopes to change, or the handlers to compress, the raw
 // envelopes would differ from connect's.
 func TestEnvelopesAreConnects(t *testing.T) {
 	st := store.New()

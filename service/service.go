@@ -24,7 +24,7 @@ const DefaultWatchQueue = 1000
 
 // podField is the number of the pod field in PodListResponse (pods),
 // PodGetResponse (pod), and in the kubelet wire's ListPodsResponse (pods) and
-// GetPodResponse (pod): a list or a pod is framed the same way in all four,
+// GetPodResponse (pod): a list or a pod is encoded the same way in all four,
 // so that both wires share their responses byte for byte.
 const podField protowire.Number = 1
 
@@ -79,7 +79,7 @@ type handler struct {
 	lists    listCache
 	// streams finds the Stream of a watch's response (WithStreams).
 	streams func(context.Context) Stream
-	// snapshots are the framed snapshots of the watches in flight.
+	// snapshots are the enveloped snapshots of the watches in flight.
 	snapshots snapshotCache
 	// projections are the projections of the masks in use.
 	projections maskCache
