@@ -106,12 +106,8 @@ func (e *events) event(count func()) {
 // -timeout would stop it, naming what it waited for.
 func (e *events) wait(t *testing.T, what string, cond func(*events) bool) {
 	t.Helper()
-	var expired <-chan time.Time
-	if deadline, ok := t.Deadline(); ok {
-		timer := time.NewTimer(time.Until(deadline) * 9 / 10)
-		defer timer.Stop()
-		expired = timer.C
-	}
+	expired, stop := podstest.NearDeadline(t)
+	defer stop()
 	for {
 		e.mu.Lock()
 		ok, changed := cond(e), e.changed
@@ -164,20 +160,6 @@ func asRoot() *hooks.Hooks {
 // after 268 messages at load average 9 when it had one).
 func ctx(t *testing.T) context.Context {
 	return t.Context()
-}
-
-// pb converts a k8s.io/api pod to the generated message clients receive.
-func pb(t testing.TB, pod *corev1.Pod) *corev1pb.Pod {
-	t.Helper()
-	raw, err := pod.Marshal()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := &corev1pb.Pod{}
-	if err := proto.Unmarshal(raw, out); err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
 
 // samplePods returns three pods, in the order ListPods sorts them.

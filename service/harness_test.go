@@ -14,10 +14,10 @@ import (
 	"google.golang.org/protobuf/proto"
 	corev1 "k8s.io/api/core/v1"
 
-	corev1pb "github.com/podsapi/podsapi/gen/k8s.io/api/core/v1"
 	podsv1alpha1 "github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1"
 	"github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1/podsv1alpha1connect"
 	"github.com/podsapi/podsapi/gen/v1alpha1/v1alpha1connect"
+	"github.com/podsapi/podsapi/internal/podstest"
 	"github.com/podsapi/podsapi/service"
 	"github.com/podsapi/podsapi/store"
 )
@@ -256,21 +256,7 @@ func expectEvent(t testing.TB, ev *podsv1alpha1.PodWatchResponse, typ podsv1alph
 	if ev.GetType() != typ {
 		t.Fatalf("event type = %v, want %v (pod %s)", ev.GetType(), typ, ev.GetPod().GetMetadata().GetName())
 	}
-	if !proto.Equal(ev.GetPod(), pb(t, want)) {
+	if !proto.Equal(ev.GetPod(), podstest.Message(t, want)) {
 		t.Fatalf("%v event pod = %v\nwant %v", typ, ev.GetPod(), want)
 	}
-}
-
-// pb converts a k8s.io/api pod to the generated message clients receive.
-func pb(t testing.TB, pod *corev1.Pod) *corev1pb.Pod {
-	t.Helper()
-	raw, err := pod.Marshal()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := &corev1pb.Pod{}
-	if err := proto.Unmarshal(raw, out); err != nil {
-		t.Fatal(err)
-	}
-	return out
 }

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -54,4 +55,18 @@ func SocketGroup(t testing.TB) int {
 		}
 	}
 	return egid
+}
+
+// NearDeadline returns a channel that receives when nine tenths of the time
+// go test's -timeout leaves t have passed (never without a -timeout), and
+// the function that stops its timer. A wait bounded by an event selects on
+// it too, so that it fails with the test's own message rather than be
+// killed, while a busy machine slows the test without failing it.
+func NearDeadline(t *testing.T) (<-chan time.Time, func()) {
+	deadline, ok := t.Deadline()
+	if !ok {
+		return nil, func() {}
+	}
+	timer := time.NewTimer(time.Until(deadline) * 9 / 10)
+	return timer.C, func() { timer.Stop() }
 }

@@ -10,13 +10,13 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/podsapi/podsapi/internal/podstest"
 	"github.com/podsapi/podsapi/source/manifest"
 )
 
@@ -150,12 +150,8 @@ func (h *harness) next() call {
 // left), so that the test fails with its own message rather than be killed,
 // and a busy machine slows the tests without failing them.
 func receive[T any](t *testing.T, ch <-chan T) (T, bool) {
-	var expired <-chan time.Time
-	if deadline, ok := t.Deadline(); ok {
-		timer := time.NewTimer(time.Until(deadline) * 9 / 10)
-		defer timer.Stop()
-		expired = timer.C
-	}
+	expired, stop := podstest.NearDeadline(t)
+	defer stop()
 	select {
 	case v := <-ch:
 		return v, true

@@ -117,7 +117,7 @@ func TestIdleTimeoutOpenStream(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const idle = 5 * time.Minute
 		release := make(chan struct{})
-		_, pl := serveSynctest(t, Config{IdleTimeout: idle}, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, pl, _ := serveSynctest(t, Config{IdleTimeout: idle}, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 			w.WriteHeader(http.StatusOK)
 			w.(http.Flusher).Flush()
 			<-release

@@ -18,7 +18,7 @@ import (
 // serveSynctest serves a handler through a Transport of cfg on a pipe
 // listener, inside a synctest bubble, and returns the listener; the server
 // and its reaper stop at the end of the bubble's test.
-func serveSynctest(t *testing.T, cfg Config, h http.Handler) (*Transport, *pipeListener) {
+func serveSynctest(t *testing.T, cfg Config, h http.Handler) (*Transport, *pipeListener, *connListener) {
 	t.Helper()
 	cfg.PeerCred = func(net.Conn) (socket.Cred, error) { return socket.Cred{UID: 0}, nil }
 	if cfg.Registry == nil {
@@ -30,7 +30,8 @@ func serveSynctest(t *testing.T, cfg Config, h http.Handler) (*Transport, *pipeL
 	srv := tr.Server(h)
 	stop := make(chan struct{})
 	served, reaped := make(chan struct{}), make(chan struct{})
-	go func() { defer close(served); _ = srv.Serve(tr.Listen(pl)) }()
+	cl := tr.Listen(pl).(*connListener)
+	go func() { defer close(served); _ = srv.Serve(cl) }()
 	go func() { defer close(reaped); tr.Run(stop) }()
 	t.Cleanup(func() {
 		srv.Close()
@@ -38,7 +39,7 @@ func serveSynctest(t *testing.T, cfg Config, h http.Handler) (*Transport, *pipeL
 		<-served
 		<-reaped
 	})
-	return tr, pl
+	return tr, pl, cl
 }
 
 // TestKeepalive runs the keepalive on synctest's clock: a peer that sends
@@ -48,7 +49,7 @@ func serveSynctest(t *testing.T, cfg Config, h http.Handler) (*Transport, *pipeL
 func TestKeepalive(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const interval, timeout = time.Minute, 20 * time.Second
-		_, pl := serveSynctest(t, Config{KeepaliveInterval: interval, KeepaliveTimeout: timeout}, http.NotFoundHandler())
+		_, pl, _ := serveSynctest(t, Config{KeepaliveInterval: interval, KeepaliveTimeout: timeout}, http.NotFoundHandler())
 		c := pl.dial()
 		defer c.Close()
 		go func() {
@@ -85,7 +86,7 @@ func TestStalledConnectionClosed(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const stall = 40 * time.Second
 		reg := prometheus.NewRegistry()
-		tr, pl := serveSynctest(t, Config{WriteStallTimeout: stall, Registry: reg}, http.NotFoundHandler())
+		tr, pl, cl := serveSynctest(t, Config{WriteStallTimeout: stall, Registry: reg}, http.NotFoundHandler())
 		c := pl.dial()
 		defer c.Close()
 		// The server reads what the client writes; its own writes (its
@@ -107,7 +108,7 @@ func TestStalledConnectionClosed(t *testing.T) {
 		if n := testutil.ToFloat64(tr.stall.closed); n != 1 {
 			t.Fatalf("podsapi_stalled_connections_closed_total = %v a tick after the timeout, want 1", n)
 		}
-		if got := gaugeOf(t, reg, "podsapi_connections_open"); got != 0 {
+		if got := cl.open.Load(); got != 0 {
 			t.Fatalf("podsapi_connections_open = %v once the stalled connection is closed, want 0", got)
 		}
 		if _, err := c.Write([]byte{0}); err == nil {
@@ -116,17 +117,3 @@ func TestStalledConnectionClosed(t *testing.T) {
 	})
 }
 
-// gaugeOf returns the value of the gauge name in reg, or -1.
-func gaugeOf(t *testing.T, reg prometheus.Gatherer, name string) float64 {
-	t.Helper()
-	families, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range families {
-		if f.GetName() == name && len(f.GetMetric()) > 0 {
-			return f.GetMetric()[0].GetGauge().GetValue()
-		}
-	}
-	return -1
-}
