@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"sync"
 	"testing"
-	"time"
 
 	"google.golang.org/protobuf/proto"
 	corev1 "k8s.io/api/core/v1"
@@ -20,12 +19,6 @@ import (
 	"github.com/podsapi/podsapi/socket"
 	"github.com/podsapi/podsapi/store"
 )
-
-// testTimeout bounds the waits of these tests on what the server does not
-// signal (a socket left silent); the waits for what it sends are bounded by
-// the events themselves, and a server that never sends them by go test's
-// -timeout, so that a busy machine slows the tests without failing them.
-const testTimeout = 20 * time.Second
 
 // fixture is a real server on a real socket, fed by a store the test writes.
 type fixture struct {

@@ -50,7 +50,7 @@ func rawH2(t *testing.T, socket string) net.Conn {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	c.SetDeadline(time.Now().Add(testTimeout))
+	c.SetDeadline(podstest.Deadline(t))
 	// A connection the server refused fails this write: readFrames then
 	// sees it closed.
 	_, _ = io.WriteString(c, "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00")

@@ -126,10 +126,11 @@ func TestReadiness(t *testing.T) {
 	}
 }
 
-// TestRateLimitDelay checks the tarpit: a refused call is answered
-// RESOURCE_EXHAUSTED no sooner than the delay, and a client whose deadline
-// is shorter than the delay still hears RESOURCE_EXHAUSTED before it, not
-// DEADLINE_EXCEEDED.
+// TestRateLimitDelay checks the tarpit over the socket: a refused call is
+// answered RESOURCE_EXHAUSTED no sooner than the delay. That a client whose
+// deadline is shorter than the delay still hears RESOURCE_EXHAUSTED before
+// it is a matter of the tarpit's clock, tested with synctest in package
+// guard (TestTarpitDeadline), where no busy machine can make it late.
 func TestRateLimitDelay(t *testing.T) {
 	for _, kind := range clientKinds {
 		t.Run(kind.name, func(t *testing.T) {
@@ -146,16 +147,6 @@ func TestRateLimitDelay(t *testing.T) {
 				t.Fatalf("GetPod beyond the burst: %v after %v, want ResourceExhausted after at least %v", err, took, delay)
 			}
 
-			slow := start(t, server.Config{Limits: server.LimitsConfig{QPS: 1e-6, Burst: 1, RateLimitDelay: time.Hour}}, false, pods...)
-			c = kind.dial(t, slow.socket)
-			if _, err := c.List(ctx(t), nil); err != nil {
-				t.Fatalf("call within the burst: %v", err)
-			}
-			short, cancel := context.WithTimeout(ctx(t), 3*time.Second)
-			defer cancel()
-			if _, err := c.List(short, nil); codeOf(err) != connect.CodeResourceExhausted {
-				t.Fatalf("ListPods beyond the burst with a 3s deadline and a 1h delay: %v, want ResourceExhausted before the deadline", err)
-			}
 		})
 	}
 }

@@ -60,7 +60,7 @@ func TestMetricsIdleConnections(t *testing.T) {
 			t.Fatalf("dial metrics after %d connections: %v", len(conns), err)
 		}
 		conns = append(conns, c)
-		c.SetDeadline(time.Now().Add(testTimeout))
+		c.SetDeadline(podstest.Deadline(t))
 		// A closed connection fails the write: it is then read to EOF below.
 		_, _ = io.WriteString(c, "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
 		if open := gaugeValue(t, reg, "podsapi_metrics_connections_open"); open > maxConns {
@@ -250,7 +250,7 @@ func dialH2(t *testing.T, socket string) *h2Client {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close() })
-	conn.SetDeadline(time.Now().Add(testTimeout))
+	conn.SetDeadline(podstest.Deadline(t))
 	c := &h2Client{t: t, conn: conn, next: 1}
 	bw := bufio.NewWriter(conn)
 	c.fr = http2.NewFramer(writerFunc(func(p []byte) (int, error) {
@@ -485,7 +485,7 @@ func TestSlowPrefacesShed(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer c.Close()
-		c.SetDeadline(time.Now().Add(testTimeout))
+		c.SetDeadline(podstest.Deadline(t))
 		silent = append(silent, c)
 	}
 	f.waitAccepted(t, slots)
@@ -648,7 +648,7 @@ func TestAdvertisedSettings(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	conn.SetDeadline(time.Now().Add(testTimeout))
+	conn.SetDeadline(podstest.Deadline(t))
 	if _, err := io.WriteString(conn, http2.ClientPreface); err != nil {
 		t.Fatal(err)
 	}

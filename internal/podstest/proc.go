@@ -63,10 +63,22 @@ func SocketGroup(t testing.TB) int {
 // it too, so that it fails with the test's own message rather than be
 // killed, while a busy machine slows the test without failing it.
 func NearDeadline(t *testing.T) (<-chan time.Time, func()) {
-	deadline, ok := t.Deadline()
-	if !ok {
+	at := Deadline(t)
+	if at.IsZero() {
 		return nil, func() {}
 	}
-	timer := time.NewTimer(time.Until(deadline) * 9 / 10)
+	timer := time.NewTimer(time.Until(at))
 	return timer.C, func() { timer.Stop() }
+}
+
+// Deadline returns the time at which nine tenths of the time go test's
+// -timeout leaves t will have passed, or the zero time (no deadline)
+// without a -timeout: the deadline of the test's raw connections, which
+// a busy machine then slows without failing them.
+func Deadline(t *testing.T) time.Time {
+	deadline, ok := t.Deadline()
+	if !ok {
+		return time.Time{}
+	}
+	return time.Now().Add(time.Until(deadline) * 9 / 10)
 }

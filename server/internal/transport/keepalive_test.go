@@ -116,4 +116,3 @@ func TestStalledConnectionClosed(t *testing.T) {
 		}
 	})
 }
-
