@@ -2,10 +2,8 @@ package server_test
 
 import (
 	"context"
-	"fmt"
 	"net"
 	"net/http"
-	"sync"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
@@ -25,7 +23,7 @@ type fixture struct {
 	store  *store.Store
 	srv    *server.Server
 	socket string
-	*events
+	*podstest.Events
 }
 
 // start serves pods from a fresh store, synced unless unsynced is set.
@@ -40,25 +38,13 @@ func start(t *testing.T, cfg server.Config, unsynced bool, pods ...*corev1.Pod) 
 	}
 	ev := withEvents(&cfg)
 	srv := podstest.Start(t, st, cfg)
-	return &fixture{store: st, srv: srv, socket: srv.SocketPath(), events: ev}
+	return &fixture{store: st, srv: srv, socket: srv.SocketPath(), Events: ev}
 }
 
-// events counts what the server signals through its hooks (the requests it
-// has served to the end, the connections it has closed), so that a test
-// waits for the events it caused before it reads the state they change: a
-// metric is read after the event, never polled.
-type events struct {
-	mu       sync.Mutex
-	changed  chan struct{} // closed and replaced at each event
-	served   map[string]int
-	accepted int
-	closed   int
-}
-
-// withEvents has the server of cfg count its events in the returned events,
+// withEvents has the server of cfg count its events (podstest.Events),
 // beside the hooks cfg already has.
-func withEvents(cfg *server.Config) *events {
-	ev := &events{changed: make(chan struct{}), served: map[string]int{}}
+func withEvents(cfg *server.Config) *podstest.Events {
+	ev := podstest.NewEvents()
 	h := &hooks.Hooks{}
 	if cfg.Hooks != nil {
 		*h = *cfg.Hooks
@@ -68,72 +54,22 @@ func withEvents(cfg *server.Config) *events {
 		if served != nil {
 			served(r)
 		}
-		ev.event(func() { ev.served[r.URL.Path]++ })
+		ev.Served(r)
 	}
 	h.ConnAccepted = func() {
 		if accepted != nil {
 			accepted()
 		}
-		ev.event(func() { ev.accepted++ })
+		ev.Accepted()
 	}
 	h.ConnClosed = func() {
 		if closed != nil {
 			closed()
 		}
-		ev.event(func() { ev.closed++ })
+		ev.Closed()
 	}
 	cfg.Hooks = h
 	return ev
-}
-
-func (e *events) event(count func()) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	count()
-	close(e.changed)
-	e.changed = make(chan struct{})
-}
-
-// wait waits until cond holds of the counts, bounded by the events: a
-// server that never signals them fails the test shortly before go test's
-// -timeout would stop it, naming what it waited for.
-func (e *events) wait(t *testing.T, what string, cond func(*events) bool) {
-	t.Helper()
-	expired, stop := podstest.NearDeadline(t)
-	defer stop()
-	for {
-		e.mu.Lock()
-		ok, changed := cond(e), e.changed
-		e.mu.Unlock()
-		if ok {
-			return
-		}
-		select {
-		case <-changed:
-		case <-expired:
-			t.Fatalf("go test's -timeout is near: still waiting until %s", what)
-		}
-	}
-}
-
-// waitServed waits until the server has served n requests of procedure
-// (its URL path) in all, to their end: handlers, guards and transport.
-func (e *events) waitServed(t *testing.T, procedure string, n int) {
-	t.Helper()
-	e.wait(t, fmt.Sprintf("%d calls of %s are served", n, procedure), func(*events) bool { return e.served[procedure] >= n })
-}
-
-// waitAccepted waits until the server has accepted n connections in all.
-func (e *events) waitAccepted(t *testing.T, n int) {
-	t.Helper()
-	e.wait(t, fmt.Sprintf("%d connections are accepted", n), func(*events) bool { return e.accepted >= n })
-}
-
-// waitClosed waits until the server has closed n connections in all, and
-// freed their slots.
-func (e *events) waitClosed(t *testing.T, n int) {
-	t.Helper()
-	e.wait(t, fmt.Sprintf("%d connections are closed", n), func(*events) bool { return e.closed >= n })
 }
 
 // asRoot returns the hooks that have the server see every peer as root

@@ -117,7 +117,7 @@ func TestMaxWatchers(t *testing.T) {
 	}
 	cancel()
 	// The two cancelled watches and the refused one, served to the end.
-	f.waitServed(t, podsv1alpha1connect.PodsWatchPodsProcedure, 3)
+	f.WaitServed(t, podsv1alpha1connect.PodsWatchPodsProcedure, 3)
 	if got := gaugeValue(t, reg, "podsapi_watches_open"); got != 0 {
 		t.Fatalf("podsapi_watches_open = %v once every watch ended, want 0", got)
 	}
@@ -180,7 +180,7 @@ func TestStalledWatcherFreed(t *testing.T) {
 			}
 			// The handler, blocked writing to a client that does not
 			// read, returns only once its stream is reset.
-			f.waitServed(t, podsv1alpha1connect.PodsWatchPodsProcedure, 1)
+			f.WaitServed(t, podsv1alpha1connect.PodsWatchPodsProcedure, 1)
 			if got := metricValue(t, reg, "podsapi_stalled_streams_reset_total", nil); got != 1 {
 				t.Fatalf("podsapi_stalled_streams_reset_total = %v, want 1", got)
 			}

@@ -212,7 +212,7 @@ func TestRateLimitDelayedGauge(t *testing.T) {
 	if err := <-done; codeOf(err) != connect.CodeCanceled {
 		t.Fatalf("GetPod cancelled while its refusal waited: %v, want Canceled", err)
 	}
-	f.waitServed(t, podsv1alpha1connect.PodsGetPodProcedure, 1)
+	f.WaitServed(t, podsv1alpha1connect.PodsGetPodProcedure, 1)
 	if got := gaugeValue(t, reg, "podsapi_rate_limit_delayed"); got != 0 {
 		t.Fatalf("podsapi_rate_limit_delayed = %v once the refused call ended, want 0", got)
 	}

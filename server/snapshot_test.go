@@ -234,7 +234,7 @@ func TestSnapshotShared(t *testing.T) {
 		resp.Body.Close()
 	}
 	for path, n := range held {
-		events.waitServed(t, path, n)
+		events.WaitServed(t, path, n)
 	}
 	expectNoSnapshots(t, reg)
 
@@ -462,104 +462,6 @@ func TestSnapshotFellBehind(t *testing.T) {
 			}
 		})
 	}
-}
-
-// TestSnapshotBounded holds as many snapshots in flight as the service
-// allows, each of a distinct field mask: a watch with one more mask sends
-// its events one at a time, and receives the same snapshot; a watch with the
-// mask of a snapshot in flight shares it; once the holders leave, nothing is
-// kept, and the snapshot is built again.
-func TestSnapshotBounded(t *testing.T) {
-	const inFlight = 16 // the bound of the service
-	const padding = 16 << 10
-	var pods []*corev1.Pod
-	for i := range 16 {
-		p := podstest.Pod("default", fmt.Sprintf("pod-%02d", i), i)
-		p.Annotations = map[string]string{"example.com/padding": strings.Repeat("x", padding)}
-		pods = append(pods, p)
-	}
-	if n := (len(pods) - 1) * padding; n < 2*holderWindow {
-		t.Fatalf("%d bytes of snapshot after the first event, want at least %d to hold it", n, 2*holderWindow)
-	}
-	reg := prometheus.NewRegistry()
-	// The holders stop reading for the whole test: no stall guard.
-	f := start(t, server.Config{Registry: reg, Limits: server.LimitsConfig{QPS: -1}, Transport: server.TransportConfig{WriteStallTimeout: -1}}, false, pods...)
-	// Every mask keeps the annotations, and a distinct subset of paths.
-	paths := []string{"status.phase", "status.podIP", "metadata.labels", "spec.nodeName", "status.hostIP"}
-	var masks []string
-	for bits := range 1 << len(paths) {
-		mask := []string{"metadata.annotations"}
-		for i, p := range paths {
-			if bits&(1<<i) != 0 {
-				mask = append(mask, p)
-			}
-		}
-		masks = append(masks, strings.Join(mask, ","))
-	}
-	masks = masks[:inFlight+1]
-	view := func(name string) float64 {
-		return metricValue(t, reg, name, map[string]string{"view": "snapshot"})
-	}
-	expect := func(computes, hits float64) {
-		t.Helper()
-		if c, h := view("podsapi_view_computes_total"), view("podsapi_view_cache_hits_total"); c != computes || h != hits {
-			t.Fatalf("snapshots built %v times and reused %v times, want %v and %v", c, h, computes, hits)
-		}
-	}
-
-	// A holder of each of the first inFlight masks.
-	var holders []*http.Response
-	for _, mask := range masks[:inFlight] {
-		resp, err := openWatch(ctx(t), holderClient(t, f.socket), typedWatch("holder", &podsv1alpha1.PodWatchRequest{}, mask), snapshotProtocols[0])
-		if err != nil {
-			t.Fatalf("holder of %s: %v", mask, err)
-		}
-		defer resp.Body.Close()
-		holders = append(holders, resp)
-	}
-	expect(inFlight, 0)
-	if got := gaugeValue(t, reg, "podsapi_watch_snapshots"); got != inFlight {
-		t.Fatalf("%v snapshots in flight with %d holders", got, inFlight)
-	}
-
-	c := clientKinds[0].dial(t, f.socket)
-	watch := func(mask string) {
-		t.Helper()
-		wctx, cancel := context.WithCancel(ctx(t))
-		defer cancel()
-		w, err := c.Watch(wctx, http.Header{"X-Kubernetes-Fieldmask": {mask}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for j, p := range pods {
-			ev := recv(t, w)
-			if ev.GetType() != podsv1alpha1.EventType_EVENT_TYPE_ADDED || ev.GetPod().GetMetadata().GetName() != p.Name || ev.GetPod().GetMetadata().GetAnnotations()["example.com/padding"] != p.Annotations["example.com/padding"] {
-				t.Fatalf("watch of %s: event %d is %v of %q, want ADDED of %q with its annotation", mask, j, ev.GetType(), ev.GetPod().GetMetadata().GetName(), p.Name)
-			}
-		}
-		if ev := recv(t, w); ev.GetType() != podsv1alpha1.EventType_EVENT_TYPE_INITIAL_SYNC_COMPLETE {
-			t.Fatalf("watch of %s: %v after the snapshot, want INITIAL_SYNC_COMPLETE", mask, ev.GetType())
-		}
-	}
-	// One more mask is not built: its events are sent one at a time.
-	watch(masks[inFlight])
-	expect(inFlight, 0)
-	// The mask of a holder shares its snapshot.
-	watch(masks[0])
-	expect(inFlight, 1)
-
-	// Once the holders leave, nothing is kept: the snapshot is built again.
-	// Every watch so far is served to its end: the holders, whose writes
-	// fail, and the two watches above.
-	for _, resp := range holders {
-		resp.Body.Close()
-	}
-	f.waitServed(t, podsv1alpha1connect.PodsWatchPodsProcedure, inFlight+2)
-	expectNoSnapshots(t, reg)
-	watch(masks[0])
-	expect(inFlight+1, 1)
-	f.waitServed(t, podsv1alpha1connect.PodsWatchPodsProcedure, inFlight+3)
-	expectNoSnapshots(t, reg)
 }
 
 // holderWindow is the HTTP/2 flow-control window, of the stream and of the

@@ -410,10 +410,10 @@ func TestHeldStreams(t *testing.T) {
 	// Every held stream's handler returns, and the connection closes: the
 	// held streams keep nothing running.
 	for _, p := range paths {
-		f.waitServed(t, p, perPath)
+		f.WaitServed(t, p, perPath)
 	}
 	c.conn.Close()
-	f.waitClosed(t, 1)
+	f.WaitClosed(t, 1)
 }
 
 // TestHeldStreamsPerUID: the calls of one UID waiting for their request
@@ -435,7 +435,7 @@ func TestHeldStreamsPerUID(t *testing.T) {
 	}
 	c.conn.Close()
 	// The held streams end with their connection.
-	f.waitServed(t, "/grpc.health.v1.Health/Check", held)
+	f.WaitServed(t, "/grpc.health.v1.Health/Check", held)
 	if _, err := clientKinds[0].dial(t, f.socket).List(ctx(t), nil); err != nil {
 		t.Fatalf("ListPods once the held streams are gone: %v", err)
 	}
@@ -488,7 +488,7 @@ func TestSlowPrefacesShed(t *testing.T) {
 		c.SetDeadline(podstest.Deadline(t))
 		silent = append(silent, c)
 	}
-	f.waitAccepted(t, slots)
+	f.WaitAccepted(t, slots)
 	if got := gaugeValue(t, reg, "podsapi_connections_open"); got != slots {
 		t.Fatalf("podsapi_connections_open = %v with %d silent connections accepted", got, slots)
 	}
@@ -540,7 +540,7 @@ func TestWatchersPerUID(t *testing.T) {
 	}
 	cancel()
 	// The three cancelled watches and the refused one, served to the end.
-	f.waitServed(t, podsv1alpha1connect.PodsWatchPodsProcedure, 4)
+	f.WaitServed(t, podsv1alpha1connect.PodsWatchPodsProcedure, 4)
 	if got := gaugeValue(t, reg, "podsapi_watches_open"); got != 0 {
 		t.Fatalf("podsapi_watches_open = %v once every watch ended, want 0", got)
 	}
@@ -630,7 +630,7 @@ func TestDeniedConnectionShare(t *testing.T) {
 	}
 	held[0].conn.Close()
 	// The refused connection and the one the client closed.
-	f.waitClosed(t, 2)
+	f.WaitClosed(t, 2)
 	if got := gaugeValue(t, reg, "podsapi_connections_open"); got != server.DefaultMaxDeniedConnections-1 {
 		t.Fatalf("podsapi_connections_open = %v once one was closed, want %d", got, server.DefaultMaxDeniedConnections-1)
 	}

@@ -123,17 +123,24 @@ func watchEnvelopes(t *testing.T, h *harness, contentType string) [][]byte {
 // snapshotComputes returns how many shared snapshots were built.
 func snapshotComputes(t *testing.T, reg prometheus.Gatherer) float64 {
 	t.Helper()
+	return metric(t, reg, "podsapi_view_computes_total", "snapshot")
+}
+
+// metric returns the value of the counter or gauge name in reg, of the
+// view view unless view is empty, or 0.
+func metric(t *testing.T, reg prometheus.Gatherer, name, view string) float64 {
+	t.Helper()
 	families, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, f := range families {
-		if f.GetName() != "podsapi_view_computes_total" {
+		if f.GetName() != name {
 			continue
 		}
 		for _, m := range f.GetMetric() {
-			if labelIs(m, "view", "snapshot") {
-				return m.GetCounter().GetValue()
+			if view == "" || labelIs(m, "view", view) {
+				return m.GetCounter().GetValue() + m.GetGauge().GetValue()
 			}
 		}
 	}

@@ -32,6 +32,8 @@ type harness struct {
 	lis   *bufconn.Listener
 	// http is an h2c client of the harness.
 	http *http.Client
+	// events counts the requests served to their end.
+	events *podstest.Events
 }
 
 // baseURL is the URL of the harness's server for its clients.
@@ -53,6 +55,8 @@ func newHarness(t testing.TB, st *store.Store, streams bool, opts ...service.Opt
 	if streams {
 		handler = withStreams(mux)
 	}
+	events := podstest.NewEvents()
+	handler = served(handler, events)
 	protocols := new(http.Protocols)
 	protocols.SetUnencryptedHTTP2(true)
 	srv := &http.Server{Handler: handler, Protocols: protocols}
@@ -65,12 +69,31 @@ func newHarness(t testing.TB, st *store.Store, streams bool, opts ...service.Opt
 		srv.Close()
 		<-done
 	})
+	h2 := &harness{store: st, lis: lis, events: events}
+	h2.http = h2.client(t, nil)
+	return h2
+}
+
+// client returns a new h2c client of the harness, on connections of its
+// own, with the HTTP/2 settings of cfg (nil: net/http's).
+func (h *harness) client(t testing.TB, cfg *http.HTTP2Config) *http.Client {
+	protocols := new(http.Protocols)
+	protocols.SetUnencryptedHTTP2(true)
 	tr := &http.Transport{
 		Protocols:   protocols,
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) { return lis.DialContext(ctx) },
+		HTTP2:       cfg,
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) { return h.lis.DialContext(ctx) },
 	}
 	t.Cleanup(tr.CloseIdleConnections)
-	return &harness{store: st, lis: lis, http: &http.Client{Transport: tr}}
+	return &http.Client{Transport: tr}
+}
+
+// served counts in events every request next has served to its end.
+func served(next http.Handler, events *podstest.Events) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer events.Served(r)
+		next.ServeHTTP(w, r)
+	})
 }
 
 // revision returns the store's current revision.
