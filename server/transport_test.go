@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
-	"encoding/binary"
 	"errors"
 	"io"
 	"net"
@@ -161,15 +160,7 @@ func gzipBomb(t *testing.T, n int) []byte {
 		n -= k
 	}
 	zw.Close()
-	return envelope(1, buf.Bytes())
-}
-
-// envelope wraps a gRPC message in its envelope.
-func envelope(flags byte, msg []byte) []byte {
-	out := make([]byte, 5, 5+len(msg))
-	out[0] = flags
-	binary.BigEndian.PutUint32(out[1:], uint32(len(msg)))
-	return append(out, msg...)
+	return podstest.Envelope(1, buf.Bytes())
 }
 
 // TestHealthGzipBomb sends health checks whose gzip bodies inflate to
@@ -580,7 +571,7 @@ func TestFrameFloods(t *testing.T) {
 					return err
 				}
 				if err := c.write(func(fr *http2.Framer) error {
-					if err := fr.WriteData(id, true, envelope(0, nil)); err != nil {
+					if err := fr.WriteData(id, true, podstest.Envelope(0, nil)); err != nil {
 						return err
 					}
 					return fr.WriteRSTStream(id, http2.ErrCodeCancel)
