@@ -1,6 +1,8 @@
 // Package hooks is the internal seam through which the module's own tests
 // change the assembly of server.New: the conformance suite's self-test
-// plants faults in it, and tests give the peer credentials they want to be.
+// plants faults in it, tests give the peer credentials they want to be,
+// and learn of the events they wait for (a request served, a connection
+// accepted or closed) instead of polling for them.
 // Its type is internal, so that only this module can set
 // server.Config.Hooks; a server that serves agents has none.
 package hooks
