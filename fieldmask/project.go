@@ -27,7 +27,7 @@ import (
 // Malformed input, at any level that the projection has to read, yields an
 // error naming the message and byte offset; dst is then returned with its
 // original length (its spare capacity may have been written to). Bytes inside a field that is copied verbatim or dropped are
-// not validated beyond their framing.
+// not validated beyond their wire format.
 //
 // The nil mask selects the whole pod: it appends src unchanged.
 func (m *Mask) AppendProjection(dst, src []byte) ([]byte, error) {

@@ -11,6 +11,7 @@ import (
 	corev1pb "github.com/podsapi/podsapi/gen/k8s.io/api/core/v1"
 	metav1pb "github.com/podsapi/podsapi/gen/k8s.io/apimachinery/pkg/apis/meta/v1"
 	podsv1alpha1 "github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1"
+	"github.com/podsapi/podsapi/internal/podstest"
 	"github.com/podsapi/podsapi/server"
 )
 
@@ -36,7 +37,7 @@ func binMask(t *testing.T, paths ...string) http.Header {
 
 func TestFieldMasks(t *testing.T) {
 	pod := samplePods()[0]
-	full := pb(t, pod)
+	full := podstest.Message(t, pod)
 	str := proto.String
 	tests := []struct {
 		name   string

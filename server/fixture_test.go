@@ -3,8 +3,8 @@ package server_test
 import (
 	"context"
 	"net"
+	"net/http"
 	"testing"
-	"time"
 
 	"google.golang.org/protobuf/proto"
 	corev1 "k8s.io/api/core/v1"
@@ -18,17 +18,12 @@ import (
 	"github.com/podsapi/podsapi/store"
 )
 
-// testTimeout bounds the waits of these tests on what the server does not
-// signal (a socket left silent); the waits for what it sends are bounded by
-// the events themselves, and a server that never sends them by go test's
-// -timeout, so that a busy machine slows the tests without failing them.
-const testTimeout = 20 * time.Second
-
 // fixture is a real server on a real socket, fed by a store the test writes.
 type fixture struct {
 	store  *store.Store
 	srv    *server.Server
 	socket string
+	*podstest.Events
 }
 
 // start serves pods from a fresh store, synced unless unsynced is set.
@@ -41,8 +36,40 @@ func start(t *testing.T, cfg server.Config, unsynced bool, pods ...*corev1.Pod) 
 	if !unsynced {
 		st.MarkSynced()
 	}
+	ev := withEvents(&cfg)
 	srv := podstest.Start(t, st, cfg)
-	return &fixture{store: st, srv: srv, socket: srv.SocketPath()}
+	return &fixture{store: st, srv: srv, socket: srv.SocketPath(), Events: ev}
+}
+
+// withEvents has the server of cfg count its events (podstest.Events),
+// beside the hooks cfg already has.
+func withEvents(cfg *server.Config) *podstest.Events {
+	ev := podstest.NewEvents()
+	h := &hooks.Hooks{}
+	if cfg.Hooks != nil {
+		*h = *cfg.Hooks
+	}
+	served, accepted, closed := h.Served, h.ConnAccepted, h.ConnClosed
+	h.Served = func(r *http.Request) {
+		if served != nil {
+			served(r)
+		}
+		ev.Served(r)
+	}
+	h.ConnAccepted = func() {
+		if accepted != nil {
+			accepted()
+		}
+		ev.Accepted()
+	}
+	h.ConnClosed = func() {
+		if closed != nil {
+			closed()
+		}
+		ev.Closed()
+	}
+	cfg.Hooks = h
+	return ev
 }
 
 // asRoot returns the hooks that have the server see every peer as root
@@ -62,20 +89,6 @@ func asRoot() *hooks.Hooks {
 // after 268 messages at load average 9 when it had one).
 func ctx(t *testing.T) context.Context {
 	return t.Context()
-}
-
-// pb converts a k8s.io/api pod to the generated message clients receive.
-func pb(t testing.TB, pod *corev1.Pod) *corev1pb.Pod {
-	t.Helper()
-	raw, err := pod.Marshal()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := &corev1pb.Pod{}
-	if err := proto.Unmarshal(raw, out); err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
 
 // samplePods returns three pods, in the order ListPods sorts them.

@@ -3,7 +3,6 @@ package server_test
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"io"
 	"log/slog"
 	"net"
@@ -59,14 +58,6 @@ var fuzzContentTypes = []string{
 	"application/proto", "application/json", "application/connect+proto", "text/plain", "",
 }
 
-// grpcFrame frames msg as a gRPC message.
-func grpcFrame(flags byte, msg []byte) []byte {
-	b := make([]byte, 5, 5+len(msg))
-	b[0] = flags
-	binary.BigEndian.PutUint32(b[1:], uint32(len(msg)))
-	return append(b, msg...)
-}
-
 // FuzzRequest sends arbitrary requests to every procedure of a real server
 // on a real socket, over HTTP/2 and HTTP/1.1: bodies (gRPC length prefixes
 // included), content types, a header of the fuzzer's choice (field masks
@@ -79,37 +70,37 @@ func FuzzRequest(f *testing.F) {
 	getReq := append([]byte{0x0a, byte(len(uid))}, uid...)
 	for proc := range fuzzProcedures {
 		for _, ct := range []uint8{0, 4, 5} {
-			f.Add(uint8(proc), ct, false, "", "", grpcFrame(0, nil))
+			f.Add(uint8(proc), ct, false, "", "", podstest.Envelope(0, nil))
 		}
 	}
-	f.Add(uint8(1), uint8(0), false, "", "", grpcFrame(0, getReq))
+	f.Add(uint8(1), uint8(0), false, "", "", podstest.Envelope(0, getReq))
 	f.Add(uint8(1), uint8(5), true, "", "", []byte(`{"podUID":"`+string(uid)+`"}`))
-	f.Add(uint8(0), uint8(0), false, "x-kubernetes-fieldmask", "metadata.name,status.phase", grpcFrame(0, nil))
-	f.Add(uint8(2), uint8(0), false, "x-kubernetes-fieldmask", "status.phase", grpcFrame(0, nil))
-	f.Add(uint8(0), uint8(0), false, "x-kubernetes-fieldmask", "metadata.labels.app", grpcFrame(0, nil))
-	f.Add(uint8(0), uint8(0), false, "x-kubernetes-fieldmask-bin", "CgxzdGF0dXMucGhhc2U", grpcFrame(0, nil))
-	f.Add(uint8(0), uint8(0), false, "x-kubernetes-fieldmask-bin", "%%%", grpcFrame(0, nil))
-	f.Add(uint8(0), uint8(0), false, "grpc-encoding", "gzip", grpcFrame(1, []byte("not gzip")))
-	f.Add(uint8(0), uint8(0), false, "grpc-timeout", "1n", grpcFrame(0, nil))
-	f.Add(uint8(0), uint8(0), false, "grpc-timeout", "99999999999H", grpcFrame(0, nil))
-	f.Add(uint8(1), uint8(0), false, "", "", grpcFrame(1, getReq))
+	f.Add(uint8(0), uint8(0), false, "x-kubernetes-fieldmask", "metadata.name,status.phase", podstest.Envelope(0, nil))
+	f.Add(uint8(2), uint8(0), false, "x-kubernetes-fieldmask", "status.phase", podstest.Envelope(0, nil))
+	f.Add(uint8(0), uint8(0), false, "x-kubernetes-fieldmask", "metadata.labels.app", podstest.Envelope(0, nil))
+	f.Add(uint8(0), uint8(0), false, "x-kubernetes-fieldmask-bin", "CgxzdGF0dXMucGhhc2U", podstest.Envelope(0, nil))
+	f.Add(uint8(0), uint8(0), false, "x-kubernetes-fieldmask-bin", "%%%", podstest.Envelope(0, nil))
+	f.Add(uint8(0), uint8(0), false, "grpc-encoding", "gzip", podstest.Envelope(1, []byte("not gzip")))
+	f.Add(uint8(0), uint8(0), false, "grpc-timeout", "1n", podstest.Envelope(0, nil))
+	f.Add(uint8(0), uint8(0), false, "grpc-timeout", "99999999999H", podstest.Envelope(0, nil))
+	f.Add(uint8(1), uint8(0), false, "", "", podstest.Envelope(1, getReq))
 	f.Add(uint8(1), uint8(0), false, "", "", []byte{0, 0xff, 0xff, 0xff, 0xff, 1, 2})
 	f.Add(uint8(1), uint8(0), false, "", "", []byte{0, 0, 0, 0x20, 0, 1})
-	f.Add(uint8(1), uint8(0), false, "", "", grpcFrame(0, bytes.Repeat([]byte{0x0a, 0x01, 'x'}, 2000)))
-	f.Add(uint8(1), uint8(0), false, "", "", append(grpcFrame(0, getReq), grpcFrame(0, getReq)...))
+	f.Add(uint8(1), uint8(0), false, "", "", podstest.Envelope(0, bytes.Repeat([]byte{0x0a, 0x01, 'x'}, 2000)))
+	f.Add(uint8(1), uint8(0), false, "", "", append(podstest.Envelope(0, getReq), podstest.Envelope(0, getReq)...))
 	f.Add(uint8(1), uint8(0), false, "", "", []byte{0x80, 0, 0, 0, 0})
 	f.Add(uint8(1), uint8(0), false, "", "", []byte{0x0a, 0xff, 0xff})
-	f.Add(uint8(3), uint8(0), false, "", "", grpcFrame(0, []byte{0x0a, 0x80}))
-	f.Add(uint8(4), uint8(0), false, "", "", grpcFrame(0, []byte{0x3a, 0x00}))
+	f.Add(uint8(3), uint8(0), false, "", "", podstest.Envelope(0, []byte{0x0a, 0x80}))
+	f.Add(uint8(4), uint8(0), false, "", "", podstest.Envelope(0, []byte{0x3a, 0x00}))
 	f.Add(uint8(1), uint8(5), true, "", "", []byte(`{"podUID":`))
 	f.Add(uint8(1), uint8(5), true, "connect-protocol-version", "2", []byte(`{}`))
 	f.Add(uint8(0), uint8(8), true, "", "", []byte("GET / HTTP/1.1\r\n\r\n"))
 	// Selectors, resume and progress marks (issue 16).
-	f.Add(uint8(0), uint8(0), false, "", "", grpcFrame(0, []byte("\x0a\x07default\x12\x08tier=web\x1a\x13status.phase!=Ready")))
-	f.Add(uint8(0), uint8(0), false, "", "", grpcFrame(0, []byte("\x12\x09tier in (")))
-	f.Add(uint8(0), uint8(0), false, "", "", grpcFrame(0, []byte("\x1a\x0cspec.x=y,a=b")))
-	f.Add(uint8(2), uint8(0), false, "", "", grpcFrame(0, []byte("\x12\x05!tier\x22\x03x.1\x28\x01")))
-	f.Add(uint8(2), uint8(0), false, "", "", grpcFrame(0, []byte("\x22\x130123456789abcdef.99\x28\x01")))
+	f.Add(uint8(0), uint8(0), false, "", "", podstest.Envelope(0, []byte("\x0a\x07default\x12\x08tier=web\x1a\x13status.phase!=Ready")))
+	f.Add(uint8(0), uint8(0), false, "", "", podstest.Envelope(0, []byte("\x12\x09tier in (")))
+	f.Add(uint8(0), uint8(0), false, "", "", podstest.Envelope(0, []byte("\x1a\x0cspec.x=y,a=b")))
+	f.Add(uint8(2), uint8(0), false, "", "", podstest.Envelope(0, []byte("\x12\x05!tier\x22\x03x.1\x28\x01")))
+	f.Add(uint8(2), uint8(0), false, "", "", podstest.Envelope(0, []byte("\x22\x130123456789abcdef.99\x28\x01")))
 	f.Add(uint8(2), uint8(5), true, "", "", []byte(`{"labelSelector":"tier=web","progressNotify":true}`))
 
 	var mu sync.Mutex
@@ -203,7 +194,7 @@ func FuzzRequest(f *testing.F) {
 		checkLogs(t)
 		// The server still serves a well-formed request.
 		if n := calls.Add(1); n%64 == 1 {
-			req, _ := http.NewRequest(http.MethodPost, h2c.BaseURL+fuzzProcedures[0], bytes.NewReader(grpcFrame(0, nil)))
+			req, _ := http.NewRequest(http.MethodPost, h2c.BaseURL+fuzzProcedures[0], bytes.NewReader(podstest.Envelope(0, nil)))
 			req.Header.Set("Content-Type", "application/grpc")
 			resp, err := h2.Do(req)
 			if err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"io"
 	"net"
 	"strconv"
@@ -14,29 +13,11 @@ import (
 
 	"connectrpc.com/connect"
 	"github.com/prometheus/client_golang/prometheus"
-	"golang.org/x/net/http2"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1/podsv1alpha1connect"
 	"github.com/podsapi/podsapi/internal/podstest"
 	"github.com/podsapi/podsapi/server"
 )
-
-// eventually waits, bounded by testTimeout, until cond holds: for state the
-// server changes asynchronously and only exposes through metrics.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(testTimeout)
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
-		}
-		<-tick.C
-	}
-}
 
 // gaugeValue returns the value of the gauge name in reg, or 0.
 func gaugeValue(t *testing.T, reg prometheus.Gatherer, name string) float64 {
@@ -60,13 +41,6 @@ type h2Frame struct {
 	payload    []byte
 }
 
-// HTTP/2 frame types the tests look for.
-const (
-	frameSettings = 0x4
-	framePing     = 0x6
-	frameGoAway   = 0x7
-)
-
 // rawH2 dials socket, sends the client preface and an empty SETTINGS frame,
 // and returns the connection. It answers nothing afterwards.
 func rawH2(t *testing.T, socket string) net.Conn {
@@ -76,7 +50,7 @@ func rawH2(t *testing.T, socket string) net.Conn {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	c.SetDeadline(time.Now().Add(testTimeout))
+	c.SetDeadline(podstest.Deadline(t))
 	// A connection the server refused fails this write: readFrames then
 	// sees it closed.
 	_, _ = io.WriteString(c, "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00")
@@ -102,15 +76,6 @@ func readFrames(t *testing.T, c net.Conn) []h2Frame {
 		}
 		frames = append(frames, f)
 	}
-}
-
-func hasFrame(frames []h2Frame, typ byte) bool {
-	for _, f := range frames {
-		if f.typ == typ && (typ != framePing || f.flags&1 == 0) {
-			return true
-		}
-	}
-	return false
 }
 
 // TestPerClientRateLimit spends one client's bucket: its calls get
@@ -151,7 +116,11 @@ func TestMaxWatchers(t *testing.T) {
 		t.Fatalf("watch beyond the limit: %v, want ResourceExhausted", err)
 	}
 	cancel()
-	eventually(t, "the cancelled watches end", func() bool { return gaugeValue(t, reg, "podsapi_watches_open") == 0 })
+	// The two cancelled watches and the refused one, served to the end.
+	f.WaitServed(t, podsv1alpha1connect.PodsWatchPodsProcedure, 3)
+	if got := gaugeValue(t, reg, "podsapi_watches_open"); got != 0 {
+		t.Fatalf("podsapi_watches_open = %v once every watch ended, want 0", got)
+	}
 	w, err = c.Watch(ctx(t), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -180,86 +149,12 @@ func TestMaxConnections(t *testing.T) {
 	}
 }
 
-// TestIdleTimeout: a connection without calls is closed with a GOAWAY after
-// the idle timeout, one with an open watch is not.
-func TestIdleTimeout(t *testing.T) {
-	pods := samplePods()
-	f := start(t, server.Config{Transport: server.TransportConfig{IdleTimeout: 100 * time.Millisecond}}, false, pods...)
-	w, err := clientKinds[0].dial(t, f.socket).Watch(ctx(t), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for range len(pods) + 1 {
-		recv(t, w)
-	}
-	idle := rawH2(t, f.socket)
-	start := time.Now()
-	if frames := readFrames(t, idle); !hasFrame(frames, frameGoAway) {
-		t.Fatalf("idle connection closed without GOAWAY: %v", frames)
-	}
-	if d := time.Since(start); d < 100*time.Millisecond {
-		t.Fatalf("idle connection closed after %v, before the idle timeout", d)
-	}
-	p := pods[0].DeepCopy()
-	p.ResourceVersion = "after-idle"
-	f.store.Upsert(p)
-	if got := recv(t, w).GetPod().GetMetadata().GetResourceVersion(); got != "after-idle" {
-		t.Fatalf("watch got %q, want the change after the idle timeout", got)
-	}
-}
-
-// TestKeepalive: a peer that never answers pings is closed.
-func TestKeepalive(t *testing.T) {
-	f := start(t, server.Config{Transport: server.TransportConfig{KeepaliveInterval: 50 * time.Millisecond, KeepaliveTimeout: 50 * time.Millisecond}}, false)
-	frames := readFrames(t, rawH2(t, f.socket))
-	if !hasFrame(frames, framePing) {
-		t.Fatalf("dead peer closed without a PING: %v", frames)
-	}
-}
-
-// TestStalledConnectionClosed: a client that opens a wide flow-control
-// window, asks for more than the socket can buffer and never reads gets
-// its connection closed by the write-stall timeout, which frees the
-// server's writer and the calls waiting on it.
-func TestStalledConnectionClosed(t *testing.T) {
-	reg := prometheus.NewRegistry()
-	pod := podstest.Pod("default", "big", 1)
-	pod.Annotations["padding"] = strings.Repeat("x", 200<<10)
-	pods := []*corev1.Pod{pod}
-	for i := range 20 {
-		p := pod.DeepCopy()
-		p.Name, p.UID = fmt.Sprintf("big-%d", i), types.UID(fmt.Sprintf("uid-big-%d", i))
-		pods = append(pods, p)
-	}
-	f := start(t, server.Config{Registry: reg, Transport: server.TransportConfig{WriteStallTimeout: 100 * time.Millisecond}}, false, pods...)
-	c := dialH2(t, f.socket)
-	if err := c.write(func(fr *http2.Framer) error {
-		if err := fr.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: 1<<31 - 1}); err != nil {
-			return err
-		}
-		return fr.WriteWindowUpdate(0, 1<<31-1-65535)
-	}); err != nil {
-		t.Fatal(err)
-	}
-	// A ListPods of 4 MiB, which no socket buffers whole.
-	id := c.open(podsv1alpha1connect.PodsListPodsProcedure)
-	if err := c.write(func(fr *http2.Framer) error { return fr.WriteData(id, true, make([]byte, 5)) }); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, "the stalled connection is closed", func() bool {
-		return metricValue(t, reg, "podsapi_stalled_connections_closed_total", nil) == 1
-	})
-	// The client, reading at last, finds the connection closed before the
-	// end of the answer.
-	if _, err := io.Copy(io.Discard, c.conn); err != nil && !strings.Contains(err.Error(), "reset by peer") {
-		t.Fatalf("reading the closed connection: %v", err)
-	}
-	eventually(t, "the connection's slot is freed", func() bool { return gaugeValue(t, reg, "podsapi_connections_open") == 0 })
-}
-
 // TestStalledWatcherFreed: a watcher that stops reading is dropped, and its
 // handler, blocked writing to a client that never reads again, is freed by
-// the write-stall timeout instead of waiting for the client to leave.
+// the write-stall timeout instead of waiting for the client to leave. It is
+// the socket's smoke test of the timers of server/internal/transport, which
+// tests them (stall reaper, idle timeout, keepalive, request deadlines) on
+// synctest's clock.
 // grpc-go is the client that holds its flow-control window closed until the
 // application reads (Go's HTTP/2 transport buffers more than it announces).
 func TestStalledWatcherFreed(t *testing.T) {
@@ -283,10 +178,15 @@ func TestStalledWatcherFreed(t *testing.T) {
 				p.ResourceVersion = strconv.Itoa(k + 2)
 				f.store.Upsert(p)
 			}
-			eventually(t, "the stalled stream is reset", func() bool {
-				return metricValue(t, reg, "podsapi_stalled_streams_reset_total", nil) == 1
-			})
-			eventually(t, "the watch handler returns", func() bool { return gaugeValue(t, reg, "podsapi_watches_open") == 0 })
+			// The handler, blocked writing to a client that does not
+			// read, returns only once its stream is reset.
+			f.WaitServed(t, podsv1alpha1connect.PodsWatchPodsProcedure, 1)
+			if got := metricValue(t, reg, "podsapi_stalled_streams_reset_total", nil); got != 1 {
+				t.Fatalf("podsapi_stalled_streams_reset_total = %v, want 1", got)
+			}
+			if got := gaugeValue(t, reg, "podsapi_watches_open"); got != 0 {
+				t.Fatalf("podsapi_watches_open = %v once the watch handler returned, want 0", got)
+			}
 			// The client, reading again, sees the stream end.
 			for {
 				if _, err := w.Recv(); err != nil {

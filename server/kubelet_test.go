@@ -235,7 +235,7 @@ func TestKubeletWireSharesViews(t *testing.T) {
 		t.Errorf("one change watched on both wires with one mask: %v masked views, want 1", got)
 	}
 	if got := view("podsapi_view_computes_total", "watch") - events; got != 2 {
-		t.Errorf("one change watched on both wires: %v framed events, want 2 (one per wire)", got)
+		t.Errorf("one change watched on both wires: %v encoded events, want 2 (one per wire)", got)
 	}
 	for name, want := range map[string]float64{"kubelet_pod_requests_list_total": 2, "kubelet_pod_requests_total": 2} {
 		if got := metricValue(t, reg, name, map[string]string{"server_api_version": "v1alpha1", "status_code": "OK"}); got != want {

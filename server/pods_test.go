@@ -28,7 +28,7 @@ func TestListGetWatch(t *testing.T) {
 				t.Fatalf("ListPods returned %d pods, want %d", len(got), len(pods))
 			}
 			for i, p := range pods {
-				if !proto.Equal(got[i], pb(t, p)) {
+				if !proto.Equal(got[i], podstest.Message(t, p)) {
 					t.Errorf("ListPods pod %d = %s/%s, want %s/%s with every field intact", i,
 						got[i].GetMetadata().GetNamespace(), got[i].GetMetadata().GetName(), p.Namespace, p.Name)
 				}
@@ -36,7 +36,7 @@ func TestListGetWatch(t *testing.T) {
 				if err != nil {
 					t.Fatalf("GetPod(%s): %v", p.UID, err)
 				}
-				if !proto.Equal(one, pb(t, p)) {
+				if !proto.Equal(one, podstest.Message(t, p)) {
 					t.Errorf("GetPod(%s) differs from the stored pod", p.UID)
 				}
 			}
@@ -46,7 +46,7 @@ func TestListGetWatch(t *testing.T) {
 				t.Fatalf("WatchPods: %v", err)
 			}
 			for _, p := range pods {
-				expectEvent(t, recv(t, w), podsv1alpha1.EventType_EVENT_TYPE_ADDED, pb(t, p))
+				expectEvent(t, recv(t, w), podsv1alpha1.EventType_EVENT_TYPE_ADDED, podstest.Message(t, p))
 			}
 			ev := recv(t, w)
 			if ev.GetType() != podsv1alpha1.EventType_EVENT_TYPE_INITIAL_SYNC_COMPLETE || ev.Pod != nil {
@@ -56,19 +56,19 @@ func TestListGetWatch(t *testing.T) {
 			changed := pods[1].DeepCopy()
 			changed.Status.Phase = corev1.PodFailed
 			f.store.Upsert(changed)
-			expectEvent(t, recv(t, w), podsv1alpha1.EventType_EVENT_TYPE_MODIFIED, pb(t, changed))
+			expectEvent(t, recv(t, w), podsv1alpha1.EventType_EVENT_TYPE_MODIFIED, podstest.Message(t, changed))
 
 			added := podstest.Pod("default", "web-3", 4)
 			f.store.Upsert(added)
-			expectEvent(t, recv(t, w), podsv1alpha1.EventType_EVENT_TYPE_ADDED, pb(t, added))
+			expectEvent(t, recv(t, w), podsv1alpha1.EventType_EVENT_TYPE_ADDED, podstest.Message(t, added))
 
 			f.store.Delete(pods[0].UID)
-			expectEvent(t, recv(t, w), podsv1alpha1.EventType_EVENT_TYPE_DELETED, pb(t, pods[0]))
+			expectEvent(t, recv(t, w), podsv1alpha1.EventType_EVENT_TYPE_DELETED, podstest.Message(t, pods[0]))
 
 			// Writing the same version again is not a change.
 			f.store.Upsert(added.DeepCopy())
 			f.store.Delete(added.UID)
-			expectEvent(t, recv(t, w), podsv1alpha1.EventType_EVENT_TYPE_DELETED, pb(t, added))
+			expectEvent(t, recv(t, w), podsv1alpha1.EventType_EVENT_TYPE_DELETED, podstest.Message(t, added))
 		})
 	}
 }

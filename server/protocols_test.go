@@ -85,7 +85,7 @@ func TestConnectJSON(t *testing.T) {
 		t.Fatalf("got %d pods, want %d", len(got.GetPods()), len(pods))
 	}
 	for i, p := range pods {
-		if !proto.Equal(got.GetPods()[i], pb(t, p)) {
+		if !proto.Equal(got.GetPods()[i], podstest.Message(t, p)) {
 			t.Errorf("pod %d differs from the stored pod", i)
 		}
 	}

@@ -20,7 +20,7 @@ import (
 )
 
 // TestResumeEqualsLiveWatch checks that a watch resumed far back, whose
-// replay goes out as shared framed blocks of the history, gets exactly the
+// replay goes out as shared enveloped blocks of the history, gets exactly the
 // events a watch with the same selector and field mask got live: the pods
 // that start or stop matching ADDED and DELETED, the changes the mask hides
 // left out, one revision each.
@@ -82,7 +82,7 @@ func TestResumeEqualsLiveWatch(t *testing.T) {
 				}
 			}
 			if blocks := metricValue(t, reg, "podsapi_view_computes_total", map[string]string{"view": "replay"}); blocks < 4 {
-				t.Fatalf("%v blocks of the history framed, want the replay sent from at least 4", blocks)
+				t.Fatalf("%v blocks of the history enveloped, want the replay sent from at least 4", blocks)
 			}
 		})
 	}

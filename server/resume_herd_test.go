@@ -20,8 +20,8 @@ import (
 // TestResumeHerdConverges is issue 25's findings 1 and 2, scaled down: a
 // herd of watchers resuming from nearby revisions far back in the history,
 // while the pods change, all reach INITIAL_SYNC_COMPLETE with every change
-// after their revision, in order and once, and the server frames the
-// replayed changes once for the herd, not once per watcher (it framed
+// after their revision, in order and once, and the server envelopes the
+// replayed changes once for the herd, not once per watcher (it enveloped
 // 100 × 284 of them before: the views of changes that left the live
 // watchers' queues are not kept). The churn is driven by the events the herd
 // received, not by time, so that no watcher can fall behind however slow
@@ -131,11 +131,11 @@ func TestResumeHerdConverges(t *testing.T) {
 			for err := range errs {
 				t.Error(err)
 			}
-			framed := metricValue(t, reg, "podsapi_view_computes_total", map[string]string{"view": "watch"})
+			enveloped := metricValue(t, reg, "podsapi_view_computes_total", map[string]string{"view": "watch"})
 			blocks := metricValue(t, reg, "podsapi_view_computes_total", map[string]string{"view": "replay"})
-			t.Logf("framed %v events one at a time, %v shared blocks", framed, blocks)
-			if limit := float64(watchers * back / 4); framed > limit {
-				t.Errorf("the server framed %v watch events for %d watchers replaying about %d changes each: over %v, the replay is framed per watcher", framed, watchers, back, limit)
+			t.Logf("enveloped %v events one at a time, %v shared blocks", enveloped, blocks)
+			if limit := float64(watchers * back / 4); enveloped > limit {
+				t.Errorf("the server enveloped %v watch events for %d watchers replaying about %d changes each: over %v, the replay is enveloped per watcher", enveloped, watchers, back, limit)
 			}
 		})
 	}

@@ -31,18 +31,19 @@ import (
 	"github.com/podsapi/podsapi/socket"
 )
 
-// Store is the pod store the server serves: the service's PodReader, plus a
-// way to learn when it has synced.
-type Store interface {
+// Pods are the pods the server serves, whatever sources feed them: read
+// through the service's PodReader, plus a way to learn when they have
+// synced. *store.Store implements it.
+type Pods interface {
 	service.PodReader
 	// SyncedC returns a channel that is closed when the store has synced.
 	SyncedC() <-chan struct{}
 }
 
-// Server serves the Pods API of one Store.
+// Server serves the Pods API of the pods of one Pods.
 type Server struct {
 	cfg       Config
-	store     Store
+	pods      Pods
 	transport *transport.Transport
 	listener  net.Listener
 	http      *http.Server
@@ -59,7 +60,7 @@ type Server struct {
 // its faults with cfg.Hooks). It reads top to bottom: the access check, the
 // transport, the guards and interceptors, the handlers of both wires,
 // health and reflection on one mux, then the sockets.
-func New(st Store, cfg Config) (*Server, error) {
+func New(st Pods, cfg Config) (*Server, error) {
 	cfg = cfg.withDefaults()
 	socketOpts, err := socketOptions(cfg)
 	if err != nil {
@@ -87,6 +88,8 @@ func New(st Store, cfg Config) (*Server, error) {
 		Streams:              []string{podsv1alpha1connect.PodsWatchPodsProcedure, v1alpha1connect.PodsWatchPodsProcedure},
 		PeerCred:             cfg.Hooks.PeerCred,
 		Cgroup:               clientCgroups(cfg),
+		ConnAccepted:         cfg.Hooks.ConnAccepted,
+		ConnClosed:           cfg.Hooks.ConnClosed,
 		Registry:             cfg.Registry,
 		Logger:               cfg.Logger,
 	})
@@ -139,16 +142,25 @@ func New(st Store, cfg Config) (*Server, error) {
 	mux.Handle(grpcreflect.NewHandlerV1(reflector, limit))
 	mux.Handle(grpcreflect.NewHandlerV1Alpha(reflector, limit))
 
+	httpServer := tr.Server(withVersion(mux, version.Get()))
+	if served := cfg.Hooks.Served; served != nil {
+		next := httpServer.Handler
+		httpServer.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			defer served(r)
+			next.ServeHTTP(w, r)
+		})
+	}
+
 	l, err := socket.Listen(cfg.Socket, socketOpts...)
 	if err != nil {
 		return nil, err
 	}
 	s := &Server{
 		cfg:       cfg,
-		store:     st,
+		pods:      st,
 		transport: tr,
 		listener:  tr.Listen(l),
-		http:      tr.Server(withVersion(mux, version.Get())),
+		http:      httpServer,
 		health:    h,
 		shutdown:  shutdown,
 	}
@@ -205,7 +217,7 @@ func socketOptions(cfg Config) ([]socket.Option, error) {
 
 // registerStoreMetrics registers the metrics of what st tells about
 // itself, when it does.
-func registerStoreMetrics(reg prometheus.Registerer, st Store) {
+func registerStoreMetrics(reg prometheus.Registerer, st Pods) {
 	if enc, ok := st.(interface{ Encodes() uint64 }); ok {
 		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "podsapi_pod_encodes_total",
@@ -238,7 +250,7 @@ func registerStoreMetrics(reg prometheus.Registerer, st Store) {
 // newBudget returns the memory budget of cfg, counting the history of st
 // and the views its pods cache, and registers its gauges; nil when cfg has
 // none.
-func newBudget(cfg Config, st Store) *memlimit.Budget {
+func newBudget(cfg Config, st Pods) *memlimit.Budget {
 	if cfg.Limits.MemoryBudgetBytes < 0 {
 		return nil
 	}
@@ -259,7 +271,7 @@ func newBudget(cfg Config, st Store) *memlimit.Budget {
 	for k, name := range memlimit.KindNames {
 		cfg.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name:        "podsapi_memory_used_bytes",
-			Help:        "Bytes counted against the memory budget, by kind: views (masked pods and framed events cached by the pods), lists (cached ListPods responses), snapshots (framed watch snapshots in flight), replays (framed blocks of the history for resumed watches), queued (live events queued for watchers) and history.",
+			Help:        "Bytes counted against the memory budget, by kind: views (masked pods and enveloped events cached by the pods), lists (cached ListPods responses), snapshots (enveloped watch snapshots in flight), replays (enveloped blocks of the history for resumed watches), queued (live events queued for watchers) and history.",
 			ConstLabels: prometheus.Labels{"kind": name},
 		}, func() float64 { return float64(b.Used(memlimit.Kind(k))) }))
 		cfg.Registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
@@ -274,7 +286,7 @@ func newBudget(cfg Config, st Store) *memlimit.Budget {
 // newGuards returns the guards of the Pods API, registering their gauges.
 // One set of guards serves both wires: one rate-limit bucket, one limit of
 // open watches. Access is not among them: the transport checks it.
-func newGuards(cfg Config, st Store) guard.Guards {
+func newGuards(cfg Config, st Pods) guard.Guards {
 	g := guard.Guards{
 		Ready:   st.Synced,
 		Tarpit:  guard.NewTarpit(cfg.Limits.RateLimitDelay, guard.DefaultTarpitCapacity),
@@ -351,7 +363,7 @@ func (s *Server) Serve(ctx context.Context) error {
 	wg.Go(func() { s.transport.Run(stopReaper) })
 	wg.Go(func() {
 		select {
-		case <-s.store.SyncedC():
+		case <-s.pods.SyncedC():
 			log.Info("pod sources synced: serving")
 			s.health.set(grpchealth.StatusServing)
 		case <-s.shutdown:

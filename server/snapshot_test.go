@@ -3,22 +3,16 @@ package server_test
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
-	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/net/http2"
-	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/kubelet/pkg/apis/pods/v1alpha1"
@@ -32,23 +26,6 @@ import (
 	"github.com/podsapi/podsapi/service"
 	"github.com/podsapi/podsapi/store"
 )
-
-// snapshotProtocol is one protocol and codec a watch can be called with.
-type snapshotProtocol struct {
-	name        string
-	contentType string
-	json        bool
-	// binary says the server frames the snapshot itself, shared.
-	binary bool
-}
-
-var snapshotProtocols = []snapshotProtocol{
-	{name: "grpc", contentType: "application/grpc", binary: true},
-	{name: "grpc-web", contentType: "application/grpc-web+proto", binary: true},
-	{name: "connect", contentType: "application/connect+proto", binary: true},
-	// JSON is encoded by connect alone, one event at a time.
-	{name: "connect-json", contentType: "application/connect+json", json: true},
-}
 
 // snapshotWatch is one kind of watch of TestSnapshotShared.
 type snapshotWatch struct {
@@ -118,7 +95,9 @@ func TestSnapshotShared(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	sock := podstest.SocketPath(t)
 	// The holders stop reading for the whole test: no stall guard.
-	srv, err := server.New(st, server.Config{Socket: sock, Registry: reg, Logger: slog.New(slog.NewTextHandler(t.Output(), nil)), Limits: server.LimitsConfig{QPS: -1}, Transport: server.TransportConfig{WriteStallTimeout: -1}})
+	cfg := server.Config{Socket: sock, Registry: reg, Logger: slog.New(slog.NewTextHandler(t.Output(), nil)), Limits: server.LimitsConfig{QPS: -1}, Transport: server.TransportConfig{WriteStallTimeout: -1}}
+	events := withEvents(&cfg)
+	srv, err := server.New(st, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,12 +114,12 @@ func TestSnapshotShared(t *testing.T) {
 	}
 	type call struct {
 		w snapshotWatch
-		p snapshotProtocol
+		p podstest.Protocol
 	}
 	real, plain := podstest.HTTPClient(t, sock), podstest.HTTPClient(t, ref)
 	var calls []call
 	for _, w := range snapshotWatches {
-		for _, p := range snapshotProtocols {
+		for _, p := range podstest.Protocols {
 			calls = append(calls, call{w, p})
 		}
 	}
@@ -148,7 +127,7 @@ func TestSnapshotShared(t *testing.T) {
 	for i, c := range calls {
 		msgs, resp, err := watchRaw(ctx(t), plain, c.w, c.p)
 		if err != nil {
-			t.Fatalf("%s %s from the plain handler: %v", c.w.name, c.p.name, err)
+			t.Fatalf("%s %s from the plain handler: %v", c.w.name, c.p.Name, err)
 		}
 		resp.Body.Close()
 		want[i] = msgs
@@ -156,12 +135,14 @@ func TestSnapshotShared(t *testing.T) {
 
 	// A holder of each kind keeps its snapshot in flight: the events after
 	// the first are far more than its windows hold.
-	holder := snapshotProtocols[0]
+	holder := podstest.Protocols[0]
 	var holders []*http.Response
+	held := map[string]int{} // holders by procedure
 	for i, c := range calls {
 		if c.p != holder {
 			continue
 		}
+		held[c.w.path]++
 		if n := snapshotRest(want[i]); n < 2*holderWindow {
 			t.Fatalf("%s: %d bytes of snapshot after the first event, want at least %d to hold it", c.w.name, n, 2*holderWindow)
 		}
@@ -196,15 +177,15 @@ func TestSnapshotShared(t *testing.T) {
 	for i, c := range calls {
 		for j, r := range got[i] {
 			if r.err != nil {
-				t.Fatalf("%s %s watcher %d: %v", c.w.name, c.p.name, j, r.err)
+				t.Fatalf("%s %s watcher %d: %v", c.w.name, c.p.Name, j, r.err)
 			}
 			defer r.resp.Body.Close()
 			if len(r.msgs) != len(want[i]) {
-				t.Fatalf("%s %s watcher %d: %d messages to the sync, want %d", c.w.name, c.p.name, j, len(r.msgs), len(want[i]))
+				t.Fatalf("%s %s watcher %d: %d messages to the sync, want %d", c.w.name, c.p.Name, j, len(r.msgs), len(want[i]))
 			}
 			for k := range r.msgs {
 				if !bytes.Equal(r.msgs[k], want[i][k]) {
-					t.Fatalf("%s %s watcher %d: message %d differs from the one sent one event at a time:\n got %x\nwant %x", c.w.name, c.p.name, j, k, r.msgs[k][:min(len(r.msgs[k]), 64)], want[i][k][:min(len(want[i][k]), 64)])
+					t.Fatalf("%s %s watcher %d: message %d differs from the one sent one event at a time:\n got %x\nwant %x", c.w.name, c.p.Name, j, k, r.msgs[k][:min(len(r.msgs[k]), 64)], want[i][k][:min(len(want[i][k]), 64)])
 				}
 			}
 		}
@@ -213,8 +194,8 @@ func TestSnapshotShared(t *testing.T) {
 	// One snapshot per kind of watch, built for its holder and shared by
 	// its watchers of the binary protocols.
 	binary := 0
-	for _, p := range snapshotProtocols {
-		if p.binary {
+	for _, p := range podstest.Protocols {
+		if p.Binary {
 			binary++
 		}
 	}
@@ -225,19 +206,23 @@ func TestSnapshotShared(t *testing.T) {
 		t.Fatalf("snapshots built %v times and reused %v times, want %d and %d", computes, hits, kinds, kinds*binary*watchers)
 	}
 
-	// Once the holders leave, no snapshot is kept.
+	// Once the holders leave, no snapshot is kept: the watches whose
+	// clients left notice it when their writes fail, and return.
 	for _, resp := range holders {
 		resp.Body.Close()
 	}
-	waitNoSnapshots(t, reg)
+	for path, n := range held {
+		events.WaitServed(t, path, n)
+	}
+	expectNoSnapshots(t, reg)
 
 	// The server's shutdown ends the watches, after their snapshots, with
 	// UNAVAILABLE in each protocol's way.
 	stop()
 	for i, c := range calls {
 		for j, r := range got[i] {
-			if _, err := expectEnd(r.resp, c.p, 14, "unavailable"); err != nil {
-				t.Fatalf("%s %s watcher %d: %v", c.w.name, c.p.name, j, err)
+			if _, err := podstest.ExpectEnd(r.resp, c.p, 14, "unavailable"); err != nil {
+				t.Fatalf("%s %s watcher %d: %v", c.w.name, c.p.Name, j, err)
 			}
 		}
 	}
@@ -280,14 +265,14 @@ func serveReference(t *testing.T, st *store.Store) string {
 // watchRaw calls w with protocol p and returns the messages of the response,
 // each with its 5-byte prefix, up to and including INITIAL_SYNC_COMPLETE,
 // and the response, whose body is left to read.
-func watchRaw(ctx context.Context, c *http.Client, w snapshotWatch, p snapshotProtocol) ([][]byte, *http.Response, error) {
+func watchRaw(ctx context.Context, c *http.Client, w snapshotWatch, p podstest.Protocol) ([][]byte, *http.Response, error) {
 	resp, err := openWatch(ctx, c, w, p)
 	if err != nil {
 		return nil, nil, err
 	}
 	var msgs [][]byte
 	for {
-		msg, err := readEnvelope(resp.Body)
+		msg, err := podstest.ReadEnvelope(resp.Body)
 		if err != nil {
 			resp.Body.Close()
 			return nil, nil, fmt.Errorf("after %d messages: %w", len(msgs), err)
@@ -309,246 +294,16 @@ func watchRaw(ctx context.Context, c *http.Client, w snapshotWatch, p snapshotPr
 }
 
 // isSynced reports whether msg, with its prefix, is INITIAL_SYNC_COMPLETE.
-func (w snapshotWatch) isSynced(msg []byte, p snapshotProtocol) (bool, error) {
+func (w snapshotWatch) isSynced(msg []byte, p podstest.Protocol) (bool, error) {
 	m := w.newResp()
-	var err error
-	if p.json {
-		err = protojson.Unmarshal(msg[5:], m)
-	} else {
-		err = proto.Unmarshal(msg[5:], m)
-	}
+	err := p.Unmarshal(msg, m)
 	return err == nil && w.synced(m), err
 }
 
 // openWatch calls w with protocol p and returns the response, whose body is
 // left to read.
-func openWatch(ctx context.Context, c *http.Client, w snapshotWatch, p snapshotProtocol) (*http.Response, error) {
-	var req []byte
-	var err error
-	if p.json {
-		req, err = protojson.Marshal(w.req)
-	} else {
-		req, err = proto.Marshal(w.req)
-	}
-	if err != nil {
-		return nil, err
-	}
-	body := binary.BigEndian.AppendUint32([]byte{0}, uint32(len(req)))
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, h2c.BaseURL+w.path, bytes.NewReader(append(body, req...)))
-	if err != nil {
-		return nil, err
-	}
-	hreq.Header.Set("Content-Type", p.contentType)
-	hreq.Header.Set("Te", "trailers")
-	// Clients may accept gzip, as connect-go's do by default: the server
-	// still never compresses.
-	hreq.Header.Set("Grpc-Accept-Encoding", "gzip")
-	hreq.Header.Set("Connect-Accept-Encoding", "gzip")
-	if w.mask != "" {
-		hreq.Header.Set("X-Kubernetes-Fieldmask", w.mask)
-	}
-	resp, err := c.Do(hreq)
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != p.contentType {
-		resp.Body.Close()
-		return nil, fmt.Errorf("status %d, content type %q", resp.StatusCode, resp.Header.Get("Content-Type"))
-	}
-	return resp, nil
-}
-
-// readEnvelope reads one message with its 5-byte prefix.
-func readEnvelope(r io.Reader) ([]byte, error) {
-	prefix := make([]byte, 5)
-	if _, err := io.ReadFull(r, prefix); err != nil {
-		return nil, err
-	}
-	n := binary.BigEndian.Uint32(prefix[1:])
-	if n > podstest.MaxMessageBytes {
-		return nil, fmt.Errorf("message of %d bytes", n)
-	}
-	msg := make([]byte, 5+int(n))
-	copy(msg, prefix)
-	if _, err := io.ReadFull(r, msg[5:]); err != nil {
-		return nil, err
-	}
-	return msg, nil
-}
-
-// expectEnd reads the rest of a watch and checks that it ends with the gRPC
-// code code (named name in the Connect protocol) as protocol p says it. It
-// returns the messages read before the end.
-func expectEnd(resp *http.Response, p snapshotProtocol, code int, name string) ([][]byte, error) {
-	var msgs [][]byte
-	for {
-		msg, err := readEnvelope(resp.Body)
-		switch {
-		case errors.Is(err, io.EOF) && p.name == "grpc":
-			if got := resp.Trailer.Get("Grpc-Status"); got != strconv.Itoa(code) {
-				return msgs, fmt.Errorf("grpc-status %q, want %d (%s)", got, code, name)
-			}
-			return msgs, nil
-		case err != nil:
-			return msgs, fmt.Errorf("no end of stream: %w", err)
-		case msg[0] == 0x80 && p.name == "grpc-web":
-			if !strings.Contains(strings.ToLower(string(msg[5:])), fmt.Sprintf("grpc-status: %d\r\n", code)) {
-				return msgs, fmt.Errorf("trailers %q, want grpc-status %d (%s)", msg[5:], code, name)
-			}
-			return msgs, nil
-		case msg[0] == 0x02 && strings.HasPrefix(p.name, "connect"):
-			if !strings.Contains(string(msg[5:]), fmt.Sprintf(`"code":%q`, name)) {
-				return msgs, fmt.Errorf("end of stream %s, want code %s", msg[5:], name)
-			}
-			return msgs, nil
-		case msg[0] != 0:
-			return msgs, fmt.Errorf("message with flags %#x", msg[0])
-		}
-		msgs = append(msgs, msg)
-	}
-}
-
-// TestSnapshotFellBehind drops a watcher whose client stopped reading in the
-// middle of its snapshot: the watch checks between the chunks it writes, and
-// ends before INITIAL_SYNC_COMPLETE with FELL_BEHIND in each protocol's way,
-// after whole messages only.
-func TestSnapshotFellBehind(t *testing.T) {
-	const pods = 400 // about 1.2 MB of events: many chunks
-	var initial []*corev1.Pod
-	for i := range pods {
-		initial = append(initial, podstest.Pod("default", fmt.Sprintf("pod-%03d", i), i))
-	}
-	w := snapshotWatches[0]
-	for _, p := range snapshotProtocols {
-		t.Run(p.name, func(t *testing.T) {
-			f := start(t, server.Config{Limits: server.LimitsConfig{QPS: -1}, Watch: server.WatchConfig{Queue: 1}}, false, initial...)
-			// The client's flow-control windows hold 64 KiB: the server
-			// cannot write a whole chunk while the client does not read.
-			hc := podstest.HTTPClient(t, f.socket)
-			hc.Transport.(*http.Transport).HTTP2 = &http.HTTP2Config{
-				MaxReceiveBufferPerStream:     64 << 10,
-				MaxReceiveBufferPerConnection: 64 << 10,
-			}
-			resp, err := openWatch(ctx(t), hc, w, p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer resp.Body.Close()
-			// The first event says the watch has its snapshot; two changes
-			// then overflow its queue of one.
-			if _, err := readEnvelope(resp.Body); err != nil {
-				t.Fatal(err)
-			}
-			f.store.Upsert(podstest.Pod("default", "new-1", 1000))
-			f.store.Upsert(podstest.Pod("default", "new-2", 1001))
-			msgs, err := expectEnd(resp, p, 8, "resource_exhausted")
-			if err != nil {
-				t.Fatalf("after %d more messages: %v", len(msgs), err)
-			}
-			if len(msgs)+1 >= pods {
-				t.Fatalf("%d events before FELL_BEHIND, want it within the snapshot of %d", len(msgs)+1, pods)
-			}
-			for i, msg := range msgs {
-				if synced, err := w.isSynced(msg, p); err != nil || synced {
-					t.Fatalf("message %d: synced %v, %v; want an ADDED event", i, synced, err)
-				}
-			}
-		})
-	}
-}
-
-// TestSnapshotBounded holds as many snapshots in flight as the service
-// allows, each of a distinct field mask: a watch with one more mask sends
-// its events one at a time, and receives the same snapshot; a watch with the
-// mask of a snapshot in flight shares it; once the holders leave, nothing is
-// kept, and the snapshot is built again.
-func TestSnapshotBounded(t *testing.T) {
-	const inFlight = 16 // the bound of the service
-	const padding = 16 << 10
-	var pods []*corev1.Pod
-	for i := range 16 {
-		p := podstest.Pod("default", fmt.Sprintf("pod-%02d", i), i)
-		p.Annotations = map[string]string{"example.com/padding": strings.Repeat("x", padding)}
-		pods = append(pods, p)
-	}
-	if n := (len(pods) - 1) * padding; n < 2*holderWindow {
-		t.Fatalf("%d bytes of snapshot after the first event, want at least %d to hold it", n, 2*holderWindow)
-	}
-	reg := prometheus.NewRegistry()
-	// The holders stop reading for the whole test: no stall guard.
-	f := start(t, server.Config{Registry: reg, Limits: server.LimitsConfig{QPS: -1}, Transport: server.TransportConfig{WriteStallTimeout: -1}}, false, pods...)
-	// Every mask keeps the annotations, and a distinct subset of paths.
-	paths := []string{"status.phase", "status.podIP", "metadata.labels", "spec.nodeName", "status.hostIP"}
-	var masks []string
-	for bits := range 1 << len(paths) {
-		mask := []string{"metadata.annotations"}
-		for i, p := range paths {
-			if bits&(1<<i) != 0 {
-				mask = append(mask, p)
-			}
-		}
-		masks = append(masks, strings.Join(mask, ","))
-	}
-	masks = masks[:inFlight+1]
-	view := func(name string) float64 {
-		return metricValue(t, reg, name, map[string]string{"view": "snapshot"})
-	}
-	expect := func(computes, hits float64) {
-		t.Helper()
-		if c, h := view("podsapi_view_computes_total"), view("podsapi_view_cache_hits_total"); c != computes || h != hits {
-			t.Fatalf("snapshots built %v times and reused %v times, want %v and %v", c, h, computes, hits)
-		}
-	}
-
-	// A holder of each of the first inFlight masks.
-	var holders []*http.Response
-	for _, mask := range masks[:inFlight] {
-		resp, err := openWatch(ctx(t), holderClient(t, f.socket), typedWatch("holder", &podsv1alpha1.PodWatchRequest{}, mask), snapshotProtocols[0])
-		if err != nil {
-			t.Fatalf("holder of %s: %v", mask, err)
-		}
-		defer resp.Body.Close()
-		holders = append(holders, resp)
-	}
-	expect(inFlight, 0)
-	if got := gaugeValue(t, reg, "podsapi_watch_snapshots"); got != inFlight {
-		t.Fatalf("%v snapshots in flight with %d holders", got, inFlight)
-	}
-
-	c := clientKinds[0].dial(t, f.socket)
-	watch := func(mask string) {
-		t.Helper()
-		wctx, cancel := context.WithCancel(ctx(t))
-		defer cancel()
-		w, err := c.Watch(wctx, http.Header{"X-Kubernetes-Fieldmask": {mask}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for j, p := range pods {
-			ev := recv(t, w)
-			if ev.GetType() != podsv1alpha1.EventType_EVENT_TYPE_ADDED || ev.GetPod().GetMetadata().GetName() != p.Name || ev.GetPod().GetMetadata().GetAnnotations()["example.com/padding"] != p.Annotations["example.com/padding"] {
-				t.Fatalf("watch of %s: event %d is %v of %q, want ADDED of %q with its annotation", mask, j, ev.GetType(), ev.GetPod().GetMetadata().GetName(), p.Name)
-			}
-		}
-		if ev := recv(t, w); ev.GetType() != podsv1alpha1.EventType_EVENT_TYPE_INITIAL_SYNC_COMPLETE {
-			t.Fatalf("watch of %s: %v after the snapshot, want INITIAL_SYNC_COMPLETE", mask, ev.GetType())
-		}
-	}
-	// One more mask is not built: its events are sent one at a time.
-	watch(masks[inFlight])
-	expect(inFlight, 0)
-	// The mask of a holder shares its snapshot.
-	watch(masks[0])
-	expect(inFlight, 1)
-
-	// Once the holders leave, nothing is kept: the snapshot is built again.
-	for _, resp := range holders {
-		resp.Body.Close()
-	}
-	waitNoSnapshots(t, reg)
-	watch(masks[0])
-	expect(inFlight+1, 1)
-	waitNoSnapshots(t, reg)
+func openWatch(ctx context.Context, c *http.Client, w snapshotWatch, p podstest.Protocol) (*http.Response, error) {
+	return podstest.OpenWatch(ctx, c, h2c.BaseURL+w.path, w.req, w.mask, p)
 }
 
 // holderWindow is the HTTP/2 flow-control window, of the stream and of the
@@ -579,19 +334,12 @@ func snapshotRest(msgs [][]byte) int {
 	return n
 }
 
-// waitNoSnapshots waits until no snapshot is in flight, nor any byte of one
-// kept: the watches whose clients left notice it when their writes fail.
-func waitNoSnapshots(t *testing.T, reg prometheus.Gatherer) {
+// expectNoSnapshots checks that no snapshot is in flight, nor any byte of
+// one kept, once every watch that sent one has returned.
+func expectNoSnapshots(t *testing.T, reg prometheus.Gatherer) {
 	t.Helper()
-	c := ctx(t)
-	tick := time.NewTicker(time.Millisecond)
-	defer tick.Stop()
-	for gaugeValue(t, reg, "podsapi_watch_snapshots") != 0 || gaugeValue(t, reg, "podsapi_watch_snapshots_bytes") != 0 {
-		select {
-		case <-c.Done():
-			t.Fatalf("%v snapshots of %v bytes still kept once no watcher sends one", gaugeValue(t, reg, "podsapi_watch_snapshots"), gaugeValue(t, reg, "podsapi_watch_snapshots_bytes"))
-		case <-tick.C:
-		}
+	if n, b := gaugeValue(t, reg, "podsapi_watch_snapshots"), gaugeValue(t, reg, "podsapi_watch_snapshots_bytes"); n != 0 || b != 0 {
+		t.Fatalf("%v snapshots of %v bytes still kept once no watcher sends one", n, b)
 	}
 }
 
@@ -612,13 +360,13 @@ func TestSnapshotFrameSize(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := c.open(podsv1alpha1connect.PodsWatchPodsProcedure)
-	if err := c.write(func(fr *http2.Framer) error { return fr.WriteData(id, true, envelope(0, req)) }); err != nil {
+	if err := c.write(func(fr *http2.Framer) error { return fr.WriteData(id, true, podstest.Envelope(0, req)) }); err != nil {
 		t.Fatal(err)
 	}
 	r := &h2DataReader{c: c, id: id}
 	events, snapshot := 0, 0 // ADDED events, and bytes up to INITIAL_SYNC_COMPLETE
 	for {
-		msg, err := readEnvelope(r)
+		msg, err := podstest.ReadEnvelope(r)
 		if err != nil {
 			t.Fatalf("after %d events: %v", events, err)
 		}

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
-	"encoding/binary"
 	"errors"
 	"io"
 	"net"
@@ -23,6 +22,7 @@ import (
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
 
+	"github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1/podsv1alpha1connect"
 	"github.com/podsapi/podsapi/internal/podstest"
 	"github.com/podsapi/podsapi/server"
 )
@@ -59,7 +59,7 @@ func TestMetricsIdleConnections(t *testing.T) {
 			t.Fatalf("dial metrics after %d connections: %v", len(conns), err)
 		}
 		conns = append(conns, c)
-		c.SetDeadline(time.Now().Add(testTimeout))
+		c.SetDeadline(podstest.Deadline(t))
 		// A closed connection fails the write: it is then read to EOF below.
 		_, _ = io.WriteString(c, "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
 		if open := gaugeValue(t, reg, "podsapi_metrics_connections_open"); open > maxConns {
@@ -160,15 +160,7 @@ func gzipBomb(t *testing.T, n int) []byte {
 		n -= k
 	}
 	zw.Close()
-	return envelope(1, buf.Bytes())
-}
-
-// envelope frames a gRPC message.
-func envelope(flags byte, msg []byte) []byte {
-	out := make([]byte, 5, 5+len(msg))
-	out[0] = flags
-	binary.BigEndian.PutUint32(out[1:], uint32(len(msg)))
-	return append(out, msg...)
+	return podstest.Envelope(1, buf.Bytes())
 }
 
 // TestHealthGzipBomb sends health checks whose gzip bodies inflate to
@@ -249,7 +241,7 @@ func dialH2(t *testing.T, socket string) *h2Client {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close() })
-	conn.SetDeadline(time.Now().Add(testTimeout))
+	conn.SetDeadline(podstest.Deadline(t))
 	c := &h2Client{t: t, conn: conn, next: 1}
 	bw := bufio.NewWriter(conn)
 	c.fr = http2.NewFramer(writerFunc(func(p []byte) (int, error) {
@@ -376,14 +368,14 @@ func (c *h2Client) readUntil(done func(ends map[uint32]streamEnd, goaway, closed
 
 // TestHeldStreams opens streams that send HEADERS and never their body, on
 // every service: each ends DEADLINE_EXCEEDED after RequestReadTimeout, and
-// the goroutines return to their number before the attack.
+// its handler returns (the deadlines' clock is tested with synctest in
+// server/internal/transport).
 func TestHeldStreams(t *testing.T) {
 	f := start(t, server.Config{Limits: server.LimitsConfig{MaxPendingPerUID: 1000, MaxStreams: 1000}, Transport: server.TransportConfig{RequestReadTimeout: 200 * time.Millisecond}}, false, samplePods()...)
 	// A first call lets the server start what it keeps running.
 	if _, err := clientKinds[0].dial(t, f.socket).List(ctx(t), nil); err != nil {
 		t.Fatal(err)
 	}
-	baseline := runtime.NumGoroutine()
 	paths := []string{
 		"/kubelet.pods.v1alpha1.Pods/ListPods",
 		"/kubelet.pods.v1alpha1.Pods/GetPod",
@@ -406,8 +398,13 @@ func TestHeldStreams(t *testing.T) {
 			t.Fatalf("held stream %d (%s) ended %+v, want DEADLINE_EXCEEDED", id, want[id], end)
 		}
 	}
+	// Every held stream's handler returns, and the connection closes: the
+	// held streams keep nothing running.
+	for _, p := range paths {
+		f.WaitServed(t, p, perPath)
+	}
 	c.conn.Close()
-	eventually(t, "the goroutines return to their baseline", func() bool { return runtime.NumGoroutine() <= baseline+2 })
+	f.WaitClosed(t, 1)
 }
 
 // TestHeldStreamsPerUID: the calls of one UID waiting for their request
@@ -428,11 +425,11 @@ func TestHeldStreamsPerUID(t *testing.T) {
 		}
 	}
 	c.conn.Close()
-	client := clientKinds[0].dial(t, f.socket)
-	eventually(t, "calls are served once the held streams are gone", func() bool {
-		_, err := client.List(ctx(t), nil)
-		return err == nil
-	})
+	// The held streams end with their connection.
+	f.WaitServed(t, "/grpc.health.v1.Health/Check", held)
+	if _, err := clientKinds[0].dial(t, f.socket).List(ctx(t), nil); err != nil {
+		t.Fatalf("ListPods once the held streams are gone: %v", err)
+	}
 }
 
 // TestHeldStreamsDenied: a denied peer's streams are refused at once,
@@ -479,10 +476,13 @@ func TestSlowPrefacesShed(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer c.Close()
-		c.SetDeadline(time.Now().Add(testTimeout))
+		c.SetDeadline(podstest.Deadline(t))
 		silent = append(silent, c)
 	}
-	eventually(t, "the silent connections are accepted", func() bool { return gaugeValue(t, reg, "podsapi_connections_open") == slots })
+	f.WaitAccepted(t, slots)
+	if got := gaugeValue(t, reg, "podsapi_connections_open"); got != slots {
+		t.Fatalf("podsapi_connections_open = %v with %d silent connections accepted", got, slots)
+	}
 	for i := range 3 {
 		if _, err := clientKinds[0].dial(t, f.socket).List(ctx(t), nil); err != nil {
 			t.Fatalf("client %d with every slot held by silent connections: %v", i, err)
@@ -530,7 +530,11 @@ func TestWatchersPerUID(t *testing.T) {
 		t.Fatalf("watch beyond the share of one UID: %v, want ResourceExhausted naming the per-client limit", err)
 	}
 	cancel()
-	eventually(t, "the watches end", func() bool { return gaugeValue(t, reg, "podsapi_watches_open") == 0 })
+	// The three cancelled watches and the refused one, served to the end.
+	f.WaitServed(t, podsv1alpha1connect.PodsWatchPodsProcedure, 4)
+	if got := gaugeValue(t, reg, "podsapi_watches_open"); got != 0 {
+		t.Fatalf("podsapi_watches_open = %v once every watch ended, want 0", got)
+	}
 	w, err = c.Watch(ctx(t), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -567,7 +571,7 @@ func TestFrameFloods(t *testing.T) {
 					return err
 				}
 				if err := c.write(func(fr *http2.Framer) error {
-					if err := fr.WriteData(id, true, envelope(0, nil)); err != nil {
+					if err := fr.WriteData(id, true, podstest.Envelope(0, nil)); err != nil {
 						return err
 					}
 					return fr.WriteRSTStream(id, http2.ErrCodeCancel)
@@ -616,9 +620,11 @@ func TestDeniedConnectionShare(t *testing.T) {
 		t.Errorf("podsapi_connections_rejected_total = %v, want 1", got)
 	}
 	held[0].conn.Close()
-	eventually(t, "the closed connection frees its place", func() bool {
-		return gaugeValue(t, reg, "podsapi_connections_open") == server.DefaultMaxDeniedConnections-1
-	})
+	// The refused connection and the one the client closed.
+	f.WaitClosed(t, 2)
+	if got := gaugeValue(t, reg, "podsapi_connections_open"); got != server.DefaultMaxDeniedConnections-1 {
+		t.Fatalf("podsapi_connections_open = %v once one was closed, want %d", got, server.DefaultMaxDeniedConnections-1)
+	}
 	dialH2(t, f.socket)
 }
 
@@ -633,7 +639,7 @@ func TestAdvertisedSettings(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	conn.SetDeadline(time.Now().Add(testTimeout))
+	conn.SetDeadline(podstest.Deadline(t))
 	if _, err := io.WriteString(conn, http2.ClientPreface); err != nil {
 		t.Fatal(err)
 	}

@@ -3,16 +3,12 @@ package service_test
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"fmt"
-	"io"
-	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
-	"google.golang.org/protobuf/proto"
 
 	podsv1alpha1 "github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1"
 	"github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1/podsv1alpha1connect"
@@ -26,7 +22,7 @@ import (
 // connect-go's do) receives from a watch whose snapshot is written raw,
 // shared, exactly the bytes connect sends for the same watch one event at a
 // time: the same envelopes, every flags byte 0 (not compressed). Were
-// connect's framing to change, or the handlers to compress, the raw
+// connect's envelopes to change, or the handlers to compress, the raw
 // envelopes would differ from connect's.
 func TestEnvelopesAreConnects(t *testing.T) {
 	st := store.New()
@@ -77,44 +73,24 @@ func watchEnvelopes(t *testing.T, h *harness, contentType string) [][]byte {
 	t.Helper()
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	req, err := proto.Marshal(&podsv1alpha1.PodWatchRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	body := append(binary.BigEndian.AppendUint32([]byte{0}, uint32(len(req))), req...)
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, baseURL+podsv1alpha1connect.PodsWatchPodsProcedure, bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	hreq.Header.Set("Content-Type", contentType)
-	hreq.Header.Set("Te", "trailers")
-	hreq.Header.Set("Grpc-Accept-Encoding", "gzip")
-	hreq.Header.Set("Connect-Accept-Encoding", "gzip")
-	resp, err := h.http.Do(hreq)
+	p := podstest.Protocol{Name: contentType, ContentType: contentType}
+	resp, err := podstest.OpenWatch(ctx, h.http, baseURL+podsv1alpha1connect.PodsWatchPodsProcedure, &podsv1alpha1.PodWatchRequest{}, "", p)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("status %d", resp.StatusCode)
-	}
 	var msgs [][]byte
 	for {
-		prefix := make([]byte, 5)
-		if _, err := io.ReadFull(resp.Body, prefix); err != nil {
+		msg, err := podstest.ReadEnvelope(resp.Body)
+		if err != nil {
 			t.Fatalf("after %d messages: %v", len(msgs), err)
-		}
-		msg := make([]byte, 5+int(binary.BigEndian.Uint32(prefix[1:])))
-		copy(msg, prefix)
-		if _, err := io.ReadFull(resp.Body, msg[5:]); err != nil {
-			t.Fatalf("message %d: %v", len(msgs), err)
 		}
 		msgs = append(msgs, msg)
 		if msg[0] != 0 {
 			return msgs // compressed, or the end of the stream: the caller tells
 		}
 		ev := &podsv1alpha1.PodWatchResponse{}
-		if proto.Unmarshal(msg[5:], ev) == nil && ev.GetType() == podsv1alpha1.EventType_EVENT_TYPE_INITIAL_SYNC_COMPLETE {
+		if p.Unmarshal(msg, ev) == nil && ev.GetType() == podsv1alpha1.EventType_EVENT_TYPE_INITIAL_SYNC_COMPLETE {
 			return msgs
 		}
 	}
@@ -123,17 +99,24 @@ func watchEnvelopes(t *testing.T, h *harness, contentType string) [][]byte {
 // snapshotComputes returns how many shared snapshots were built.
 func snapshotComputes(t *testing.T, reg prometheus.Gatherer) float64 {
 	t.Helper()
+	return metric(t, reg, "podsapi_view_computes_total", "snapshot")
+}
+
+// metric returns the value of the counter or gauge name in reg, of the
+// view view unless view is empty, or 0.
+func metric(t *testing.T, reg prometheus.Gatherer, name, view string) float64 {
+	t.Helper()
 	families, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, f := range families {
-		if f.GetName() != "podsapi_view_computes_total" {
+		if f.GetName() != name {
 			continue
 		}
 		for _, m := range f.GetMetric() {
-			if labelIs(m, "view", "snapshot") {
-				return m.GetCounter().GetValue()
+			if view == "" || labelIs(m, "view", view) {
+				return m.GetCounter().GetValue() + m.GetGauge().GetValue()
 			}
 		}
 	}

@@ -14,10 +14,10 @@ import (
 	"google.golang.org/protobuf/proto"
 	corev1 "k8s.io/api/core/v1"
 
-	corev1pb "github.com/podsapi/podsapi/gen/k8s.io/api/core/v1"
 	podsv1alpha1 "github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1"
 	"github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1/podsv1alpha1connect"
 	"github.com/podsapi/podsapi/gen/v1alpha1/v1alpha1connect"
+	"github.com/podsapi/podsapi/internal/podstest"
 	"github.com/podsapi/podsapi/service"
 	"github.com/podsapi/podsapi/store"
 )
@@ -32,6 +32,8 @@ type harness struct {
 	lis   *bufconn.Listener
 	// http is an h2c client of the harness.
 	http *http.Client
+	// events counts the requests served to their end.
+	events *podstest.Events
 }
 
 // baseURL is the URL of the harness's server for its clients.
@@ -53,6 +55,8 @@ func newHarness(t testing.TB, st *store.Store, streams bool, opts ...service.Opt
 	if streams {
 		handler = withStreams(mux)
 	}
+	events := podstest.NewEvents()
+	handler = served(handler, events)
 	protocols := new(http.Protocols)
 	protocols.SetUnencryptedHTTP2(true)
 	srv := &http.Server{Handler: handler, Protocols: protocols}
@@ -65,12 +69,31 @@ func newHarness(t testing.TB, st *store.Store, streams bool, opts ...service.Opt
 		srv.Close()
 		<-done
 	})
+	h2 := &harness{store: st, lis: lis, events: events}
+	h2.http = h2.client(t, nil)
+	return h2
+}
+
+// client returns a new h2c client of the harness, on connections of its
+// own, with the HTTP/2 settings of cfg (nil: net/http's).
+func (h *harness) client(t testing.TB, cfg *http.HTTP2Config) *http.Client {
+	protocols := new(http.Protocols)
+	protocols.SetUnencryptedHTTP2(true)
 	tr := &http.Transport{
 		Protocols:   protocols,
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) { return lis.DialContext(ctx) },
+		HTTP2:       cfg,
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) { return h.lis.DialContext(ctx) },
 	}
 	t.Cleanup(tr.CloseIdleConnections)
-	return &harness{store: st, lis: lis, http: &http.Client{Transport: tr}}
+	return &http.Client{Transport: tr}
+}
+
+// served counts in events every request next has served to its end.
+func served(next http.Handler, events *podstest.Events) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer events.Served(r)
+		next.ServeHTTP(w, r)
+	})
 }
 
 // revision returns the store's current revision.
@@ -256,21 +279,7 @@ func expectEvent(t testing.TB, ev *podsv1alpha1.PodWatchResponse, typ podsv1alph
 	if ev.GetType() != typ {
 		t.Fatalf("event type = %v, want %v (pod %s)", ev.GetType(), typ, ev.GetPod().GetMetadata().GetName())
 	}
-	if !proto.Equal(ev.GetPod(), pb(t, want)) {
+	if !proto.Equal(ev.GetPod(), podstest.Message(t, want)) {
 		t.Fatalf("%v event pod = %v\nwant %v", typ, ev.GetPod(), want)
 	}
-}
-
-// pb converts a k8s.io/api pod to the generated message clients receive.
-func pb(t testing.TB, pod *corev1.Pod) *corev1pb.Pod {
-	t.Helper()
-	raw, err := pod.Marshal()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := &corev1pb.Pod{}
-	if err := proto.Unmarshal(raw, out); err != nil {
-		t.Fatal(err)
-	}
-	return out
 }

@@ -11,7 +11,7 @@ import (
 // kubeletHandler is the kubelet's own v1alpha1.Pods: pods as the bytes of
 // their Kubernetes protobuf encoding. Its ListPodsResponse and GetPodResponse
 // are byte for byte the typed service's responses, so both wires share them;
-// its watch events are framed WatchPodsEvent{type = 1, pod = 2} and cached
+// its watch events are encoded WatchPodsEvent{type = 1, pod = 2} and cached
 // like the typed ones.
 type kubeletHandler struct{ *handler }
 

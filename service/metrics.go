@@ -25,7 +25,7 @@ type Metrics struct {
 	dropped  prometheus.Counter
 	computes [numViews]prometheus.Counter
 	hits     [numViews]prometheus.Counter
-	// snapshots and snapshotBytes are the framed watch snapshots in
+	// snapshots and snapshotBytes are the enveloped watch snapshots in
 	// flight, and their bytes.
 	snapshots     prometheus.Gauge
 	snapshotBytes prometheus.Gauge
@@ -37,10 +37,10 @@ type viewKind int
 // The kinds of shared views.
 const (
 	viewMask     viewKind = iota // a pod version trimmed by a field mask
-	viewWatch                    // a framed watch event of a pod version, type and mask
+	viewWatch                    // an encoded watch event of a pod version, type and mask
 	viewList                     // a ListPods response of a store version and mask
-	viewSnapshot                 // the framed snapshot of a watch of a store version, mask, selection and wire
-	viewReplay                   // a framed block of the history replayed to resumed watches
+	viewSnapshot                 // the enveloped snapshot of a watch of a store version, mask, selection and wire
+	viewReplay                   // an enveloped block of the history replayed to resumed watches
 	numViews
 )
 
@@ -65,7 +65,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	}
 	computes := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "podsapi_view_computes_total",
-		Help: "Number of shared views computed, by kind: mask (a pod version trimmed by a field mask), watch (a framed watch event), list (a ListPods response of a store version and mask), snapshot (the framed snapshot of a new watch of a store version, mask, selection and wire) and replay (a block of 128 changes of the history framed for resumed watches of a mask, selection and wire).",
+		Help: "Number of shared views computed, by kind: mask (a pod version trimmed by a field mask), watch (an encoded watch event), list (a ListPods response of a store version and mask), snapshot (the enveloped snapshot of a new watch of a store version, mask, selection and wire) and replay (a block of 128 changes of the history enveloped for resumed watches of a mask, selection and wire).",
 	}, []string{"view"})
 	hits := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "podsapi_view_cache_hits_total",
@@ -73,11 +73,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	}, []string{"view"})
 	m.snapshots = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "podsapi_watch_snapshots",
-		Help: "Number of framed watch snapshots in flight: built or being built, and being written to at least one watcher.",
+		Help: "Number of enveloped watch snapshots in flight: built or being built, and being written to at least one watcher.",
 	})
 	m.snapshotBytes = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "podsapi_watch_snapshots_bytes",
-		Help: "Bytes of the framed watch snapshots in flight.",
+		Help: "Bytes of the enveloped watch snapshots in flight.",
 	})
 	reg.MustRegister(m.requests.vec, m.list.vec, m.get.vec, m.watch.vec, m.dropped, computes, hits, m.snapshots, m.snapshotBytes)
 	for k, label := range viewLabels {

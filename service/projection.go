@@ -13,16 +13,16 @@ type projection struct {
 	mask *fieldmask.Mask
 	// view is the key of a pod trimmed by mask.
 	view string
-	// events are the keys of the framed watch events, by framing and event
+	// events are the keys of the encoded watch events, by wire and event
 	// type.
-	events [numFramings][store.Deleted + 1]string
+	events [numWires][store.Deleted + 1]string
 }
 
 // newProjection returns the projection of mask, which may be nil.
 func newProjection(mask *fieldmask.Mask) *projection {
 	key := mask.Key()
 	p := &projection{mask: mask, view: "mask:" + key}
-	for _, f := range []framing{typedEvents, kubeletEvents} {
+	for _, f := range []eventEncoding{typedEvents, kubeletEvents} {
 		for _, t := range []store.EventType{store.Added, store.Modified, store.Deleted} {
 			p.events[f.id][t] = f.name + ":" + t.String() + ":" + key
 		}

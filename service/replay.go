@@ -11,17 +11,17 @@ import (
 	"github.com/podsapi/podsapi/store"
 )
 
-// replayBlock is the number of consecutive changes of the history framed
+// replayBlock is the number of consecutive changes of the history enveloped
 // together and shared by the resumed watches (store versions k·replayBlock+1
 // to (k+1)·replayBlock): watches resuming from nearby revisions share every
 // block but the one they resume in, which they share from their revision on,
 // and the last, not yet complete, which each sends one change at a time.
 const replayBlock = 128
 
-// framedReplay is one block of the history, framed for one wire, field mask
+// envelopedReplay is one block of the history, enveloped for one wire, field mask
 // and selection: the enveloped message of every change the watch sends, as
 // the snapshot's are, ready for the socket.
-type framedReplay struct {
+type envelopedReplay struct {
 	b []byte
 	// ends[i] is the end in b of the messages of the block's changes up to
 	// its i-th (some changes send nothing: a selector or a mask hides
@@ -29,7 +29,7 @@ type framedReplay struct {
 	ends [replayBlock]int
 }
 
-// replayCache holds the framed blocks of the history in use by resumed
+// replayCache holds the enveloped blocks of the history in use by resumed
 // watches, and those used last, as long as the memory budget allows: a block
 // is built once for every watch that resumes across it meanwhile. A block in
 // use is never dropped; idle ones are dropped oldest first when a new block
@@ -45,11 +45,11 @@ type replayCache struct {
 	metrics *Metrics
 }
 
-// replayEntry is one framed block, built once.
+// replayEntry is one enveloped block, built once.
 type replayEntry struct {
 	key   string
 	once  sync.Once
-	r     *framedReplay
+	r     *envelopedReplay
 	err   error
 	refs  int
 	bytes int64
@@ -63,12 +63,12 @@ type replayEntry struct {
 // sends what is left of it one change at a time.
 var errBlockTooOld = errors.New("the block left the history")
 
-// get returns the framed block of key, building it with build unless it is
+// get returns the enveloped block of key, building it with build unless it is
 // cached, and a function that releases it, which the caller must call once
 // done with the block. build returns the block and its size; the size is
 // charged to client. get fails with memlimit.ErrOverShare or ErrOverBudget
 // when the block does not fit, or with build's error.
-func (c *replayCache) get(key, client string, build func() (*framedReplay, int64, error)) (*framedReplay, func(), error) {
+func (c *replayCache) get(key, client string, build func() (*envelopedReplay, int64, error)) (*envelopedReplay, func(), error) {
 	c.mu.Lock()
 	if c.entries == nil {
 		c.entries = make(map[string]*replayEntry)
@@ -181,7 +181,7 @@ func (c *replayCache) release(e *replayEntry) {
 // connect, which writes the response headers; after it, with raw (the Stream
 // of a binary protobuf watch), every complete block of the history is written
 // from the blocks shared between watches; the rest goes one change at a time.
-func (h *handler) sendReplay(ctx context.Context, f framing, wire watchWire, raw Stream, w *store.Watcher, r store.Replay, pr *projection, sel *selector, client string, last *uint64, fellBehind func() error) error {
+func (h *handler) sendReplay(ctx context.Context, f eventEncoding, wire watchWire, raw Stream, w *store.Watcher, r store.Replay, pr *projection, sel *selector, client string, last *uint64, fellBehind func() error) error {
 	buf := make([]store.Event, 0, replayBlock)
 	headersSent := false
 	// unshared is the block the budget or the history refused to share:
@@ -232,15 +232,15 @@ func (h *handler) sendReplay(ctx context.Context, f framing, wire watchWire, raw
 }
 
 // writeReplayBlock writes the messages of block after the change at store
-// version *last, from the shared framed block, moving *last to the last
+// version *last, from the shared enveloped block, moving *last to the last
 // change written, and reports whether it wrote the block to its end:
 // not when the block left the history or the budget has no room for it, in
 // which case the watch sends it one change at a time.
-func (h *handler) writeReplayBlock(ctx context.Context, f framing, wire watchWire, raw Stream, w *store.Watcher, pr *projection, sel *selector, client string, block uint64, last *uint64, fellBehind func() error) (bool, error) {
+func (h *handler) writeReplayBlock(ctx context.Context, f eventEncoding, wire watchWire, raw Stream, w *store.Watcher, pr *projection, sel *selector, client string, block uint64, last *uint64, fellBehind func() error) (bool, error) {
 	after := *last
 	key := f.name + "|" + pr.view + "|" + sel.cacheKey() + "|" + strconv.FormatUint(block, 10)
-	r, release, err := h.replays.get(key, client, func() (*framedReplay, int64, error) {
-		return h.frameReplay(f, wire, pr, sel, block)
+	r, release, err := h.replays.get(key, client, func() (*envelopedReplay, int64, error) {
+		return h.envelopeReplay(f, wire, pr, sel, block)
 	})
 	switch {
 	case errors.Is(err, memlimit.ErrOverShare):
@@ -274,16 +274,16 @@ func (h *handler) writeReplayBlock(ctx context.Context, f framing, wire watchWir
 	return true, nil
 }
 
-// frameReplay frames the changes of block as a watch with pr and sel sees
+// envelopeReplay envelopes the changes of block as a watch with pr and sel sees
 // them, and returns the block and its size in bytes.
-func (h *handler) frameReplay(f framing, wire watchWire, pr *projection, sel *selector, block uint64) (*framedReplay, int64, error) {
+func (h *handler) envelopeReplay(f eventEncoding, wire watchWire, pr *projection, sel *selector, block uint64) (*envelopedReplay, int64, error) {
 	events, err := h.store.ReadHistory(block*replayBlock, (block+1)*replayBlock, make([]store.Event, 0, replayBlock))
 	if err != nil || len(events) != replayBlock {
 		return nil, 0, errBlockTooOld
 	}
-	r := &framedReplay{}
+	r := &envelopedReplay{}
 	for i, ev := range events {
-		t, p, ok, err := h.frame(ev, pr, sel)
+		t, p, ok, err := h.eventFor(ev, pr, sel)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -301,5 +301,5 @@ func (h *handler) frameReplay(f framing, wire watchWire, pr *projection, sel *se
 	return r, int64(cap(r.b)) + replayOverhead, nil
 }
 
-// replayOverhead is what a framed block costs beside its bytes.
+// replayOverhead is what a enveloped block costs beside its bytes.
 const replayOverhead = 8*replayBlock + 256

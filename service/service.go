@@ -25,7 +25,7 @@ const DefaultWatchQueue = 1000
 
 // podField is the number of the pod field in PodListResponse (pods),
 // PodGetResponse (pod), and in the kubelet wire's ListPodsResponse (pods) and
-// GetPodResponse (pod): a list or a pod is framed the same way in all four,
+// GetPodResponse (pod): a list or a pod is encoded the same way in all four,
 // so that both wires share their responses byte for byte.
 const podField protowire.Number = 1
 
@@ -88,9 +88,9 @@ type handler struct {
 	lists    listCache
 	// streams finds the Stream of a watch's response (WithStreams).
 	streams func(context.Context) Stream
-	// snapshots are the framed snapshots of the watches in flight.
+	// snapshots are the enveloped snapshots of the watches in flight.
 	snapshots snapshotCache
-	// replays are the framed blocks of the history replayed to resumed
+	// replays are the enveloped blocks of the history replayed to resumed
 	// watches.
 	replays replayCache
 	budget  *memlimit.Budget
@@ -126,7 +126,7 @@ func newHandler(s PodReader, opts []Option) *handler {
 	return h
 }
 
-// maxIdleReplayBytes bounds the framed blocks of the history kept while no
+// maxIdleReplayBytes bounds the enveloped blocks of the history kept while no
 // watch replays them (at most an eighth of the budget): a herd of watches
 // resuming one after another shares them.
 const maxIdleReplayBytes = 32 << 20

@@ -8,7 +8,7 @@ import (
 	"github.com/podsapi/podsapi/store"
 )
 
-// snapshotChunk is about the most bytes of framed events a watch writes at
+// snapshotChunk is about the most bytes of enveloped events a watch writes at
 // once (a chunk ends after the event that reaches it). Between chunks the
 // watch checks whether it fell behind or its client left, as it does between
 // events when it sends them one at a time. It is the default HTTP/2 window
@@ -17,23 +17,23 @@ import (
 // slow one: larger chunks measured no faster (1000 pods, 100 watchers).
 const snapshotChunk = 64 << 10
 
-// maxSnapshots bounds the number of framed snapshots in flight at once:
+// maxSnapshots bounds the number of enveloped snapshots in flight at once:
 // built or being built, and being written to at least one watcher. A watch
 // whose snapshot would be one more sends its events one at a time.
 const maxSnapshots = 16
 
-// maxSnapshotBytes bounds the bytes of the framed snapshots in flight at
+// maxSnapshotBytes bounds the bytes of the enveloped snapshots in flight at
 // once. A snapshot that would not fit is not built: its watchers send their
 // events one at a time, as they do without the transport's help.
 const maxSnapshotBytes = 64 << 20
 
-// framedSnapshot is the snapshot of a watch, built once per store version,
+// envelopedSnapshot is the snapshot of a watch, built once per store version,
 // wire, field mask and selection and shared by every watcher that starts
 // then while another still writes it: an ADDED event for every pod
-// selected, in the store's order, each framed as the message of its wire and
+// selected, in the store's order, each encoded as the message of its wire and
 // enveloped, ready for the socket.
-type framedSnapshot struct {
-	// first is the first event, not framed: the watch sends it through
+type envelopedSnapshot struct {
+	// first is the first event, not enveloped: the watch sends it through
 	// connect, which writes the response headers with it.
 	first []byte
 	// rest are the other events, each an enveloped message.
@@ -43,7 +43,7 @@ type framedSnapshot struct {
 	chunks []int
 }
 
-// snapshotCache holds the framed snapshots in flight: a snapshot lives
+// snapshotCache holds the enveloped snapshots in flight: a snapshot lives
 // while a watcher is building or writing it, and every watcher that starts
 // at the same store version, wire, field mask and selection meanwhile shares
 // it (the watchers of a sync storm overlap). When its last watcher is done
@@ -64,11 +64,11 @@ type snapshotCache struct {
 	budget *memlimit.Budget
 }
 
-// snapshotEntry is one framed snapshot, built once; nil when it was not
+// snapshotEntry is one enveloped snapshot, built once; nil when it was not
 // built because it would not fit.
 type snapshotEntry struct {
 	once sync.Once
-	s    *framedSnapshot
+	s    *envelopedSnapshot
 	err  error
 	// refs are the watchers holding the entry, and bytes those reserved
 	// for it; both guarded by the cache's mu.
@@ -83,7 +83,7 @@ type snapshotEntry struct {
 // than the latest), or when build found no room, and reports whether the
 // snapshot was built by this call. The caller holds the snapshot until it
 // calls release, which it must call once, whatever get returned.
-func (c *snapshotCache) get(version uint64, key string, build func(reserve func(n int) bool) (*framedSnapshot, error)) (s *framedSnapshot, built bool, release func(), err error) {
+func (c *snapshotCache) get(version uint64, key string, build func(reserve func(n int) bool) (*envelopedSnapshot, error)) (s *envelopedSnapshot, built bool, release func(), err error) {
 	c.mu.Lock()
 	if version < c.version {
 		// A watch that started before the latest one: its snapshot is
@@ -159,10 +159,10 @@ func (c *snapshotCache) release(key string, e *snapshotEntry) {
 // the snapshot is not shared, it sends the events one at a time through
 // connect. Either way the client receives the same messages, and the watch
 // checks between writes whether it fell behind or its client left.
-func (h *handler) sendSnapshot(ctx context.Context, f framing, wire watchWire, raw Stream, w *store.Watcher, pods []*store.Pod, pr *projection, sel *selector, version uint64, fellBehind func() error) error {
+func (h *handler) sendSnapshot(ctx context.Context, f eventEncoding, wire watchWire, raw Stream, w *store.Watcher, pods []*store.Pod, pr *projection, sel *selector, version uint64, fellBehind func() error) error {
 	if raw != nil && len(pods) > 0 {
-		s, built, release, err := h.snapshots.get(version, f.name+"|"+pr.view+"|"+sel.cacheKey(), func(reserve func(int) bool) (*framedSnapshot, error) {
-			return h.frameSnapshot(f, wire, pods, pr, sel, version, reserve)
+		s, built, release, err := h.snapshots.get(version, f.name+"|"+pr.view+"|"+sel.cacheKey(), func(reserve func(int) bool) (*envelopedSnapshot, error) {
+			return h.buildSnapshot(f, wire, pods, pr, sel, version, reserve)
 		})
 		// A snapshot that failed to build is sent one event at a time,
 		// which ends the watch at the failing pod as it always has.
@@ -191,7 +191,7 @@ func (h *handler) sendSnapshot(ctx context.Context, f framing, wire watchWire, r
 
 // writeSnapshot sends s: its first event through connect, the others in
 // chunks through raw.
-func (h *handler) writeSnapshot(ctx context.Context, raw Stream, wire watchWire, w *store.Watcher, s *framedSnapshot, version uint64, fellBehind func() error) error {
+func (h *handler) writeSnapshot(ctx context.Context, raw Stream, wire watchWire, w *store.Watcher, s *envelopedSnapshot, version uint64, fellBehind func() error) error {
 	if s.first == nil {
 		return nil
 	}
@@ -214,9 +214,9 @@ func (h *handler) writeSnapshot(ctx context.Context, raw Stream, wire watchWire,
 	return nil
 }
 
-// frameSnapshot builds the framed snapshot of the pods sel selects, or
+// buildSnapshot builds the enveloped snapshot of the pods sel selects, or
 // returns nil when reserve finds no room for it.
-func (h *handler) frameSnapshot(f framing, wire watchWire, pods []*store.Pod, pr *projection, sel *selector, version uint64, reserve func(int) bool) (*framedSnapshot, error) {
+func (h *handler) buildSnapshot(f eventEncoding, wire watchWire, pods []*store.Pod, pr *projection, sel *selector, version uint64, reserve func(int) bool) (*envelopedSnapshot, error) {
 	var events [][]byte
 	size := 0
 	for _, p := range pods {
@@ -230,7 +230,7 @@ func (h *handler) frameSnapshot(f framing, wire watchWire, pods []*store.Pod, pr
 		events = append(events, ev)
 		size += len(ev)
 	}
-	s := &framedSnapshot{}
+	s := &envelopedSnapshot{}
 	if len(events) == 0 {
 		return s, nil
 	}

@@ -9,12 +9,12 @@ import "testing"
 func TestSnapshotCacheRelease(t *testing.T) {
 	var c snapshotCache
 	builds := 0
-	build := func(reserve func(int) bool) (*framedSnapshot, error) {
+	build := func(reserve func(int) bool) (*envelopedSnapshot, error) {
 		builds++
 		if !reserve(100) {
 			return nil, nil
 		}
-		return &framedSnapshot{first: []byte{1}}, nil
+		return &envelopedSnapshot{first: []byte{1}}, nil
 	}
 	check := func(count, bytes int) {
 		t.Helper()

@@ -61,9 +61,9 @@ func newWatchWire[R any, M interface {
 }
 
 // watch streams the selected pods (or the changes after opts.resumeFrom),
-// the sync marker, then every change, each framed by f and sent through
+// the sync marker, then every change, each encoded by f and sent through
 // wire together with the store version it reflects.
-func (h *handler) watch(ctx context.Context, f framing, opts watchOptions, wire watchWire) error {
+func (h *handler) watch(ctx context.Context, f eventEncoding, opts watchOptions, wire watchWire) error {
 	send := wire.send
 	pr, err := h.watchProjection(maskFrom(ctx))
 	if err != nil {
@@ -181,20 +181,20 @@ func (h *handler) watch(ctx context.Context, f framing, opts watchOptions, wire 
 
 // deliver sends ev as a watcher with sel sees it, unless a field mask hides
 // the whole change, and reports whether it sent it.
-func (h *handler) deliver(ctx context.Context, f framing, send func([]byte, uint64) error, ev store.Event, pr *projection, sel *selector) (bool, error) {
-	t, p, ok, err := h.frame(ev, pr, sel)
+func (h *handler) deliver(ctx context.Context, f eventEncoding, send func([]byte, uint64) error, ev store.Event, pr *projection, sel *selector) (bool, error) {
+	t, p, ok, err := h.eventFor(ev, pr, sel)
 	if err != nil || !ok {
 		return false, err
 	}
 	return true, h.send(ctx, f, send, t, p, pr, ev.Version)
 }
 
-// frame returns the type and pod of the event a watcher with sel and pr
+// eventFor returns the type and pod of the event a watcher with sel and pr
 // gets for ev, or false when it gets none. With a selector, as the API
 // server does: a pod that starts to match is ADDED, one that stops matching
 // is DELETED with its new state, and a MODIFIED is sent only while the pod
 // matches; a MODIFIED that the field mask hides whole is not sent.
-func (h *handler) frame(ev store.Event, pr *projection, sel *selector) (store.EventType, *store.Pod, bool, error) {
+func (h *handler) eventFor(ev store.Event, pr *projection, sel *selector) (store.EventType, *store.Pod, bool, error) {
 	t := ev.Type
 	if sel != nil {
 		switch ev.Type {
@@ -247,11 +247,11 @@ func (h *handler) checkLive(ctx context.Context) error {
 	}
 }
 
-// send sends one event about p, at store version version. The event framed
-// by f is built once per pod version, event type, mask and framing, and
+// send sends one event about p, at store version version. The event encoded
+// by f is built once per pod version, event type, mask and wire, and
 // shared by every watcher; the pod's view inside it is shared by both
-// framings.
-func (h *handler) send(ctx context.Context, f framing, send func([]byte, uint64) error, t store.EventType, p *store.Pod, pr *projection, version uint64) error {
+// wires.
+func (h *handler) send(ctx context.Context, f eventEncoding, send func([]byte, uint64) error, t store.EventType, p *store.Pod, pr *projection, version uint64) error {
 	ev, err := h.event(f, t, p, pr)
 	if err != nil {
 		return err
@@ -259,9 +259,9 @@ func (h *handler) send(ctx context.Context, f framing, send func([]byte, uint64)
 	return sendErr(ctx, send(ev, version))
 }
 
-// event returns the event of type t about p framed by f, built once per pod
-// version, event type, mask and framing.
-func (h *handler) event(f framing, t store.EventType, p *store.Pod, pr *projection) ([]byte, error) {
+// event returns the event of type t about p encoded by f, built once per pod
+// version, event type, mask and wire.
+func (h *handler) event(f eventEncoding, t store.EventType, p *store.Pod, pr *projection) ([]byte, error) {
 	built := false
 	ev, err := p.View(pr.events[f.id][t], func([]byte) ([]byte, error) {
 		built = true

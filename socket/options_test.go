@@ -7,32 +7,34 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/podsapi/podsapi/internal/podstest"
 	"github.com/podsapi/podsapi/socket"
 )
 
 // TestListenOptions gives the socket a mode and a group, and the directory
 // Listen creates 0750 with the same group; an existing directory is left
 // alone.
+//
+// As root the group is one no user has; as any other user, one of its own
+// (podstest.SocketGroup).
 func TestListenOptions(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("chown to another group needs root")
-	}
+	gid := podstest.SocketGroup(t)
 	base := tempDir(t)
 	before, _ := os.Stat(base)
 	for _, path := range []string{filepath.Join(base, "new", "s.sock"), filepath.Join(base, "s.sock")} {
-		l, err := socket.Listen(path, socket.WithMode(0o660), socket.WithGroup(4244))
+		l, err := socket.Listen(path, socket.WithMode(0o660), socket.WithGroup(gid))
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer l.Close()
 		info, _ := os.Lstat(path)
-		if info.Mode().Perm() != 0o660 || info.Sys().(*syscall.Stat_t).Gid != 4244 {
-			t.Errorf("%s: mode %v gid %d, want 0660 and 4244", path, info.Mode().Perm(), info.Sys().(*syscall.Stat_t).Gid)
+		if info.Mode().Perm() != 0o660 || info.Sys().(*syscall.Stat_t).Gid != uint32(gid) {
+			t.Errorf("%s: mode %v gid %d, want 0660 and %d", path, info.Mode().Perm(), info.Sys().(*syscall.Stat_t).Gid, gid)
 		}
 	}
 	dir, _ := os.Stat(filepath.Join(base, "new"))
-	if dir.Mode().Perm() != 0o750 || dir.Sys().(*syscall.Stat_t).Gid != 4244 {
-		t.Errorf("created directory: mode %v gid %d, want 0750 and 4244", dir.Mode().Perm(), dir.Sys().(*syscall.Stat_t).Gid)
+	if dir.Mode().Perm() != 0o750 || dir.Sys().(*syscall.Stat_t).Gid != uint32(gid) {
+		t.Errorf("created directory: mode %v gid %d, want 0750 and %d", dir.Mode().Perm(), dir.Sys().(*syscall.Stat_t).Gid, gid)
 	}
 	after, _ := os.Stat(base)
 	if after.Mode() != before.Mode() || after.Sys().(*syscall.Stat_t).Gid != before.Sys().(*syscall.Stat_t).Gid {

@@ -106,7 +106,7 @@ func (h *history) grow() {
 // have that change queued: its new version unless current says it is still
 // the pod's current version, and the version it replaced. The history then
 // holds no more than it counts (historySize): each of its changes would
-// otherwise keep every masked view and framed event computed for the live
+// otherwise keep every masked view and encoded event computed for the live
 // watchers, several times the pod's encoding. A watcher still delivering
 // such a change, or a resumed one, computes the view again, without keeping
 // it (Pod.shed).

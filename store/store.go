@@ -48,7 +48,7 @@ type Store struct {
 	historyBytes atomic.Int64
 }
 
-// BudgetViews has the views the pods cache (masked pods, framed events)
+// BudgetViews has the views the pods cache (masked pods, enveloped events)
 // counted against b, and not cached beyond it. Call it before the store is
 // served.
 func (s *Store) BudgetViews(b *memlimit.Budget) { s.budget.Store(b) }

@@ -498,7 +498,7 @@ func evaluate(r *Results) []Target {
 		frames = v
 	}
 	add(wn+"mask projections per update", maskComputes, "<=", float64(max(w.Masks, 1)),
-		fmt.Sprintf("podsapi_view_computes_total{view=mask}; plus %.3g framed watch events (a copy, view=watch) per update", frames))
+		fmt.Sprintf("podsapi_view_computes_total{view=mask}; plus %.3g encoded watch events (a copy, view=watch) per update", frames))
 	lost := float64(w.Lost)
 	if w.LostByReading < 0 {
 		lost = math.NaN()

@@ -1,6 +1,8 @@
 // Package hooks is the internal seam through which the module's own tests
 // change the assembly of server.New: the conformance suite's self-test
-// plants faults in it, and tests give the peer credentials they want to be.
+// plants faults in it, tests give the peer credentials they want to be,
+// and learn of the events they wait for (a request served, a connection
+// accepted or closed) instead of polling for them.
 // Its type is internal, so that only this module can set
 // server.Config.Hooks; a server that serves agents has none.
 package hooks
@@ -8,6 +10,7 @@ package hooks
 import (
 	"context"
 	"net"
+	"net/http"
 
 	"github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1/podsv1alpha1connect"
 	"github.com/podsapi/podsapi/gen/v1alpha1/v1alpha1connect"
@@ -33,4 +36,14 @@ type Hooks struct {
 	// <HostProc>/PID/cgroup, so that a test's connections may be clients of
 	// distinct pods or units whatever user runs the test.
 	Cgroup func(ctx context.Context, pid int32) (string, error)
+	// Served is called when the server has served a request of the API
+	// socket: its handlers, guards and transport have all returned, so
+	// that a test waits for this event, not for time, before it reads the
+	// state the call changed (the open watches, a snapshot released).
+	Served func(*http.Request)
+	// ConnAccepted is called when the server has accepted a connection of
+	// the API socket and counted it among the open ones; ConnClosed when
+	// it has closed one and freed its slot.
+	ConnAccepted func()
+	ConnClosed   func()
 }

@@ -12,14 +12,14 @@ type Kind int
 // The kinds of memory a Budget counts: everything the server keeps on
 // behalf of its clients.
 const (
-	// Views are the pod versions trimmed by field masks, and the framed
+	// Views are the pod versions trimmed by field masks, and the enveloped
 	// watch events, that the pods cache for their readers.
 	Views Kind = iota
 	// Lists are the cached ListPods responses.
 	Lists
-	// Snapshots are the framed watch snapshots in flight.
+	// Snapshots are the enveloped watch snapshots in flight.
 	Snapshots
-	// Replays are the framed changes of the history that resumed watches
+	// Replays are the enveloped changes of the history that resumed watches
 	// share.
 	Replays
 	// Queued are the live events queued for watchers.

@@ -38,7 +38,7 @@ func SocketPath(t testing.TB) string {
 // Start starts a server for st with cfg, on a fresh socket unless cfg names
 // one, and stops it at the end of the test. The metrics endpoint is off
 // unless cfg names an address.
-func Start(t testing.TB, st server.Store, cfg server.Config) *server.Server {
+func Start(t testing.TB, st server.Pods, cfg server.Config) *server.Server {
 	t.Helper()
 	if cfg.Socket == "" {
 		cfg.Socket = SocketPath(t)

@@ -115,7 +115,8 @@ func (k *fakeKubelet) waitServed(n int) {
 	k.mu.Lock()
 	target := k.served + n
 	k.mu.Unlock()
-	deadline := time.NewTimer(sourcetest.WaitTimeout)
+	bound := sourcetest.WaitBound(k.t)
+	deadline := time.NewTimer(bound)
 	defer deadline.Stop()
 	for {
 		k.mu.Lock()

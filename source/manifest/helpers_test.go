@@ -10,21 +10,18 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/podsapi/podsapi/internal/podstest"
 	"github.com/podsapi/podsapi/source/manifest"
 )
 
 // testNode is the node name of the Sources under test.
 const testNode = "node-1"
-
-// waitTimeout bounds every wait for the Source.
-const waitTimeout = 30 * time.Second
 
 // callKind is the kind of one Sink call.
 type callKind string
@@ -113,10 +110,10 @@ func start(t *testing.T, dir string, opts ...manifest.Option) *harness {
 	}()
 	t.Cleanup(func() {
 		cancel()
-		err, ok := receive(done)
+		err, ok := receive(t, done)
 		if !ok {
 			buf := make([]byte, 1<<20)
-			t.Errorf("Run did not return within %v of cancel; goroutines:\n%s", waitTimeout, buf[:runtime.Stack(buf, true)])
+			t.Errorf("Run did not return after cancel before go test's -timeout came near; goroutines:\n%s", buf[:runtime.Stack(buf, true)])
 			return
 		}
 		if err != nil {
@@ -130,9 +127,9 @@ func start(t *testing.T, dir string, opts ...manifest.Option) *harness {
 // next returns the next sink call and applies it to h.pods.
 func (h *harness) next() call {
 	h.t.Helper()
-	c, ok := receive(h.rec.calls)
+	c, ok := receive(h.t, h.rec.calls)
 	if !ok {
-		h.t.Fatalf("no sink call within %v", waitTimeout)
+		h.t.Fatalf("no sink call before go test's -timeout came near; the sink holds %d pods", len(h.pods))
 	}
 	switch c.kind {
 	case returnedCall:
@@ -148,23 +145,19 @@ func (h *harness) next() call {
 	return c
 }
 
-// receive waits up to waitTimeout for a value from ch. A value that is
-// ready when the time is up still counts, so a stalled machine cannot make
-// it fail while the value is there.
-func receive[T any](ch <-chan T) (T, bool) {
-	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
-	defer cancel()
+// receive waits for a value from ch, bounded by the event and not by time:
+// it gives up only when go test's -timeout is near (nine tenths of the time
+// left), so that the test fails with its own message rather than be killed,
+// and a busy machine slows the tests without failing them.
+func receive[T any](t *testing.T, ch <-chan T) (T, bool) {
+	expired, stop := podstest.NearDeadline(t)
+	defer stop()
 	select {
 	case v := <-ch:
 		return v, true
-	case <-ctx.Done():
-		select {
-		case v := <-ch:
-			return v, true
-		default:
-			var zero T
-			return zero, false
-		}
+	case <-expired:
+		var zero T
+		return zero, false
 	}
 }
 

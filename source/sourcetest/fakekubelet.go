@@ -197,7 +197,8 @@ func (f *FakeKubelet) WaitOpenWatches(n int) {
 
 func (f *FakeKubelet) waitFor(what string, cond func() bool) {
 	f.t.Helper()
-	deadline := time.NewTimer(WaitTimeout)
+	bound := WaitBound(f.t)
+	deadline := time.NewTimer(bound)
 	defer deadline.Stop()
 	for {
 		f.mu.Lock()
@@ -209,7 +210,7 @@ func (f *FakeKubelet) waitFor(what string, cond func() bool) {
 		select {
 		case <-changed:
 		case <-deadline.C:
-			f.t.Fatalf("timed out after %v waiting for %s", WaitTimeout, what)
+			f.t.Fatalf("timed out after %v waiting for %s", bound, what)
 		}
 	}
 }
@@ -324,15 +325,16 @@ func marshal(t testing.TB, pod *corev1.Pod) []byte {
 	return raw
 }
 
-// wait waits up to WaitTimeout for ch to be closed, and fails the test
+// wait waits up to WaitBound(t) for ch to be closed, and fails the test
 // otherwise.
 func wait(t testing.TB, what string, ch <-chan struct{}) {
 	t.Helper()
-	timer := time.NewTimer(WaitTimeout)
+	bound := WaitBound(t)
+	timer := time.NewTimer(bound)
 	defer timer.Stop()
 	select {
 	case <-ch:
 	case <-timer.C:
-		t.Errorf("timed out after %v waiting for %s", WaitTimeout, what)
+		t.Errorf("timed out after %v waiting for %s", bound, what)
 	}
 }

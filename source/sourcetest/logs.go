@@ -85,11 +85,12 @@ func count(records []string, level slog.Level, substr string) int {
 	return n
 }
 
-// Wait waits up to WaitTimeout until at least n records have the level and
+// Wait waits up to WaitBound until at least n records have the level and
 // a message that contains substr, and fails the test otherwise.
 func (l *Logs) Wait(level slog.Level, substr string, n int) {
 	l.t.Helper()
-	deadline := time.NewTimer(WaitTimeout)
+	bound := WaitBound(l.t)
+	deadline := time.NewTimer(bound)
 	defer deadline.Stop()
 	s := l.state
 	for {
@@ -102,7 +103,7 @@ func (l *Logs) Wait(level slog.Level, substr string, n int) {
 		select {
 		case <-changed:
 		case <-deadline.C:
-			l.t.Fatalf("timed out after %v waiting for %d %s logs containing %q; got %d", WaitTimeout, n, level, substr, got)
+			l.t.Fatalf("timed out after %v waiting for %d %s logs containing %q; got %d", bound, n, level, substr, got)
 		}
 	}
 }

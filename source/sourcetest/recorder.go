@@ -15,6 +15,28 @@ import (
 // WaitTimeout bounds every wait of the helpers of this package.
 const WaitTimeout = 10 * time.Second
 
+// WaitBound is how long a wait of t for an event may take: nine tenths of
+// what go test's -timeout leaves t, so that a busy machine slows the tests
+// without failing them and a wait that never ends fails with its own
+// message; WaitTimeout when t has no deadline, or runs in a synctest
+// bubble (whose clock only moves when every goroutine waits, and where
+// t.Deadline panics).
+func WaitBound(t testing.TB) (bound time.Duration) {
+	d, ok := t.(interface{ Deadline() (time.Time, bool) })
+	if !ok {
+		return WaitTimeout
+	}
+	defer func() {
+		if recover() != nil {
+			bound = WaitTimeout
+		}
+	}()
+	if deadline, ok := d.Deadline(); ok {
+		return time.Until(deadline) * 9 / 10
+	}
+	return WaitTimeout
+}
+
 // CallKind is the kind of one Sink call.
 type CallKind string
 
@@ -104,12 +126,13 @@ func (r *Recorder) snapshot() State {
 	return State{Pods: maps.Clone(r.state.Pods), Synced: r.state.Synced, Calls: slices.Clone(r.state.Calls)}
 }
 
-// Wait waits up to WaitTimeout until cond holds for the state, and returns
+// Wait waits up to WaitBound(t) until cond holds for the state, and returns
 // that state. It fails the test, describing what, when cond does not hold in
 // time.
 func (r *Recorder) Wait(t testing.TB, what string, cond func(State) bool) State {
 	t.Helper()
-	deadline := time.NewTimer(WaitTimeout)
+	bound := WaitBound(t)
+	deadline := time.NewTimer(bound)
 	defer deadline.Stop()
 	for {
 		r.mu.Lock()
@@ -121,7 +144,7 @@ func (r *Recorder) Wait(t testing.TB, what string, cond func(State) bool) State 
 		select {
 		case <-changed:
 		case <-deadline.C:
-			t.Fatalf("timed out after %v waiting for %s; sink calls:\n%s", WaitTimeout, what, FormatCalls(s.Calls))
+			t.Fatalf("timed out after %v waiting for %s; sink calls:\n%s", bound, what, FormatCalls(s.Calls))
 			return s
 		}
 	}

@@ -9,7 +9,7 @@ import (
 )
 
 // Run runs a pod source's Run function in the background until the end of
-// the test, then checks that it returns nil within WaitTimeout of its
+// the test, then checks that it returns nil within WaitBound of its
 // context being cancelled.
 func Run(t testing.TB, run func(ctx context.Context) error) {
 	t.Helper()
@@ -18,7 +18,8 @@ func Run(t testing.TB, run func(ctx context.Context) error) {
 	go func() { done <- run(ctx) }()
 	t.Cleanup(func() {
 		cancel()
-		timer := time.NewTimer(WaitTimeout)
+		bound := WaitBound(t)
+		timer := time.NewTimer(bound)
 		defer timer.Stop()
 		select {
 		case err := <-done:
@@ -26,7 +27,7 @@ func Run(t testing.TB, run func(ctx context.Context) error) {
 				t.Errorf("Run returned %v after cancel, want nil", err)
 			}
 		case <-timer.C:
-			t.Errorf("Run did not return within %v of cancel", WaitTimeout)
+			t.Errorf("Run did not return within %v of cancel", bound)
 		}
 	})
 }

@@ -39,6 +39,8 @@ type connListener struct {
 	shed     prometheus.Counter
 	floods   *prometheus.CounterVec // nil: frames are not followed
 	stall    *stallGuard            // nil: writes are not followed
+	accepted func()                 // nil: no one is told of an accept
+	closed   func()                 // nil: no one is told of a close
 	log      *slog.Logger
 	logs     *guard.LogLimiter
 	what     string // what the listener serves, for logs
@@ -100,8 +102,9 @@ func (l *connListener) Accept() (net.Conn, error) {
 		}
 		// Only Accept adds to open: a slot seen free here stays free.
 		if l.max > 0 && l.open.Load() >= l.max && !l.shedOldest() {
-			c.Close()
+			// Counted before the close, which the client sees.
 			l.rejected.Inc()
+			c.Close()
 			l.logRejected()
 			continue
 		}
@@ -116,8 +119,8 @@ func (l *connListener) Accept() (net.Conn, error) {
 		}
 		pc := &peerConn{Conn: c, peer: p, l: l}
 		if !l.admitDenied(pc) {
-			pc.Close()
 			l.rejected.Inc()
+			pc.Close()
 			l.logs.Warn(p, "refused a connection: the client is not allowed to call the API and has too many connections open for health checks", "limit", l.deniedShare)
 			continue
 		}
@@ -129,6 +132,9 @@ func (l *connListener) Accept() (net.Conn, error) {
 			l.stall.watchConn(pc)
 		}
 		l.setWaiting(pc, true)
+		if l.accepted != nil {
+			l.accepted()
+		}
 		return pc, nil
 	}
 }
@@ -328,6 +334,9 @@ func (c *peerConn) Close() error {
 	if first {
 		if c.stall != nil {
 			c.stall.g.unwatch(c.stall)
+		}
+		if c.l.closed != nil {
+			c.l.closed()
 		}
 	}
 	return err

@@ -2,6 +2,7 @@ package transport
 
 import (
 	"errors"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -105,6 +106,54 @@ func TestIdleTimeout(t *testing.T) {
 				}
 				return
 			}
+		}
+	})
+}
+
+// TestIdleTimeoutOpenStream: a connection with a call open is not idle,
+// however long the call lasts; once the call ends, the connection gets its
+// GOAWAY the idle timeout later.
+func TestIdleTimeoutOpenStream(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const idle = 5 * time.Minute
+		release := make(chan struct{})
+		_, pl, _ := serveSynctest(t, Config{IdleTimeout: idle}, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			w.WriteHeader(http.StatusOK)
+			w.(http.Flusher).Flush()
+			<-release
+		}))
+		cc, err := (&http2.Transport{}).NewClientConn(pl.dial())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cc.Close()
+		req, err := http.NewRequest(http.MethodPost, "http://pipe/watch", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := cc.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(3 * idle)
+		synctest.Wait()
+		if s := cc.State(); s.Closing || s.Closed {
+			t.Fatalf("a connection with a call open for %v was closed: %+v", 3*idle, s)
+		}
+		close(release)
+		if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		time.Sleep(idle - time.Second)
+		synctest.Wait()
+		if s := cc.State(); s.Closing || s.Closed {
+			t.Fatalf("the connection was closed before the idle timeout: %+v", s)
+		}
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		if s := cc.State(); !s.Closing && !s.Closed {
+			t.Fatalf("the connection is open the idle timeout after its last call: %+v", s)
 		}
 	})
 }

@@ -71,6 +71,11 @@ type Config struct {
 	// per-client shares tell apart the clients of one UID
 	// (guard.Peer.Client); nil tells them apart by UID alone.
 	Cgroup func(ctx context.Context, pid int32) (string, error)
+	// ConnAccepted, if set, is called when a connection is accepted and
+	// counted, ConnClosed when it is closed and its slot freed: events a
+	// test waits on.
+	ConnAccepted func()
+	ConnClosed   func()
 	// Registry receives the transport's metrics; Logger its logs. Both
 	// required.
 	Registry prometheus.Registerer
@@ -106,6 +111,7 @@ func (t *Transport) Listen(l net.Listener) net.Listener {
 	cl.floods = newFloodCounter(t.cfg.Registry)
 	cl.limitDenied(t.cfg.Access, t.cfg.MaxDeniedConnections)
 	cl.stall = t.stall
+	cl.accepted, cl.closed = t.cfg.ConnAccepted, t.cfg.ConnClosed
 	return cl
 }
 

@@ -9,7 +9,7 @@ import (
 )
 
 // TestEventTypeNumbers checks that both wires number their event types
-// alike: the service frames the events of both with the same numbers.
+// alike: the service encodes the events of both with the same numbers.
 func TestEventTypeNumbers(t *testing.T) {
 	for _, tc := range []struct {
 		name    string

@@ -7,22 +7,22 @@ import (
 	"github.com/podsapi/podsapi/store"
 )
 
-// framingID names one way of framing a watch event.
-type framingID int
+// wireID names the encoding of the watch events of one wire.
+type wireID int
 
-// The framings of the two wires.
+// The encodings of the two wires.
 const (
-	typedFraming   framingID = iota // kubelet.pods.v1alpha1.PodWatchResponse
-	kubeletFraming                  // v1alpha1.WatchPodsEvent
-	numFramings
+	typedWire   wireID = iota // kubelet.pods.v1alpha1.PodWatchResponse
+	kubeletWire               // v1alpha1.WatchPodsEvent
+	numWires
 )
 
-// framing is how one wire frames a watch event around an encoded pod: the
+// eventEncoding is how one wire encodes a watch event around an encoded pod: the
 // numbers of its pod and type fields. The event type numbers are the same in
 // both wires (ADDED 1, MODIFIED 2, DELETED 3, INITIAL_SYNC_COMPLETE 4),
 // which TestEventTypeNumbers checks.
-type framing struct {
-	id        framingID
+type eventEncoding struct {
+	id        wireID
 	name      string // the prefix of the keys of its shared events
 	podField  protowire.Number
 	typeField protowire.Number
@@ -33,11 +33,11 @@ type framing struct {
 	progress []byte
 }
 
-// typedEvents frames PodWatchResponse{pod = 1, type = 2}.
-var typedEvents = newFraming(typedFraming, "watch", 1, 2)
+// typedEvents encodes PodWatchResponse{pod = 1, type = 2}.
+var typedEvents = newEventEncoding(typedWire, "watch", 1, 2)
 
-// kubeletEvents frames WatchPodsEvent{type = 1, bytes pod = 2}.
-var kubeletEvents = newFraming(kubeletFraming, "kwatch", 2, 1)
+// kubeletEvents encodes WatchPodsEvent{type = 1, bytes pod = 2}.
+var kubeletEvents = newEventEncoding(kubeletWire, "kwatch", 2, 1)
 
 // eventTypes maps the store's event types to the numbers of both wires.
 var eventTypes = map[store.EventType]protowire.Number{
@@ -52,8 +52,8 @@ const syncedType = protowire.Number(podsv1alpha1.EventType_EVENT_TYPE_INITIAL_SY
 // progressType is the number of PROGRESS in the typed wire.
 const progressType = protowire.Number(podsv1alpha1.EventType_EVENT_TYPE_PROGRESS)
 
-func newFraming(id framingID, name string, podField, typeField protowire.Number) framing {
-	f := framing{id: id, name: name, podField: podField, typeField: typeField}
+func newEventEncoding(id wireID, name string, podField, typeField protowire.Number) eventEncoding {
+	f := eventEncoding{id: id, name: name, podField: podField, typeField: typeField}
 	f.synced = f.appendType(nil, syncedType)
 	f.progress = f.appendType(nil, progressType)
 	return f
@@ -61,7 +61,7 @@ func newFraming(id framingID, name string, podField, typeField protowire.Number)
 
 // event returns the event of type t about the encoded pod v, with its fields
 // in the order of their numbers, as protobuf encoders write them.
-func (f framing) event(t store.EventType, v []byte) []byte {
+func (f eventEncoding) event(t store.EventType, v []byte) []byte {
 	size := protowire.SizeTag(f.podField) + protowire.SizeBytes(len(v)) + protowire.SizeTag(f.typeField) + 1
 	b := make([]byte, 0, size)
 	if f.typeField < f.podField {
@@ -70,12 +70,12 @@ func (f framing) event(t store.EventType, v []byte) []byte {
 	return f.appendType(f.appendPod(b, v), eventTypes[t])
 }
 
-func (f framing) appendType(b []byte, t protowire.Number) []byte {
+func (f eventEncoding) appendType(b []byte, t protowire.Number) []byte {
 	b = protowire.AppendTag(b, f.typeField, protowire.VarintType)
 	return protowire.AppendVarint(b, uint64(t))
 }
 
-func (f framing) appendPod(b, v []byte) []byte {
+func (f eventEncoding) appendPod(b, v []byte) []byte {
 	b = protowire.AppendTag(b, f.podField, protowire.BytesType)
 	return protowire.AppendBytes(b, v)
 }
