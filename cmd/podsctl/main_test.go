@@ -313,22 +313,7 @@ func testWatchGolden(t *testing.T, kubelet bool, args []string, goldenFile strin
 		st, socket = startServer(t, server.Config{}, false, pods...)
 		upsert, remove = st.Upsert, func(p *corev1.Pod) { st.Delete(p.UID) }
 	}
-	out := make(writes, 100)
-	var stderr bytes.Buffer
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- Run(ctx, append([]string{"watch", "--socket", socket}, args...), out, &stderr) }()
-	defer func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("watch ended with %v after cancellation, want nil", err)
-			}
-		case <-time.After(testTimeout):
-			t.Error("watch did not end after cancellation")
-		}
-	}()
+	out, _ := startWatch(t, append([]string{"--socket", socket}, args...)...)
 
 	var got strings.Builder
 	for !strings.Contains(got.String(), "SYNCED") {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/podsapi/podsapi/client"
 	"github.com/podsapi/podsapi/internal/version"
@@ -196,17 +197,23 @@ func podArg(_ *cobra.Command, args []string) error {
 // completionTimeout bounds the List a shell completion makes.
 const completionTimeout = 5 * time.Second
 
-// completeNamespaces completes --namespace with the namespaces of the
-// node's pods.
-func (o *options) completeNamespaces(cmd *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+// completionPods lists the identity of the node's pods for a completion,
+// within completionTimeout.
+func (o *options) completionPods(cmd *cobra.Command) ([]*corev1.Pod, error) {
 	c, err := o.dial()
 	if err != nil {
-		return nil, cobra.ShellCompDirectiveError
+		return nil, err
 	}
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(cmd.Context(), completionTimeout)
 	defer cancel()
-	pods, err := c.List(ctx, client.WithFields(identityFields...))
+	return c.List(ctx, client.WithFields(identityFields...))
+}
+
+// completeNamespaces completes --namespace with the namespaces of the
+// node's pods.
+func (o *options) completeNamespaces(cmd *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	pods, err := o.completionPods(cmd)
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveError
 	}
@@ -225,14 +232,7 @@ func (a *app) completePods(cmd *cobra.Command, args []string, toComplete string)
 	if len(args) > 0 {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
-	c, err := a.o.dial()
-	if err != nil {
-		return nil, cobra.ShellCompDirectiveError
-	}
-	defer c.Close()
-	ctx, cancel := context.WithTimeout(cmd.Context(), completionTimeout)
-	defer cancel()
-	pods, err := c.List(ctx, client.WithFields(identityFields...))
+	pods, err := a.o.completionPods(cmd)
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveError
 	}
