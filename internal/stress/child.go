@@ -31,7 +31,8 @@ import (
 const SentAnnotation = "stress.podsapi.io/sent"
 
 // MaybeChild serves as the stress server, or runs the clients of the flood
-// (see runFlood), and exits when the process is one of the stress harness's
+// (see runFlood), the root attacker (runRootAttacker) or the victim
+// (runVictim), and exits when the process is one of the stress harness's
 // children (childproc.Role); otherwise it returns at once. Call it first in
 // main (or TestMain).
 func MaybeChild() {
@@ -49,6 +50,11 @@ func MaybeChild() {
 	case roleRootAttacker:
 		if err := runRootAttacker(os.Args[1:], os.Stdin, os.Stdout); err != nil {
 			fmt.Fprintln(os.Stderr, "stress root attacker:", err)
+			os.Exit(1)
+		}
+	case roleVictim:
+		if err := runVictim(os.Args[1:], os.Stdin, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "stress victim:", err)
 			os.Exit(1)
 		}
 	default:

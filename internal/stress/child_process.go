@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -37,7 +38,13 @@ func startChild(args ...string) (*child, error) {
 	if err != nil {
 		return nil, err
 	}
-	proc, err := childproc.Start(childproc.Spec{Role: roleServer, Args: append([]string{"--socket", filepath.Join(dir, "pods.sock")}, args...), Env: []string{childGoMemLimit}})
+	// The server reads its clients' cgroups under a proc directory of its
+	// own (see identify): a process not written there is named by its UID.
+	if err := os.Mkdir(filepath.Join(dir, "proc"), 0o755); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	proc, err := childproc.Start(childproc.Spec{Role: roleServer, Args: append([]string{"--socket", filepath.Join(dir, "pods.sock"), "--host-proc", filepath.Join(dir, "proc")}, args...), Env: []string{childGoMemLimit}})
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, err
@@ -60,6 +67,19 @@ func startChild(args ...string) (*child, error) {
 	}
 	c.socket, c.metrics = f[1], f[2]
 	return c, nil
+}
+
+// identify writes the cgroup file the server reads for the process pid
+// (<dir>/proc/PID/cgroup, its --host-proc), which names the client the
+// process is to the server: its pod or systemd unit (see guard.Peer.Client).
+// It must be written before the process connects; processes not identified
+// are named by their UID, all root here, and so are one client.
+func (c *child) identify(pid int, cgroup string) error {
+	dir := filepath.Join(c.dir, "proc", strconv.Itoa(pid))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "cgroup"), []byte(cgroup), 0o644)
 }
 
 // expect returns the next stdout line, which must start with prefix.
