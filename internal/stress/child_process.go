@@ -153,9 +153,28 @@ func (c *child) metricSeries(name, label string) (map[string]float64, error) {
 // waitMetric waits until cond holds for the metric, polling every 50 ms,
 // and returns how long it took.
 func (c *child) waitMetric(name string, cond func(float64) bool, timeout time.Duration) (time.Duration, float64, error) {
+	return waitValue(name, func() (float64, error) { return c.metric(name) }, cond, timeout)
+}
+
+// watchesBesides returns the watches open by the clients other than
+// client (podsapi_client_watches), as one scrape says them.
+func (c *child) watchesBesides(client string) (float64, error) {
+	by, err := c.metricSeries("podsapi_client_watches", "client")
+	sum := 0.0
+	for k, v := range by {
+		if k != client {
+			sum += v
+		}
+	}
+	return sum, err
+}
+
+// waitValue waits until cond holds for what get returns, polling every
+// 50 ms, and returns how long it took; what names it in the error.
+func waitValue(what string, get func() (float64, error), cond func(float64) bool, timeout time.Duration) (time.Duration, float64, error) {
 	start := time.Now()
 	for {
-		v, err := c.metric(name)
+		v, err := get()
 		if err != nil {
 			return 0, v, err
 		}
@@ -163,7 +182,7 @@ func (c *child) waitMetric(name string, cond func(float64) bool, timeout time.Du
 			return time.Since(start), v, nil
 		}
 		if time.Since(start) > timeout {
-			return time.Since(start), v, fmt.Errorf("%s = %v after %v", name, v, timeout)
+			return time.Since(start), v, fmt.Errorf("%s = %v after %v", what, v, timeout)
 		}
 		time.Sleep(50 * time.Millisecond) // polling the child's metrics
 	}

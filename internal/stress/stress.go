@@ -21,6 +21,7 @@ import (
 	podsv1alpha1 "github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1"
 	"github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1/podsv1alpha1connect"
 	"github.com/podsapi/podsapi/internal/h2c"
+	"github.com/podsapi/podsapi/podcgroup"
 )
 
 // Options size the scenarios.
@@ -87,7 +88,7 @@ func Defaults() Options {
 		Stalled: 100, Readers: 10, UpdateRate: 1000, StallDuration: 10 * time.Second, StallTimeout: 2 * time.Second,
 		Cycles: 10000, ChurnWorkers: 8, GarbageConns: 2000,
 		Slowloris: 200, HeldConns: 4, HeldStreams: 50, HeldTimeout: time.Second, LockoutDuration: 10 * time.Second, VictimInterval: 20 * time.Millisecond,
-		Herd: 200, HerdPods: 1000, HerdBack: 1000, HerdChurn: 100, HerdTimeout: 20 * time.Second,
+		Herd: 1000, HerdPods: 1000, HerdBack: 1000, HerdChurn: 100, HerdTimeout: 60 * time.Second,
 		MaskPadding: 200 << 10,
 		Log:         io.Discard,
 	}
@@ -192,11 +193,17 @@ func flood(ctx context.Context, o Options, rep *Report) error {
 			return fmt.Errorf("watcher %d did not sync: %v", i, readers[i].endErr())
 		}
 	}
+	// The victim calls through the baseline (its quiet) and the flood.
+	v, err := startVictim(ctx, c, o.VictimInterval, false)
+	if err != nil {
+		return err
+	}
+	defer v.kill()
 	churnN := max(int(o.Duration.Seconds()*float64(o.ChurnRate)), 1)
 	// The baseline is the same churn without the flood, half of it before
 	// the flood and half after, so that a drift of the machine's speed
 	// during the run weighs on both sides alike.
-	var base, flooded []time.Duration
+	var base, floodedLatencies []time.Duration
 	changes := 0
 	phase := func(n int, into *[]time.Duration) {
 		changes += n
@@ -206,10 +213,17 @@ func flood(ctx context.Context, o Options, rep *Report) error {
 		}
 	}
 	before := churnN / 2
+	if err := v.start(); err != nil {
+		return err
+	}
 	if err := c.churn(before, o.ChurnRate); err != nil {
 		return err
 	}
 	phase(before, &base)
+	quiet, err := v.end()
+	if err != nil {
+		return err
+	}
 	// The flood, with the same churn. The flooding clients run in a process
 	// of their own, as hostile agents do, so that the watchers' process
 	// holds only what is measured.
@@ -218,13 +232,23 @@ func flood(ctx context.Context, o Options, rep *Report) error {
 		return err
 	}
 	defer fl.kill()
+	if err := v.start(); err != nil {
+		return err
+	}
 	start := time.Now()
 	churnErr := c.churn(churnN, o.ChurnRate)
 	if rest := time.Until(start.Add(o.Duration)); rest > 0 {
 		time.Sleep(rest) // the flood lasts at least Duration
 	}
+	flooded, err := v.end()
+	if err != nil {
+		return err
+	}
 	res, err := fl.stop()
 	if err != nil {
+		return err
+	}
+	if err := v.close(); err != nil {
 		return err
 	}
 	if churnErr != nil {
@@ -237,7 +261,7 @@ func flood(ctx context.Context, o Options, rep *Report) error {
 	calls := res.Accepted + res.Limited + res.Other
 	fmt.Fprintf(o.Log, "stress: flood: %d calls in %v (%.0f/s), %d accepted\n",
 		calls, elapsed.Round(time.Millisecond), float64(calls)/elapsed.Seconds(), res.Accepted)
-	phase(churnN, &flooded)
+	phase(churnN, &floodedLatencies)
 	if err := c.churn(churnN-before, o.ChurnRate); err != nil {
 		return err
 	}
@@ -258,7 +282,8 @@ func flood(ctx context.Context, o Options, rep *Report) error {
 		fmt.Fprintf(o.Log, "stress: flood: other error: %v\n", res.OtherErr)
 	}
 	rep.add(name, fmt.Sprintf("events lost by %d watchers (%d changes each)", o.Watchers, 2*churnN), lost == 0, fmt.Sprint(lost), "0")
-	pb, pf := p99(base), p99(flooded)
+	victimRows(rep, name, quiet, flooded, "")
+	pb, pf := p99(base), p99(floodedLatencies)
 	// A floor of 1 ms keeps scheduler noise at microsecond latencies from
 	// deciding the check.
 	rep.add(name, "watch delivery p99 flooded vs not", pf <= 2*max(pb, time.Millisecond),
@@ -318,8 +343,16 @@ func stalled(ctx context.Context, o Options, rep *Report) error {
 		stacks, err := c.metric("go_memstats_stack_inuse_bytes")
 		return memory{c.rss(), int64(heap), int64(stacks), int64(history)}, err
 	}
+	v, quiet, err := startQuietVictim(ctx, c, o)
+	if err != nil {
+		return err
+	}
+	defer v.kill()
 	before, err := measure()
 	if err != nil {
+		return err
+	}
+	if err := v.start(); err != nil {
 		return err
 	}
 	var after [2]memory
@@ -358,6 +391,14 @@ func stalled(ctx context.Context, o Options, rep *Report) error {
 	// or more per dropped watcher (at 100 of them).
 	const slack = 1 << 20
 	kib := func(b int64) string { return fmt.Sprintf("%d KiB", b>>10) }
+	under, err := v.end()
+	if err != nil {
+		return err
+	}
+	if err := v.close(); err != nil {
+		return err
+	}
+	victimRows(rep, name, quiet, under, "")
 	rep.add(name, "server live heap before / after 1 round / after 2, less the history", after[1].heap-after[1].history <= after[0].heap-after[0].history+slack,
 		fmt.Sprintf("%s / %s / %s (history %s / %s / %s, stacks %s / %s / %s)", kib(before.heap), kib(after[0].heap-after[0].history), kib(after[1].heap-after[1].history),
 			kib(before.history), kib(after[0].history), kib(after[1].history),
@@ -405,8 +446,12 @@ func stalledRound(ctx context.Context, c *child, o Options) (round, error) {
 		}
 		closers = append(closers, closeIt)
 	}
+	// The watches of the round are the harness's: the victim's, opened
+	// and closed all along, are left out.
+	victim := podcgroup.Client(victimCgroup)
+	watches := func() (float64, error) { return c.watchesBesides(victim) }
 	want := float64(o.Readers + o.Stalled)
-	if _, v, err := c.waitMetric("podsapi_watches_open", func(v float64) bool { return v == want }, 30*time.Second); err != nil {
+	if _, v, err := waitValue("watches open", watches, func(v float64) bool { return v == want }, 30*time.Second); err != nil {
 		return r, fmt.Errorf("watches open: %v, want %v: %w", v, want, err)
 	}
 	churned := make(chan error, 1)
@@ -416,7 +461,7 @@ func stalledRound(ctx context.Context, c *child, o Options) (round, error) {
 	// (write-stall timeout): only the readers remain.
 	for time.Since(start) < r.bound+o.StallDuration {
 		r.rssPeak = max(r.rssPeak, c.rss())
-		v, err := c.metric("podsapi_watches_open")
+		v, err := watches()
 		if err != nil {
 			return r, err
 		}
@@ -447,7 +492,7 @@ func stalledRound(ctx context.Context, c *child, o Options) (round, error) {
 	for _, rd := range readers {
 		<-rd.done
 	}
-	if _, _, err := c.waitMetric("podsapi_watches_open", func(v float64) bool { return v == 0 }, 30*time.Second); err != nil {
+	if _, _, err := waitValue("watches open", watches, func(v float64) bool { return v == 0 }, 30*time.Second); err != nil {
 		return r, err
 	}
 	return r, nil
@@ -472,8 +517,16 @@ func churn(ctx context.Context, o Options, rep *Report) error {
 	if _, _, err := c.waitMetric("podsapi_connections_open", func(v float64) bool { return v == 0 }, 30*time.Second); err != nil {
 		return err
 	}
+	v, quiet, err := startQuietVictim(ctx, c, o)
+	if err != nil {
+		return err
+	}
+	defer v.kill()
 	g0, _ := c.metric("go_goroutines")
 	fd0 := c.fds()
+	if err := v.start(); err != nil {
+		return err
+	}
 	var next, failed atomic.Int64
 	var wg sync.WaitGroup
 	start := time.Now()
@@ -492,6 +545,13 @@ func churn(ctx context.Context, o Options, rep *Report) error {
 	}
 	wg.Wait()
 	took := time.Since(start)
+	under, err := v.end()
+	if err != nil {
+		return err
+	}
+	if err := v.close(); err != nil {
+		return err
+	}
 	if _, _, err := c.waitMetric("podsapi_connections_open", func(v float64) bool { return v == 0 }, 30*time.Second); err != nil {
 		return err
 	}
@@ -499,6 +559,7 @@ func churn(ctx context.Context, o Options, rep *Report) error {
 	fd1 := c.fds()
 	rep.add(name, fmt.Sprintf("%d cycles (1 in 10 closed abruptly mid-watch, 1 in 10 mid-call) in %v", o.Cycles, took.Round(time.Millisecond)),
 		failed.Load() == 0, fmt.Sprintf("%d failed", failed.Load()), "0 failed")
+	victimRows(rep, name, quiet, under, "")
 	rep.add(name, "server goroutines before / after", g1 <= g0, fmt.Sprintf("%v / %v", g0, g1), "no growth")
 	rep.add(name, "server file descriptors before / after", fd1 <= fd0, fmt.Sprintf("%d / %d", fd0, fd1), "no growth")
 	_, err = c.stop(10 * time.Second)
@@ -565,6 +626,14 @@ func garbage(ctx context.Context, o Options, rep *Report) error {
 	defer cancel()
 	r := startReader(wctx, c.socket)
 	<-r.synced
+	v, quiet, err := startQuietVictim(ctx, c, o)
+	if err != nil {
+		return err
+	}
+	defer v.kill()
+	if err := v.start(); err != nil {
+		return err
+	}
 	var calls, callFailures atomic.Int64
 	var firstFailure atomic.Value
 	checkerDone := make(chan struct{})
@@ -602,6 +671,14 @@ func garbage(ctx context.Context, o Options, rep *Report) error {
 		})
 	}
 	wg.Wait()
+	under, err := v.end()
+	if err != nil {
+		return err
+	}
+	if err := v.close(); err != nil {
+		return err
+	}
+	victimRows(rep, name, quiet, under, "")
 	// The watcher still gets changes.
 	if err := c.churn(100, 1000); err != nil {
 		return err

@@ -55,6 +55,16 @@ func (s *victimStats) add(start time.Time, err error) {
 	s.Latencies = append(s.Latencies, time.Since(start))
 }
 
+// mergeStats returns the outcomes of two phases as one.
+func mergeStats(a, b victimStats) victimStats {
+	out := victimStats{OK: a.OK + b.OK, Failed: a.Failed + b.Failed, FirstErr: a.FirstErr,
+		Latencies: append(append([]time.Duration(nil), a.Latencies...), b.Latencies...)}
+	if out.FirstErr == "" {
+		out.FirstErr = b.FirstErr
+	}
+	return out
+}
+
 // victimOutcome is what the victim measured in one phase.
 type victimOutcome struct {
 	Lists   victimStats `json:"lists"`
@@ -230,6 +240,21 @@ func startVictim(ctx context.Context, c *child, interval time.Duration, reader b
 		return nil, err
 	}
 	return &victim{proc: proc}, nil
+}
+
+// startQuietVictim starts the victim of c without a reader and measures
+// its quiet baseline for d.
+func startQuietVictim(ctx context.Context, c *child, o Options) (*victim, victimOutcome, error) {
+	v, err := startVictim(ctx, c, o.VictimInterval, false)
+	if err != nil {
+		return nil, victimOutcome{}, err
+	}
+	quiet, err := v.quiet(o.LockoutDuration / 2)
+	if err != nil {
+		v.kill()
+		return nil, victimOutcome{}, err
+	}
+	return v, quiet, nil
 }
 
 // start starts a phase of calls.
