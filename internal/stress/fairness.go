@@ -84,7 +84,9 @@ func rootClients(ctx context.Context, o Options, rep *Report, name string, held 
 	}
 	rssBefore := c.rss()
 
-	a, err := startRootAttacker(ctx, c, held, 2*o.LockoutDuration+time.Minute)
+	cpu := newCPULimit(attackerCPU)
+	defer cpu.remove()
+	a, err := startRootAttacker(ctx, c, cpu, held, 2*o.LockoutDuration+time.Minute)
 	if err != nil {
 		return err
 	}
@@ -115,7 +117,7 @@ func rootClients(ctx context.Context, o Options, rep *Report, name string, held 
 		rep.add(name, "attacker's snapshots per second (reported)", true,
 			fmt.Sprintf("%.0f/s (%d)", float64(res.WatchesSynced)/elapsed, res.WatchesSynced), "")
 	}
-	victimRows(rep, name, quiet, attacked, "")
+	victimRows(rep, name, quiet, attacked, cpu.Note)
 	rep.add(name, "server CPU and RSS under the attack (reported)", true,
 		fmt.Sprintf("%.2f cores; RSS %d → %d MiB", (cpuAfter-cpuBefore)/o.LockoutDuration.Seconds(), rssBefore>>20, rssPeak>>20), "")
 	return nil
@@ -136,11 +138,17 @@ type rootAttackerResult struct {
 type rootAttacker struct{ proc *childproc.Process }
 
 // startRootAttacker starts the attacker's process, identified to the
-// server as a systemd unit, and returns once it holds its watches.
-func startRootAttacker(ctx context.Context, c *child, held int, limit time.Duration) (*rootAttacker, error) {
+// server as a systemd unit and confined to cpu, and returns once it holds
+// its watches.
+func startRootAttacker(ctx context.Context, c *child, cpu *cpuLimit, held int, limit time.Duration) (*rootAttacker, error) {
 	proc, err := startClientProcess(ctx, roleRootAttacker, []string{"--socket", c.socket, "--watches", fmt.Sprint(held),
 		"--loopers", fmt.Sprint(fairLoopers), "--limit", limit.String()},
-		func(pid int) error { return c.identify(pid, fairAttackerCgroup) }, "attacking")
+		func(pid int) error {
+			if err := cpu.add(pid); err != nil {
+				return err
+			}
+			return c.identify(pid, fairAttackerCgroup)
+		}, "attacking")
 	if err != nil {
 		return nil, err
 	}

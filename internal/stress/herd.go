@@ -138,7 +138,8 @@ func startBudgeted(scenario string, rep *Report, args ...string) (*child, float6
 // within the memory budget. The herds are this process, one client; the
 // victim (victim.go) is another, a pod, whose reader must receive every
 // change and whose calls and watches must be served as well as before the
-// herds.
+// herds. The herds run confined to attackerCPU, as an agent of a DaemonSet
+// would.
 func resumeHerd(ctx context.Context, o Options, rep *Report) error {
 	const name = "6 resume herd"
 	c, budget, err := startBudgeted(name, rep, "--padding", "2048", "--qps", "-1", "--pods", fmt.Sprint(o.HerdPods))
@@ -189,6 +190,8 @@ func resumeHerd(ctx context.Context, o Options, rep *Report) error {
 	// The same churn during each herd: o.HerdBack changes at o.HerdChurn
 	// per second.
 	var under victimOutcome
+	cpu := newCPULimit(attackerCPU)
+	defer cpu.remove()
 	herd := func(rev string) (herdResult, *sampler, []time.Duration, error) {
 		if _, err := churn(o.HerdBack, 10*o.HerdChurn); err != nil { // the resume point is o.HerdBack changes back
 			return herdResult{}, nil, nil, err
@@ -200,7 +203,12 @@ func resumeHerd(ctx context.Context, o Options, rep *Report) error {
 		churned := make(chan error, 1)
 		go func() { churned <- c.churn(n, o.HerdChurn) }()
 		s := startSampler(c)
+		release, err := cpu.confineSelf()
+		if err != nil {
+			return herdResult{}, nil, nil, err
+		}
 		res := runHerd(ctx, c.socket, o.Herd, rev, o.HerdTimeout)
+		release()
 		s.end()
 		if err := <-churned; err != nil {
 			return res, s, nil, err
@@ -239,7 +247,7 @@ func resumeHerd(ctx context.Context, o Options, rep *Report) error {
 		}
 		return s
 	}
-	rep.add(name, fmt.Sprintf("fresh herd of %d, %d pods of 2.4 KB, %d changes/s", o.Herd, o.HerdPods, o.HerdChurn), true, herdRow(fresh), "reported")
+	rep.add(name, fmt.Sprintf("fresh herd of %d, %d pods of 2.4 KB, %d changes/s (%s)", o.Herd, o.HerdPods, o.HerdChurn, cpu.Note), true, herdRow(fresh), "reported")
 	rep.add(name, fmt.Sprintf("herd of %d resuming %d changes back, %d changes/s", o.Herd, o.HerdBack, o.HerdChurn),
 		resumed.synced == o.Herd && resumed.synced >= fresh.synced, herdRow(resumed), fmt.Sprintf("all, and >= fresh (%d)", fresh.synced))
 	rep.add(name, "server RSS peak fresh / resumed", true, fmt.Sprintf("%s / %s", mib(fs.rssPeak), mib(rs.rssPeak)), "reported")
@@ -249,7 +257,7 @@ func resumeHerd(ctx context.Context, o Options, rep *Report) error {
 	pq, pf, pr := p99(base), p99(fl), p99(rl)
 	rep.add(name, "victim's reader delivery p99 quiet / fresh herd / resume herd", true,
 		fmt.Sprintf("%v / %v / %v", pq.Round(time.Microsecond), pf.Round(time.Microsecond), pr.Round(time.Microsecond)), "reported")
-	victimRows(rep, name, quiet, under, "")
+	victimRows(rep, name, quiet, under, cpu.Note)
 	return nil
 }
 

@@ -43,6 +43,12 @@ type Options struct {
 	// RateLimitDelay is the server's --rate-limit-delay during the flood;
 	// 0 leaves its default.
 	RateLimitDelay time.Duration
+	// FloodPerClientQPS is the server's --per-client-qps during the flood
+	// (its burst is Burst): the share of the shared bucket one client may
+	// take, which leaves the victim its calls; 0, the server's default,
+	// turns it off, and the shared bucket is the flood's, first come first
+	// served.
+	FloodPerClientQPS float64
 	// Stalled: Stalled watchers never read and Readers read, under
 	// UpdateRate changes per second for StallDuration.
 	Stalled       int
@@ -84,7 +90,7 @@ type Options struct {
 // Defaults are the options of `make stress`.
 func Defaults() Options {
 	return Options{
-		Duration: 30 * time.Second, FloodClients: 16, Watchers: 10, QPS: 100, Burst: 10, ChurnRate: 100,
+		Duration: 30 * time.Second, FloodClients: 16, Watchers: 10, QPS: 100, Burst: 10, ChurnRate: 100, FloodPerClientQPS: 50,
 		Stalled: 100, Readers: 10, UpdateRate: 1000, StallDuration: 10 * time.Second, StallTimeout: 2 * time.Second,
 		Cycles: 10000, ChurnWorkers: 8, GarbageConns: 2000,
 		Slowloris: 200, HeldConns: 4, HeldStreams: 50, HeldTimeout: time.Second, LockoutDuration: 10 * time.Second, VictimInterval: 20 * time.Millisecond,
@@ -172,12 +178,15 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// flood checks the shared rate limit under 16 greedy clients, and that
-// watchers lose nothing and stay fast meanwhile; it ends with a SIGTERM
-// under that watch load.
+// flood checks the shared rate limit under 16 greedy clients of one
+// process (one client to the server), that watchers lose nothing and stay
+// fast meanwhile, and that the victim keeps its calls: the flood may take
+// its share of the shared bucket (--per-client-qps FloodPerClientQPS), not
+// the victim's. It ends with a SIGTERM under that watch load.
 func flood(ctx context.Context, o Options, rep *Report) error {
 	const name = "1 flood"
-	c, err := startChild("--qps", fmt.Sprint(o.QPS), "--burst", fmt.Sprint(o.Burst), "--rate-limit-delay", o.RateLimitDelay.String())
+	c, err := startChild("--qps", fmt.Sprint(o.QPS), "--burst", fmt.Sprint(o.Burst), "--rate-limit-delay", o.RateLimitDelay.String(),
+		"--per-client-qps", fmt.Sprint(o.FloodPerClientQPS), "--per-client-burst", fmt.Sprint(o.Burst))
 	if err != nil {
 		return err
 	}
@@ -272,9 +281,12 @@ func flood(ctx context.Context, o Options, rep *Report) error {
 		lost += 2*churnN - r.modified + r.gaps
 		r.mu.Unlock()
 	}
+	// The shared bucket: the flood's calls and the victim's, made within
+	// the flood.
 	bound := int64(o.QPS*elapsed.Seconds()) + int64(o.Burst)
-	rep.add(name, fmt.Sprintf("accepted ListPods+GetPod of %d clients in %v", o.FloodClients, elapsed.Round(time.Millisecond)),
-		res.Accepted <= bound, fmt.Sprintf("%d of %d calls (%.0f/s)", res.Accepted, calls, float64(calls)/elapsed.Seconds()),
+	accepted := res.Accepted + int64(flooded.Lists.OK)
+	rep.add(name, fmt.Sprintf("accepted ListPods+GetPod of %d clients and the victim in %v", o.FloodClients, elapsed.Round(time.Millisecond)),
+		accepted <= bound, fmt.Sprintf("%d + %d of %d + %d calls (%.0f/s)", res.Accepted, flooded.Lists.OK, calls, flooded.Lists.OK+flooded.Lists.Failed, float64(calls)/elapsed.Seconds()),
 		fmt.Sprintf("<= qps*t+burst = %d", bound))
 	rep.add(name, "rejections that are RESOURCE_EXHAUSTED", res.Other == 0,
 		fmt.Sprintf("%d of %d", res.Limited, res.Limited+res.Other), "all")
@@ -282,7 +294,7 @@ func flood(ctx context.Context, o Options, rep *Report) error {
 		fmt.Fprintf(o.Log, "stress: flood: other error: %v\n", res.OtherErr)
 	}
 	rep.add(name, fmt.Sprintf("events lost by %d watchers (%d changes each)", o.Watchers, 2*churnN), lost == 0, fmt.Sprint(lost), "0")
-	victimRows(rep, name, quiet, flooded, "")
+	victimRows(rep, name, quiet, flooded, fmt.Sprintf("--per-client-qps %g", o.FloodPerClientQPS))
 	pb, pf := p99(base), p99(floodedLatencies)
 	// A floor of 1 ms keeps scheduler noise at microsecond latencies from
 	// deciding the check.
@@ -502,7 +514,8 @@ func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
 
 // churn runs connect/call/disconnect cycles, some closed abruptly in the
 // middle of a watch or a call, and checks that goroutines and file
-// descriptors come back.
+// descriptors come back and that the victim is served meanwhile. The
+// cycles run in this process, confined to attackerCPU while they run.
 func churn(ctx context.Context, o Options, rep *Report) error {
 	const name = "3 churn"
 	c, err := startChild("--qps", "-1")
@@ -524,6 +537,12 @@ func churn(ctx context.Context, o Options, rep *Report) error {
 	defer v.kill()
 	g0, _ := c.metric("go_goroutines")
 	fd0 := c.fds()
+	cpu := newCPULimit(attackerCPU)
+	defer cpu.remove()
+	release, err := cpu.confineSelf()
+	if err != nil {
+		return err
+	}
 	if err := v.start(); err != nil {
 		return err
 	}
@@ -545,6 +564,7 @@ func churn(ctx context.Context, o Options, rep *Report) error {
 	}
 	wg.Wait()
 	took := time.Since(start)
+	release()
 	under, err := v.end()
 	if err != nil {
 		return err
@@ -557,9 +577,9 @@ func churn(ctx context.Context, o Options, rep *Report) error {
 	}
 	_, g1, _ := c.waitMetric("go_goroutines", func(v float64) bool { return v <= g0 }, 30*time.Second)
 	fd1 := c.fds()
-	rep.add(name, fmt.Sprintf("%d cycles (1 in 10 closed abruptly mid-watch, 1 in 10 mid-call) in %v", o.Cycles, took.Round(time.Millisecond)),
+	rep.add(name, fmt.Sprintf("%d cycles (1 in 10 closed abruptly mid-watch, 1 in 10 mid-call) in %v (%s)", o.Cycles, took.Round(time.Millisecond), cpu.Note),
 		failed.Load() == 0, fmt.Sprintf("%d failed", failed.Load()), "0 failed")
-	victimRows(rep, name, quiet, under, "")
+	victimRows(rep, name, quiet, under, cpu.Note)
 	rep.add(name, "server goroutines before / after", g1 <= g0, fmt.Sprintf("%v / %v", g0, g1), "no growth")
 	rep.add(name, "server file descriptors before / after", fd1 <= fd0, fmt.Sprintf("%d / %d", fd0, fd1), "no growth")
 	_, err = c.stop(10 * time.Second)
