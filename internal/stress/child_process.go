@@ -107,7 +107,8 @@ func (c *child) gc() error {
 	return err
 }
 
-// metric returns the sum of the series of the metric name.
+// metric returns the sum of the series of the metric name (of a summary,
+// its count).
 func (c *child) metric(name string) (float64, error) {
 	resp, err := http.Get("http://" + c.metrics + "/metrics")
 	if err != nil {
@@ -121,7 +122,7 @@ func (c *child) metric(name string) (float64, error) {
 	}
 	sum := 0.0
 	for _, m := range families[name].GetMetric() {
-		sum += m.GetCounter().GetValue() + m.GetGauge().GetValue() + m.GetUntyped().GetValue()
+		sum += m.GetCounter().GetValue() + m.GetGauge().GetValue() + m.GetUntyped().GetValue() + float64(m.GetSummary().GetSampleCount())
 	}
 	return sum, nil
 }

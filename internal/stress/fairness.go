@@ -42,15 +42,15 @@ const (
 // fairness checks that a root client cannot take the shares of another
 // root client (issue 25, finding 7): the server tells them apart by their
 // cgroups, read from /proc/PID/cgroup of the PID their connection's peer
-// credentials name (under --host-proc: a directory this scenario writes, so
-// that it runs without creating cgroups). The attacker, a process of a
+// credentials name (under --host-proc: a directory the harness writes, see
+// child.identify, so that it runs without creating cgroups). The attacker, a process of a
 // systemd unit, holds every watch its share allows (fairShare) and loops,
 // on fairLoopers goroutines, watches beyond its share and ListPods beyond
-// its rate (--per-client-qps fairClientQPS); the victim, this process in a
-// pod, calls ListPods and opens a watch every VictimInterval for
-// LockoutDuration, as it did alone before the attack (its quiet baseline,
-// half as long). Before the shares were per client they were per UID: the
-// victim got none of its watches.
+// its rate (--per-client-qps fairClientQPS), confined to attackerCPU; the
+// victim (victim.go), a process in a pod, calls ListPods and opens a watch
+// every VictimInterval for LockoutDuration, as it did alone before the
+// attack (its quiet baseline, half as long). Before the shares were per
+// client they were per UID: the victim got none of its watches.
 func fairness(ctx context.Context, o Options, rep *Report) error {
 	return rootClients(ctx, o, rep, "6 root clients", fairShare)
 }
