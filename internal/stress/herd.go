@@ -179,12 +179,15 @@ func resumeHerd(ctx context.Context, o Options, rep *Report) error {
 	if err != nil {
 		return err
 	}
-	cl, closeConns := newClient(c.socket, connect.WithCodec(typeOnlyCodec{}))
+	cl, closeConns := newClient(c.socket)
 	defer closeConns()
 	revision := func() (string, error) {
 		list, err := cl.ListPods(ctx, connect.NewRequest(&podsv1alpha1.PodListRequest{}))
 		if err != nil {
 			return "", err
+		}
+		if list.Msg.GetRevision() == "" {
+			return "", errors.New("ListPods answered no revision to resume from")
 		}
 		return list.Msg.GetRevision(), nil
 	}
