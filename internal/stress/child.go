@@ -89,6 +89,7 @@ func runChild(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	hostProc := fs.String("host-proc", "", "where the cgroups of the clients' processes are read")
 	watchersPerClient := fs.Int("max-watchers-per-uid", 0, "")
 	perClientQPS := fs.Float64("per-client-qps", 0, "")
+	perClientBurst := fs.Int("per-client-burst", 0, "")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -112,7 +113,7 @@ func runChild(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		Registry: reg,
 		HostProc: *hostProc,
 		Limits: server.LimitsConfig{QPS: *qps, Burst: *burst, RateLimitDelay: *delay, MaxConnections: *maxConns,
-			MaxWatchersPerUID: *watchersPerClient, PerClientQPS: *perClientQPS},
+			MaxWatchersPerUID: *watchersPerClient, PerClientQPS: *perClientQPS, PerClientBurst: *perClientBurst},
 		Watch:     server.WatchConfig{Queue: *queue},
 		Transport: server.TransportConfig{WriteStallTimeout: *stall, RequestReadTimeout: *readTimeout, ShutdownTimeout: 5 * time.Second},
 		Metrics:   server.MetricsConfig{Address: "127.0.0.1:0"},

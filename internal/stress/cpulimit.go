@@ -8,8 +8,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/podsapi/podsapi/internal/childproc"
 )
 
 // attackerCPU is the CPU limit of an attacking process, in thousandths of
@@ -148,4 +151,51 @@ func (l *cpuLimit) remove() {
 	}
 	_ = l.release(os.Getpid())
 	_ = os.Remove(l.dir)
+}
+
+// cpuMeter measures the CPU the server and the attacker spend during an
+// attack, in cores: what says whether the machine was saturated.
+type cpuMeter struct {
+	c        *child
+	attacker func() time.Duration
+	start    time.Time
+	server0  float64
+	attack0  time.Duration
+}
+
+// meterCPU starts measuring the server of c and the attacker, whose CPU
+// time attacker returns (selfCPU for an attack of this process).
+func meterCPU(c *child, attacker func() time.Duration) *cpuMeter {
+	m := &cpuMeter{c: c, attacker: attacker, start: time.Now(), attack0: attacker()}
+	m.server0, _ = c.metric("process_cpu_seconds_total")
+	return m
+}
+
+// row reports the cores the server and the attacker used since meterCPU.
+func (m *cpuMeter) row(rep *Report, scenario string) {
+	elapsed := max(time.Since(m.start).Seconds(), 1e-3)
+	server, err := m.c.metric("process_cpu_seconds_total")
+	value := fmt.Sprintf("%.2f / %.2f cores", (server-m.server0)/elapsed, (m.attacker()-m.attack0).Seconds()/elapsed)
+	if err != nil {
+		value = fmt.Sprintf("server unknown (%v) / %.2f cores", err, (m.attacker()-m.attack0).Seconds()/elapsed)
+	}
+	rep.add(scenario, "server / attacker CPU during the attack", true, value, "reported")
+}
+
+// selfCPU returns the CPU time this process has used.
+func selfCPU() time.Duration {
+	var ru unix.Rusage
+	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// processCPU returns a function that returns the CPU time the process pid
+// has used (0 once it is gone).
+func processCPU(pid int) func() time.Duration {
+	return func() time.Duration {
+		d, _ := childproc.CPU(pid)
+		return d
+	}
 }

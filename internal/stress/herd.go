@@ -322,6 +322,7 @@ func maskAttack(ctx context.Context, o Options, rep *Report) error {
 	if err := v.start(); err != nil {
 		return err
 	}
+	meter := meterCPU(c, selfCPU)
 	for _, m := range masks {
 		for {
 			req := connect.NewRequest(&podsv1alpha1.PodListRequest{})
@@ -358,6 +359,7 @@ func maskAttack(ctx context.Context, o Options, rep *Report) error {
 			}
 		}
 	}
+	meter.row(rep, name)
 	under, err := v.end()
 	if err != nil {
 		return err

@@ -60,6 +60,7 @@ func lockout(ctx context.Context, o Options, rep *Report) error {
 	if err := v.start(); err != nil {
 		return err
 	}
+	meter := meterCPU(c, selfCPU)
 	actx, stopAttack := context.WithCancel(ctx)
 	defer stopAttack()
 	var attackers sync.WaitGroup
@@ -122,6 +123,7 @@ func lockout(ctx context.Context, o Options, rep *Report) error {
 		}
 	}
 	tick.Stop()
+	meter.row(rep, name)
 	under, err := v.end()
 	if err != nil {
 		return err

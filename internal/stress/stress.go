@@ -245,11 +245,13 @@ func flood(ctx context.Context, o Options, rep *Report) error {
 	if err := v.start(); err != nil {
 		return err
 	}
+	meter := meterCPU(c, processCPU(fl.proc.Pid()))
 	start := time.Now()
 	churnErr := c.churn(churnN, o.ChurnRate)
 	if rest := time.Until(start.Add(o.Duration)); rest > 0 {
 		time.Sleep(rest) // the flood lasts at least Duration
 	}
+	meter.row(rep, name)
 	flooded, err := v.end()
 	if err != nil {
 		return err
@@ -368,6 +370,7 @@ func stalled(ctx context.Context, o Options, rep *Report) error {
 	if err := v.start(); err != nil {
 		return err
 	}
+	meter := meterCPU(c, selfCPU)
 	var after [2]memory
 	var rssPeak int64
 	for i := range after {
@@ -404,6 +407,7 @@ func stalled(ctx context.Context, o Options, rep *Report) error {
 	// or more per dropped watcher (at 100 of them).
 	const slack = 1 << 20
 	kib := func(b int64) string { return fmt.Sprintf("%d KiB", b>>10) }
+	meter.row(rep, name)
 	under, err := v.end()
 	if err != nil {
 		return err
@@ -547,6 +551,7 @@ func churn(ctx context.Context, o Options, rep *Report) error {
 	if err := v.start(); err != nil {
 		return err
 	}
+	meter := meterCPU(c, selfCPU)
 	var next, failed atomic.Int64
 	var wg sync.WaitGroup
 	start := time.Now()
@@ -565,6 +570,7 @@ func churn(ctx context.Context, o Options, rep *Report) error {
 	}
 	wg.Wait()
 	took := time.Since(start)
+	meter.row(rep, name)
 	release()
 	under, err := v.end()
 	if err != nil {
@@ -655,6 +661,7 @@ func garbage(ctx context.Context, o Options, rep *Report) error {
 	if err := v.start(); err != nil {
 		return err
 	}
+	meter := meterCPU(c, selfCPU)
 	var calls, callFailures atomic.Int64
 	var firstFailure atomic.Value
 	checkerDone := make(chan struct{})
@@ -692,6 +699,7 @@ func garbage(ctx context.Context, o Options, rep *Report) error {
 		})
 	}
 	wg.Wait()
+	meter.row(rep, name)
 	under, err := v.end()
 	if err != nil {
 		return err
