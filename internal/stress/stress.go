@@ -45,9 +45,10 @@ type Options struct {
 	RateLimitDelay time.Duration
 	// FloodPerClientQPS is the server's --per-client-qps during the flood
 	// (its burst is Burst): the share of the shared bucket one client may
-	// take, which leaves the victim its calls; 0, the server's default,
-	// turns it off, and the shared bucket is the flood's, first come first
-	// served.
+	// take: the victim's calls (one every 2*VictimInterval in the flood)
+	// must fit in it, and in what the flood leaves of QPS. 0, the server's
+	// default, turns it off, and the shared bucket is the flood's, first
+	// come first served.
 	FloodPerClientQPS float64
 	// Stalled: Stalled watchers never read and Readers read, under
 	// UpdateRate changes per second for StallDuration.
@@ -91,7 +92,7 @@ type Options struct {
 // Defaults are the options of `make stress`.
 func Defaults() Options {
 	return Options{
-		Duration: 30 * time.Second, FloodClients: 16, Watchers: 10, QPS: 100, Burst: 10, ChurnRate: 100, FloodPerClientQPS: 50,
+		Duration: 30 * time.Second, FloodClients: 16, Watchers: 10, QPS: 100, Burst: 10, ChurnRate: 100, FloodPerClientQPS: 40,
 		Stalled: 100, Readers: 10, UpdateRate: 1000, StallDuration: 10 * time.Second, StallTimeout: 2 * time.Second,
 		Cycles: 10000, ChurnWorkers: 8, GarbageConns: 2000,
 		Slowloris: 200, HeldConns: 4, HeldStreams: 50, HeldTimeout: time.Second, LockoutDuration: 10 * time.Second, VictimInterval: 20 * time.Millisecond,
@@ -203,8 +204,10 @@ func flood(ctx context.Context, o Options, rep *Report) error {
 			return fmt.Errorf("watcher %d did not sync: %v", i, readers[i].endErr())
 		}
 	}
-	// The victim calls through the baseline (its quiet) and the flood.
-	v, err := startVictim(ctx, c, o.VictimInterval, false)
+	// The victim calls through the baseline (its quiet) and the flood, at
+	// half its pace elsewhere (25 calls a second by default), under the
+	// per-client share as the flood is.
+	v, err := startVictim(ctx, c, 2*o.VictimInterval, false)
 	if err != nil {
 		return err
 	}
@@ -297,7 +300,7 @@ func flood(ctx context.Context, o Options, rep *Report) error {
 		fmt.Fprintf(o.Log, "stress: flood: other error: %v\n", res.OtherErr)
 	}
 	rep.add(name, fmt.Sprintf("events lost by %d watchers (%d changes each)", o.Watchers, 2*churnN), lost == 0, fmt.Sprint(lost), "0")
-	victimRows(rep, name, quiet, flooded, fmt.Sprintf("--per-client-qps %g", o.FloodPerClientQPS))
+	victimRows(rep, name, quiet, flooded, fmt.Sprintf("--per-client-qps %g, every %v", o.FloodPerClientQPS, 2*o.VictimInterval))
 	pb, pf := p99(base), p99(floodedLatencies)
 	// A floor of 1 ms keeps scheduler noise at microsecond latencies from
 	// deciding the check.
