@@ -360,11 +360,8 @@ func maskAttack(ctx context.Context, o Options, rep *Report) error {
 		}
 	}
 	meter.row(rep, name)
-	under, err := v.end()
+	under, err := v.finish()
 	if err != nil {
-		return err
-	}
-	if err := v.close(); err != nil {
 		return err
 	}
 	afterWatches, err := heap()

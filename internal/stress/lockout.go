@@ -124,11 +124,8 @@ func lockout(ctx context.Context, o Options, rep *Report) error {
 	}
 	tick.Stop()
 	meter.row(rep, name)
-	under, err := v.end()
+	under, err := v.finish()
 	if err != nil {
-		return err
-	}
-	if err := v.close(); err != nil {
 		return err
 	}
 	stopAttack()

@@ -411,11 +411,8 @@ func stalled(ctx context.Context, o Options, rep *Report) error {
 	const slack = 1 << 20
 	kib := func(b int64) string { return fmt.Sprintf("%d KiB", b>>10) }
 	meter.row(rep, name)
-	under, err := v.end()
+	under, err := v.finish()
 	if err != nil {
-		return err
-	}
-	if err := v.close(); err != nil {
 		return err
 	}
 	victimRows(rep, name, quiet, under, "")
@@ -575,11 +572,8 @@ func churn(ctx context.Context, o Options, rep *Report) error {
 	took := time.Since(start)
 	meter.row(rep, name)
 	release()
-	under, err := v.end()
+	under, err := v.finish()
 	if err != nil {
-		return err
-	}
-	if err := v.close(); err != nil {
 		return err
 	}
 	if _, _, err := c.waitMetric("podsapi_connections_open", func(v float64) bool { return v == 0 }, 30*time.Second); err != nil {
@@ -703,11 +697,8 @@ func garbage(ctx context.Context, o Options, rep *Report) error {
 	}
 	wg.Wait()
 	meter.row(rep, name)
-	under, err := v.end()
+	under, err := v.finish()
 	if err != nil {
-		return err
-	}
-	if err := v.close(); err != nil {
 		return err
 	}
 	victimRows(rep, name, quiet, under, "")

@@ -297,6 +297,16 @@ func (v *victim) readerGot(n int) (readerOutcome, error) {
 	return out, nextJSON(v.proc, &out)
 }
 
+// finish ends the phase, stops the victim's process and returns what the
+// phase measured.
+func (v *victim) finish() (victimOutcome, error) {
+	out, err := v.end()
+	if err != nil {
+		return out, err
+	}
+	return out, v.close()
+}
+
 // close stops the victim's process.
 func (v *victim) close() error {
 	var res struct{}
