@@ -16,6 +16,7 @@ import (
 	"github.com/podsapi/podsapi/errinfo"
 	podsv1alpha1 "github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1"
 	"github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1/podsv1alpha1connect"
+	"github.com/podsapi/podsapi/podcgroup"
 )
 
 // watchesPerConn is how many watches the herds open per connection, under
@@ -82,10 +83,13 @@ type sampler struct {
 	// queuedPeak is the peak of the queued events, which the budget
 	// counts but --watch-queue bounds: usePeak leaves them out.
 	queuedPeak int64
+	// clients is the peak of each client's watches, by the name the
+	// server gives it (podsapi_client_watches).
+	clients map[string]float64
 }
 
 func startSampler(c *child) *sampler {
-	s := &sampler{stop: make(chan struct{}), done: make(chan struct{})}
+	s := &sampler{stop: make(chan struct{}), done: make(chan struct{}), clients: map[string]float64{}}
 	go func() {
 		defer close(s.done)
 		for {
@@ -99,6 +103,11 @@ func startSampler(c *child) *sampler {
 				}
 				s.usePeak = max(s.usePeak, int64(sum))
 				s.queuedPeak = max(s.queuedPeak, int64(used["queued"]))
+			}
+			if by, err := c.metricSeries("podsapi_client_watches", "client"); err == nil {
+				for client, n := range by {
+					s.clients[client] = max(s.clients[client], n)
+				}
 			}
 			select {
 			case <-s.stop:
@@ -267,6 +276,18 @@ func resumeHerd(ctx context.Context, o Options, rep *Report) error {
 		fmt.Sprintf("%.2f / %.2f cores; %.0f / %.0f GCs", cpuSecs[0], cpuSecs[1], gcs[0], gcs[1]), "reported")
 	rep.add(name, "memory budget used, peak fresh / resumed (queued events beside)", max(fs.usePeak, rs.usePeak) <= int64(budget),
 		fmt.Sprintf("%s / %s (%s / %s)", mib(fs.usePeak), mib(rs.usePeak), mib(fs.queuedPeak), mib(rs.queuedPeak)), fmt.Sprintf("<= budget %s", mib(int64(budget))))
+	// The herd and the victim are two clients to the server: the victim's
+	// reader holds its one watch under the victim's name, the herd its
+	// watches under another.
+	victimName := podcgroup.Client(victimCgroup)
+	herdClient, herdPeak := "", 0.0
+	for client, n := range rs.clients {
+		if client != victimName && n > herdPeak {
+			herdClient, herdPeak = client, n
+		}
+	}
+	rep.add(name, "peak watches per client during the resumed herd, as the server names them", rs.clients[victimName] >= 1 && herdPeak >= float64(resumed.synced),
+		fmt.Sprintf("%s %.0f, %s %.0f", victimName, rs.clients[victimName], herdClient, herdPeak), "the victim apart from the herd")
 	rep.add(name, "events lost by the victim's reader", lost == 0, fmt.Sprint(lost), "0")
 	pq, pf, pr := p99(base), p99(fl), p99(rl)
 	rep.add(name, "victim's reader delivery p99 quiet / fresh herd / resume herd", true,
