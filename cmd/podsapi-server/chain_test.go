@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/protobuf/proto"
 
 	podsv1alpha1 "github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1"
@@ -48,19 +47,8 @@ func runServing(t *testing.T, sock string, untilServing bool, args ...string) (*
 	wctx, wcancel := context.WithTimeout(ctx, 20*time.Second)
 	defer wcancel()
 	conn := podstest.GRPCConn(t, sock)
-	hw, err := healthpb.NewHealthClient(conn).Watch(wctx, &healthpb.HealthCheckRequest{}, grpc.WaitForReady(true))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		resp, err := hw.Recv()
-		if err != nil {
-			t.Fatalf("health watch of %v: %v\nlogs:\n%s", args, err, stderr.String())
-		}
-		if resp.GetStatus() == healthpb.HealthCheckResponse_SERVING || !untilServing {
-			return conn, stderr
-		}
-	}
+	waitHealth(wctx, t, conn, stderr, untilServing)
+	return conn, stderr
 }
 
 // TestRunChained chains two servers: the second reads the first's kubelet
