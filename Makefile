@@ -237,7 +237,8 @@ checkgenerate: generate ## Fail when gen/ differs from what `make generate` prod
 		echo "gen/ is stale: run make generate and commit the result" >&2; exit 1; fi
 
 .PHONY: lint
-lint: protodeps ## Run go vet, buf lint and buf format.
+lint: protodeps ## Run gofmt, go vet, buf lint and buf format.
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$unformatted" ]; then echo "gofmt -w these files:"; echo "$$unformatted"; exit 1; fi
 	go vet ./...
 	$(BUF) lint proto
 	$(BUF) format -d --exit-code proto

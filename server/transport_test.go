@@ -371,7 +371,7 @@ func (c *h2Client) readUntil(done func(ends map[uint32]streamEnd, goaway, closed
 // its handler returns (the deadlines' clock is tested with synctest in
 // server/internal/transport).
 func TestHeldStreams(t *testing.T) {
-	f := start(t, server.Config{Limits: server.LimitsConfig{MaxPendingPerUID: 1000, MaxStreams: 1000}, Transport: server.TransportConfig{RequestReadTimeout: 200 * time.Millisecond}}, false, samplePods()...)
+	f := start(t, server.Config{Limits: server.LimitsConfig{MaxPendingPerClient: 1000, MaxStreams: 1000}, Transport: server.TransportConfig{RequestReadTimeout: 200 * time.Millisecond}}, false, samplePods()...)
 	// A first call lets the server start what it keeps running.
 	if _, err := clientKinds[0].dial(t, f.socket).List(ctx(t), nil); err != nil {
 		t.Fatal(err)
@@ -413,7 +413,7 @@ func TestHeldStreams(t *testing.T) {
 // are served again.
 func TestHeldStreamsPerUID(t *testing.T) {
 	const limit, held = 10, 30
-	f := start(t, server.Config{Limits: server.LimitsConfig{MaxPendingPerUID: limit}, Transport: server.TransportConfig{RequestReadTimeout: time.Hour}}, false, samplePods()...)
+	f := start(t, server.Config{Limits: server.LimitsConfig{MaxPendingPerClient: limit}, Transport: server.TransportConfig{RequestReadTimeout: time.Hour}}, false, samplePods()...)
 	c := dialH2(t, f.socket)
 	for range held {
 		c.open("/grpc.health.v1.Health/Check")
@@ -511,7 +511,7 @@ func TestSlowPrefacesShed(t *testing.T) {
 // TestWatchersPerUID: one UID cannot open more than its share of watches.
 func TestWatchersPerUID(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	f := start(t, server.Config{Registry: reg, Limits: server.LimitsConfig{MaxWatchers: 100, MaxWatchersPerUID: 3}}, false, samplePods()...)
+	f := start(t, server.Config{Registry: reg, Limits: server.LimitsConfig{MaxWatchers: 100, MaxWatchersPerClient: 3}}, false, samplePods()...)
 	c := clientKinds[0].dial(t, f.socket)
 	wctx, cancel := context.WithCancel(ctx(t))
 	defer cancel()
