@@ -142,7 +142,7 @@ func New(st Pods, cfg Config) (*Server, error) {
 	mux.Handle(grpcreflect.NewHandlerV1(reflector, limit))
 	mux.Handle(grpcreflect.NewHandlerV1Alpha(reflector, limit))
 
-	httpServer := tr.Server(withVersion(mux, version.Get()))
+	httpServer := tr.Server(withVersion(handlers.TrackResponses(mux), version.Get()))
 	if served := cfg.Hooks.Served; served != nil {
 		next := httpServer.Handler
 		httpServer.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

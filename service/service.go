@@ -69,8 +69,9 @@ func WithLogger(l *slog.Logger) Option {
 
 // WithBudget sets the memory budget that the caches of the service count
 // their bytes against: masked views, lists, snapshots and the replays of
-// resumed watches. The default, nil, counts nothing and bounds the caches
-// only by their fixed limits.
+// resumed watches. Half of it, besides, bounds the unary responses in
+// flight (Handlers.TrackResponses). The default, nil, counts nothing and
+// bounds the caches only by their fixed limits.
 func WithBudget(b *memlimit.Budget) Option {
 	return func(h *handler) { h.budget = b }
 }
@@ -94,6 +95,8 @@ type handler struct {
 	// watches.
 	replays replayCache
 	budget  *memlimit.Budget
+	// responses bounds the unary responses in flight (inflight.go).
+	responses *responsesInFlight
 	// projections are the projections of the masks in use.
 	projections maskCache
 	progress    *progressClock
@@ -122,6 +125,7 @@ func newHandler(s PodReader, opts []Option) *handler {
 	h.replays.maxIdle = maxIdleReplayBytes
 	if total := h.budget.Total(); total > 0 {
 		h.replays.maxIdle = min(maxIdleReplayBytes, total/8)
+		h.responses = newResponsesInFlight(total/2, h.metrics)
 	}
 	return h
 }
@@ -138,6 +142,8 @@ type Handlers struct {
 	Pods podsv1alpha1connect.PodsHandler
 	// Kubelet is the kubelet's own v1alpha1.Pods, pods as bytes.
 	Kubelet v1alpha1connect.PodsHandler
+	// h serves both (TrackResponses).
+	h *handler
 }
 
 // New returns the typed Pods API served from s. Field masks reach it through
@@ -157,7 +163,7 @@ func NewKubelet(s PodReader, opts ...Option) v1alpha1connect.PodsHandler {
 // NewHandlers returns both services of s, sharing one cache of responses.
 func NewHandlers(s PodReader, opts ...Option) Handlers {
 	h := newHandler(s, opts)
-	return Handlers{Pods: podsHandler{h}, Kubelet: kubeletHandler{h}}
+	return Handlers{Pods: podsHandler{h}, Kubelet: kubeletHandler{h}, h: h}
 }
 
 // list returns the encoded fields of a ListPods response: every pod of the
@@ -199,6 +205,9 @@ func (h *handler) list(ctx context.Context, sel *selector) ([]byte, uint64, erro
 		return nil, 0, err
 	}
 	h.metrics.viewUsed(viewList, built)
+	if err := h.responses.reserve(ctx, h.clientOf(ctx), int64(len(raw))); err != nil {
+		return nil, 0, err
+	}
 	return raw, version, nil
 }
 
@@ -216,7 +225,11 @@ func (h *handler) get(ctx context.Context, uid types.UID) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return appendPod(make([]byte, 0, protowire.SizeTag(podField)+protowire.SizeBytes(len(v))), v), nil
+	raw := appendPod(make([]byte, 0, protowire.SizeTag(podField)+protowire.SizeBytes(len(v))), v)
+	if err := h.responses.reserve(ctx, h.clientOf(ctx), int64(len(raw))); err != nil {
+		return nil, err
+	}
+	return raw, nil
 }
 
 // podsHandler is the typed kubelet.pods.v1alpha1.Pods.
