@@ -135,7 +135,7 @@ func (r *Report) Print(w io.Writer) {
 var limit = &memoryLimit{Note: "none"}
 
 // Run runs the scenarios named in which (flood, stalled, churn, garbage,
-// lockout, fairness, snapshots, resume, masks, maskcpu; all when empty) and returns
+// lockout, fairness, snapshots, resume, masks, maskcpu, unread; all when empty) and returns
 // the report; err is set when a scenario could not run at all. The stress
 // servers run under a memory limit of 256 MiB (see childMemoryMax).
 func Run(ctx context.Context, o Options, which ...string) (*Report, error) {
@@ -146,7 +146,7 @@ func Run(ctx context.Context, o Options, which ...string) (*Report, error) {
 	all := []struct {
 		name string
 		run  func(context.Context, Options, *Report) error
-	}{{"flood", flood}, {"stalled", stalled}, {"churn", churn}, {"garbage", garbage}, {"lockout", lockout}, {"fairness", fairness}, {"snapshots", snapshots}, {"resume", resumeHerd}, {"masks", maskAttack}, {"maskcpu", maskCPU}}
+	}{{"flood", flood}, {"stalled", stalled}, {"churn", churn}, {"garbage", garbage}, {"lockout", lockout}, {"fairness", fairness}, {"snapshots", snapshots}, {"resume", resumeHerd}, {"masks", maskAttack}, {"maskcpu", maskCPU}, {"unread", unread}}
 	for _, s := range all {
 		if len(which) > 0 && !contains(which, s.name) {
 			continue
