@@ -13,18 +13,15 @@ import (
 	podsv1alpha1 "github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1"
 )
 
-// maskCPUWatches is the number of watches of the distinct-mask CPU attack,
-// each with a field mask of its own.
-const maskCPUWatches = 900
-
 // maskCPUFields are the fields the attack's masks are made of: every
 // non-empty subset is a distinct mask (1,023 of them). A watch's mask
 // always keeps the pod's namespace, name and UID, so these are others.
 var maskCPUFields = []string{"metadata.labels", "metadata.resourceVersion", "metadata.creationTimestamp", "spec.nodeName", "spec.containers",
 	"spec.restartPolicy", "status.phase", "status.podIP", "status.hostIP", "status.conditions"}
 
-// maskCPU is issue 25's finding 6c: one client opens 900 watches, each
-// with a distinct small field mask, under 100 changes a second; every
+// maskCPU is issue 25's finding 6c: one client opens o.MaskWatches (900)
+// watches, each with a distinct small field mask, under 100 changes a
+// second; every
 // distinct mask costs a projection of every change. The server takes
 // DefaultMasksPerClient (32) distinct masks of one client and refuses the
 // others TOO_MANY_MASKS, so the attack costs the CPU of 32 masks; before
@@ -32,7 +29,7 @@ var maskCPUFields = []string{"metadata.labels", "metadata.resourceVersion", "met
 // victim watcher alone.
 func maskCPU(ctx context.Context, o Options, rep *Report) error {
 	const name = "8 distinct-mask CPU"
-	c, err := startChild("--pods", "1000", "--padding", "1024", "--rate-limit-delay", o.RateLimitDelay.String())
+	c, err := startChild("--pods", fmt.Sprint(o.MaskPods), "--padding", "1024", "--rate-limit-delay", o.RateLimitDelay.String())
 	if err != nil {
 		return err
 	}
@@ -47,7 +44,7 @@ func maskCPU(ctx context.Context, o Options, rep *Report) error {
 	}
 	changes := 0
 	churn := func() (cores float64, err error) {
-		const n, rate = 1000, 100
+		n, rate := o.MaskChanges, 100
 		before, err := c.metric("process_cpu_seconds_total")
 		if err != nil {
 			return 0, err
@@ -67,7 +64,7 @@ func maskCPU(ctx context.Context, o Options, rep *Report) error {
 	}
 	baseLatency := victim.takeLatencies()
 
-	// The attack: 900 watches with distinct masks, on connections of
+	// The attack: watches with distinct masks, on connections of
 	// watchesPerConn streams, each read (and discarded) as it comes.
 	var mu sync.Mutex
 	reasons := map[string]int{}
@@ -81,12 +78,12 @@ func maskCPU(ctx context.Context, o Options, rep *Report) error {
 			f()
 		}
 	}()
-	ready := make(chan struct{}, maskCPUWatches)
-	for i := range maskCPUWatches {
+	ready := make(chan struct{}, o.MaskWatches)
+	for i := range o.MaskWatches {
 		if i%watchesPerConn == 0 {
 			cl, closeConns := newClient(c.socket, connect.WithCodec(typeOnlyCodec{}))
 			clients = append(clients, closeConns)
-			for j := i; j < min(i+watchesPerConn, maskCPUWatches); j++ {
+			for j := i; j < min(i+watchesPerConn, o.MaskWatches); j++ {
 				var paths []string
 				for b, f := range maskCPUFields {
 					if (j+1)&(1<<b) != 0 {
@@ -124,7 +121,7 @@ func maskCPU(ctx context.Context, o Options, rep *Report) error {
 			}
 		}
 	}
-	for range maskCPUWatches {
+	for range o.MaskWatches {
 		select {
 		case <-ready:
 		case <-time.After(2 * time.Minute):
@@ -142,7 +139,7 @@ func maskCPU(ctx context.Context, o Options, rep *Report) error {
 		value += fmt.Sprintf("; %d %s", n, r)
 	}
 	mu.Unlock()
-	rep.add(name, fmt.Sprintf("%d watches of one client with distinct masks", maskCPUWatches), synced <= 32 && reasons["resource_exhausted "+errinfo.TooManyMasks] == maskCPUWatches-synced,
+	rep.add(name, fmt.Sprintf("%d watches of one client with distinct masks", o.MaskWatches), synced <= 32 && reasons["resource_exhausted "+errinfo.TooManyMasks] == o.MaskWatches-synced,
 		value, "<= 32 synced, the others TOO_MANY_MASKS")
 	rep.add(name, "server CPU at 100 changes/s, quiet / under the attack", attacked <= quiet+0.3,
 		fmt.Sprintf("%.2f / %.2f cores", quiet, attacked), "<= quiet + 0.3 core")

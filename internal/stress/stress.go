@@ -76,6 +76,13 @@ type Options struct {
 	HerdTimeout time.Duration
 	// Distinct masks: the pods carry MaskPadding bytes of annotation each.
 	MaskPadding int
+	// Distinct-mask CPU: MaskWatches watches with distinct masks over
+	// MaskPods pods, under MaskChanges changes at 100 a second.
+	MaskWatches, MaskPods, MaskChanges int
+	// Unread answers: UnreadConns connections, one a second, each with
+	// UnreadCalls calls whose answers are never read, over pods of
+	// UnreadPadding bytes of annotation (50 of them).
+	UnreadConns, UnreadCalls, UnreadPadding int
 	// Log receives progress lines.
 	Log io.Writer
 }
@@ -89,6 +96,8 @@ func Defaults() Options {
 		Slowloris: 200, HeldConns: 4, HeldStreams: 50, HeldTimeout: time.Second, LockoutDuration: 10 * time.Second, VictimInterval: 20 * time.Millisecond,
 		Herd: 200, HerdPods: 1000, HerdBack: 1000, HerdChurn: 100, HerdTimeout: 20 * time.Second,
 		MaskPadding: 200 << 10,
+		MaskWatches: 900, MaskPods: 1000, MaskChanges: 1000,
+		UnreadConns: 15, UnreadCalls: 100, UnreadPadding: 200 << 10,
 		Log:         io.Discard,
 	}
 }

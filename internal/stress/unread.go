@@ -10,15 +10,10 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// The unread-answers attack: its connections and the calls on each.
-const (
-	unreadConns        = 15
-	unreadCallsPerConn = 100
-)
-
 // unread is the attack of a client that asks and never reads the answers.
 // Each answer stays in memory until the write-stall timeout ends its
-// connection. First ListPods of a 10 MB store (50 pods of 200 KB): before
+// connection (o.UnreadConns connections of o.UnreadCalls calls). First
+// ListPods of a 10 MB store (50 pods of o.UnreadPadding, 200 KB): before
 // the responses in flight were bounded, 200 such calls took the server
 // under 256 MiB to its OOM kill in 2 s; the server must stay up with the
 // responses in flight within their bound (half the memory budget),
@@ -28,14 +23,14 @@ const (
 // client's are refused.
 func unread(ctx context.Context, o Options, rep *Report) error {
 	const name = "9 unread answers"
-	c, budget, err := startBudgeted(name, rep, "--padding", fmt.Sprint(200<<10))
+	c, budget, err := startBudgeted(name, rep, "--padding", fmt.Sprint(o.UnreadPadding))
 	if err != nil {
 		return err
 	}
 	defer c.kill()
 	rssBefore := c.rss()
 	s := startSampler(c)
-	inFlightPeak, err := unreadCalls(ctx, c, "/kubelet.pods.v1alpha1.Pods/ListPods", nil)
+	inFlightPeak, err := unreadCalls(ctx, o, c, "/kubelet.pods.v1alpha1.Pods/ListPods", nil)
 	s.end()
 	if err != nil {
 		return err
@@ -44,8 +39,8 @@ func unread(ctx context.Context, o Options, rep *Report) error {
 	if err != nil {
 		return fmt.Errorf("the server after the attack: %w", err)
 	}
-	calls := unreadConns * unreadCallsPerConn
-	rep.add(name, fmt.Sprintf("server up after %d unread ListPods of a 10 MB store on %d connections", calls, unreadConns), c.rss() > 0, fmt.Sprint(c.rss() > 0), "true")
+	calls := o.UnreadConns * o.UnreadCalls
+	rep.add(name, fmt.Sprintf("server up after %d unread ListPods of a %s store on %d connections", calls, mib(int64(childPods*o.UnreadPadding)), o.UnreadConns), c.rss() > 0, fmt.Sprint(c.rss() > 0), "true")
 	rep.add(name, "responses in flight, peak", inFlightPeak <= budget/2, mib(int64(inFlightPeak)), fmt.Sprintf("<= half the budget, %s", mib(int64(budget/2))))
 	rep.add(name, "the client's ListPods refused MEMORY_BUDGET_EXCEEDED (responses)", refused > 0, fmt.Sprint(refused), "> 0")
 	rep.add(name, "server RSS before / peak, unread lists", true, fmt.Sprintf("%s / %s", mib(rssBefore), mib(s.rssPeak)), "reported")
@@ -58,7 +53,7 @@ func unread(ctx context.Context, o Options, rep *Report) error {
 	}
 	rssBefore = c.rss()
 	s = startSampler(c)
-	_, err = unreadCalls(ctx, c, "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo", req)
+	_, err = unreadCalls(ctx, o, c, "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo", req)
 	s.end()
 	if err != nil {
 		return err
@@ -78,11 +73,11 @@ func unread(ctx context.Context, o Options, rep *Report) error {
 // streams.
 const maxReflectionPerClient = 8
 
-// unreadCalls opens unreadConns connections, one a second, each with
-// unreadCallsPerConn calls of path with the request req (nil: empty), whose
+// unreadCalls opens o.UnreadConns connections, one a second, each with
+// o.UnreadCalls calls of path with the request req (nil: empty), whose
 // answers it never reads; it returns the peak of the responses in flight
 // it saw. The connections are closed when it returns.
-func unreadCalls(ctx context.Context, c *child, path string, req []byte) (float64, error) {
+func unreadCalls(ctx context.Context, o Options, c *child, path string, req []byte) (float64, error) {
 	var conns []net.Conn
 	defer func() {
 		for _, nc := range conns {
@@ -93,7 +88,7 @@ func unreadCalls(ctx context.Context, c *child, path string, req []byte) (float6
 	var peak float64
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
-	for range unreadConns {
+	for range o.UnreadConns {
 		nc, err := net.Dial("unix", c.socket)
 		if err != nil {
 			return peak, err
@@ -103,7 +98,7 @@ func unreadCalls(ctx context.Context, c *child, path string, req []byte) (float6
 		if err := h.preface(); err != nil {
 			return peak, err
 		}
-		for i := range unreadCallsPerConn {
+		for i := range o.UnreadCalls {
 			id := uint32(2*i + 1)
 			if err := h.request(id, path, 0); err != nil {
 				return peak, err
