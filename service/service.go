@@ -120,6 +120,9 @@ func newHandler(s PodReader, opts []Option) *handler {
 		opt(h)
 	}
 	h.snapshots.metrics = h.metrics
+	// A snapshot is kept for the next watch in line while the turns send
+	// them one after another (snapshotCache).
+	h.snapshots.keep, h.turns.idle = h.turns.busy, h.snapshots.dropIdle
 	h.snapshots.budget, h.lists.budget = h.budget, h.budget
 	h.replays.metrics, h.replays.budget = h.metrics, h.budget
 	h.replays.maxIdle = maxIdleReplayBytes
