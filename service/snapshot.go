@@ -49,7 +49,7 @@ type envelopedSnapshot struct {
 // at the same store version, wire, field mask and selection meanwhile shares
 // it (the watchers of a sync storm overlap). When its last watcher is done
 // the snapshot is kept, idle, while keep reports that a watch holds or
-// waits for its snapshot turn (fairness.go): the turns send a client's
+// waits for its snapshot turn (fairness.go), up to maxIdle bytes: the turns send a client's
 // snapshots one after another, and without it each watch of a sync storm of
 // one client would build again the snapshot the one before it just dropped.
 // Otherwise the snapshot is dropped: an idle node keeps none. Idle
@@ -65,8 +65,11 @@ type snapshotCache struct {
 	// ones (refs 0).
 	entries map[string]*snapshotEntry
 	// keep reports whether a watch holds or waits for a snapshot turn: a
-	// snapshot without watchers is kept while it does. Nil keeps none.
-	keep func() bool
+	// snapshot without watchers is kept while it does, up to maxIdle bytes
+	// of them (idleBytes). Nil keeps none.
+	keep      func() bool
+	maxIdle   int
+	idleBytes int
 	// count and bytes are the snapshots in flight of every version, and
 	// the bytes reserved for them.
 	count   int
@@ -122,6 +125,9 @@ func (c *snapshotCache) get(version uint64, key string, build func(reserve func(
 		c.count++
 		c.metrics.snapshotsInFlight(1, 0)
 	}
+	if e.refs == 0 {
+		c.idleBytes -= e.bytes
+	}
 	e.refs++
 	c.mu.Unlock()
 	e.once.Do(func() {
@@ -159,7 +165,8 @@ func (c *snapshotCache) release(key string, e *snapshotEntry) {
 	if e.refs--; e.refs > 0 {
 		return
 	}
-	if c.entries[key] == e && e.s != nil && e.err == nil && c.keep != nil && c.keep() {
+	if c.entries[key] == e && e.s != nil && e.err == nil && c.idleBytes+e.bytes <= c.maxIdle && c.keep != nil && c.keep() {
+		c.idleBytes += e.bytes
 		return
 	}
 	c.drop(key, e)
@@ -177,6 +184,7 @@ func (c *snapshotCache) dropIdle() {
 func (c *snapshotCache) dropIdleLocked(except *snapshotEntry) {
 	for key, e := range c.entries {
 		if e.refs == 0 && e != except {
+			c.idleBytes -= e.bytes
 			c.drop(key, e)
 		}
 	}
@@ -187,6 +195,7 @@ func (c *snapshotCache) dropIdleLocked(except *snapshotEntry) {
 func (c *snapshotCache) dropOneIdle(except *snapshotEntry) bool {
 	for key, e := range c.entries {
 		if e.refs == 0 && e != except {
+			c.idleBytes -= e.bytes
 			c.drop(key, e)
 			return true
 		}

@@ -96,14 +96,14 @@ func TestSnapshotCacheRelease(t *testing.T) {
 // holds or waits for a snapshot turn: the next watch of the same key shares
 // the snapshot instead of building it again; the idle snapshots go when the
 // turns are all given back, when a watch starts at a newer store version,
-// and when another snapshot needs their room; a snapshot not built is not
-// kept. Before, the turns sent a client's snapshots one after another and
+// and when another snapshot needs their room; they are bounded in bytes; a
+// snapshot not built is not kept. Before, the turns sent a client's snapshots one after another and
 // each of its watches built again the snapshot the one before had just
 // dropped: a sync storm of 100 watchers on 1,000 pods cost 255 ms of server
 // CPU against 173 ms with the snapshots sent all at once.
 func TestSnapshotCacheKeepsIdle(t *testing.T) {
 	busy := true
-	c := snapshotCache{keep: func() bool { return busy }}
+	c := snapshotCache{keep: func() bool { return busy }, maxIdle: maxSnapshotBytes}
 	builds := 0
 	size := 100
 	build := func(reserve func(int) bool) (*envelopedSnapshot, error) {
@@ -183,9 +183,19 @@ func TestSnapshotCacheKeepsIdle(t *testing.T) {
 	if _, built := get(3, "k"); !built {
 		t.Fatal("a snapshot kept with no turn held or waited for")
 	}
-	// Four before the bound, maxSnapshots-1 to reach it, over, huge, none
-	// and the two of version 3.
-	if want := 4 + maxSnapshots - 1 + 3 + 2; builds != want {
+	// The idle snapshots are bounded in bytes: one over maxIdle is dropped.
+	busy, c.maxIdle = true, 150
+	get(4, "a")
+	get(4, "b")
+	check(1, 100)
+	c.dropIdle()
+	check(0, 0)
+	if c.idleBytes != 0 {
+		t.Fatalf("%d idle bytes counted with no snapshot kept", c.idleBytes)
+	}
+	// Four before the bound, maxSnapshots-1 to reach it, over, huge, none,
+	// the two of version 3 and the two of version 4.
+	if want := 4 + maxSnapshots - 1 + 3 + 2 + 2; builds != want {
 		t.Fatalf("%d builds, want %d", builds, want)
 	}
 }
