@@ -18,11 +18,7 @@ func TestSnapshotCacheRelease(t *testing.T) {
 	}
 	check := func(count, bytes int) {
 		t.Helper()
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		if c.count != count || c.bytes != bytes || len(c.entries) > count {
-			t.Fatalf("%d snapshots in flight (%d shared) of %d bytes, want %d of %d", c.count, len(c.entries), c.bytes, count, bytes)
-		}
+		checkInFlight(t, &c, count, bytes)
 	}
 
 	s1, built, release1, err := c.get(1, "k", build)
@@ -115,11 +111,7 @@ func TestSnapshotCacheKeepsIdle(t *testing.T) {
 	}
 	check := func(count, bytes int) {
 		t.Helper()
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		if c.count != count || c.bytes != bytes || len(c.entries) > count {
-			t.Fatalf("%d snapshots in flight (%d shared) of %d bytes, want %d of %d", c.count, len(c.entries), c.bytes, count, bytes)
-		}
+		checkInFlight(t, &c, count, bytes)
 	}
 	get := func(version uint64, key string) (*envelopedSnapshot, bool) {
 		t.Helper()
@@ -197,5 +189,16 @@ func TestSnapshotCacheKeepsIdle(t *testing.T) {
 	// the two of version 3 and the two of version 4.
 	if want := 4 + maxSnapshots - 1 + 3 + 2 + 2; builds != want {
 		t.Fatalf("%d builds, want %d", builds, want)
+	}
+}
+
+// checkInFlight fails t unless c counts count snapshots in flight, of bytes
+// bytes.
+func checkInFlight(t *testing.T, c *snapshotCache, count, bytes int) {
+	t.Helper()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.count != count || c.bytes != bytes || len(c.entries) > count {
+		t.Fatalf("%d snapshots in flight (%d shared) of %d bytes, want %d of %d", c.count, len(c.entries), c.bytes, count, bytes)
 	}
 }
