@@ -77,7 +77,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	}, []string{"view"})
 	m.snapshots = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "podsapi_watch_snapshots",
-		Help: "Number of enveloped watch snapshots in flight: built or being built, and being written to at least one watcher.",
+		Help: "Number of enveloped watch snapshots in flight: built or being built, being written to at least one watcher, or kept for the next watch waiting for its snapshot turn.",
 	})
 	m.snapshotBytes = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "podsapi_watch_snapshots_bytes",

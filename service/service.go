@@ -120,12 +120,17 @@ func newHandler(s PodReader, opts []Option) *handler {
 		opt(h)
 	}
 	h.snapshots.metrics = h.metrics
+	// A snapshot is kept for the next watch in line while the turns send
+	// them one after another (snapshotCache).
+	h.snapshots.keep, h.turns.idle = h.turns.busy, h.snapshots.dropIdle
+	h.snapshots.maxIdle = maxIdleSnapshotBytes
 	h.snapshots.budget, h.lists.budget = h.budget, h.budget
 	h.replays.metrics, h.replays.budget = h.metrics, h.budget
 	h.replays.maxIdle = maxIdleReplayBytes
 	if total := h.budget.Total(); total > 0 {
 		h.replays.maxIdle = min(maxIdleReplayBytes, total/8)
 		h.responses = newResponsesInFlight(total/2, h.metrics)
+		h.snapshots.maxIdle = int(min(maxIdleSnapshotBytes, total/8))
 	}
 	return h
 }
@@ -134,6 +139,12 @@ func newHandler(s PodReader, opts []Option) *handler {
 // watch replays them (at most an eighth of the budget): a herd of watches
 // resuming one after another shares them.
 const maxIdleReplayBytes = 32 << 20
+
+// maxIdleSnapshotBytes bounds the enveloped snapshots kept while no watch
+// writes them, for the next watch waiting for its snapshot turn (at most an
+// eighth of the budget): the turns send a client's snapshots one after
+// another.
+const maxIdleSnapshotBytes = 32 << 20
 
 // Handlers are the two services of one PodReader, sharing their caches: a
 // response built for one wire is reused by the other.
