@@ -202,7 +202,7 @@ fuzz: ## Run each fuzz target for a count of inputs (30 s or less each on a busy
 
 STRESS_FLAGS ?=
 .PHONY: stress
-stress: ## Attack a child server (flood, stalled watchers, churn, garbage, lockout, two root clients, snapshot loop, resume herd of 1000, distinct masks) under a 256 MiB limit, a second root client (the victim) served beside each attack: a table, exit 1 on a violated invariant (STRESS_FLAGS=-duration=10s ...).
+stress: ## Attack a child server (flood, stalled watchers, churn, garbage, lockout, two root clients, snapshot loop, resume herd of 1000, distinct masks, distinct-mask CPU, unread lists) under a 256 MiB limit, a second root client (the victim) served beside each attack: a table, exit 1 on a violated invariant (STRESS_FLAGS=-duration=10s ...).
 	go run ./cmd/stress $(STRESS_FLAGS)
 
 .PHONY: examples
@@ -237,7 +237,8 @@ checkgenerate: generate ## Fail when gen/ differs from what `make generate` prod
 		echo "gen/ is stale: run make generate and commit the result" >&2; exit 1; fi
 
 .PHONY: lint
-lint: protodeps ## Run go vet, buf lint and buf format.
+lint: protodeps ## Run gofmt, go vet, buf lint and buf format.
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$unformatted" ]; then echo "gofmt -w these files:"; echo "$$unformatted"; exit 1; fi
 	go vet ./...
 	$(BUF) lint proto
 	$(BUF) format -d --exit-code proto

@@ -2,8 +2,8 @@ package deploy_test
 
 import (
 	"bufio"
-	"cmp"
 	"bytes"
+	"cmp"
 	"context"
 	"os"
 	"os/exec"
@@ -319,9 +319,9 @@ func TestServerPodSpec(t *testing.T) {
 
 func TestKustomization(t *testing.T) {
 	var k struct {
-		APIVersion string   `json:"apiVersion"`
-		Kind       string   `json:"kind"`
-		Resources  []string `json:"resources"`
+		APIVersion string           `json:"apiVersion"`
+		Kind       string           `json:"kind"`
+		Resources  []string         `json:"resources"`
 		Images     []kustomizeImage `json:"images"`
 	}
 	data, err := os.ReadFile("kustomization.yaml")

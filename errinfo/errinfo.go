@@ -89,6 +89,10 @@ const (
 	// (its pod, systemd unit or UID) are waiting for their request.
 	// Metadata "limit" and "client".
 	TooManyPending = "TOO_MANY_PENDING_CALLS"
+	// TooManyReflectionStreams (RESOURCE_EXHAUSTED): the client has as many
+	// reflection streams open as it may: end one (grpcurl opens one per
+	// invocation). Metadata "limit" and "client".
+	TooManyReflectionStreams = "TOO_MANY_REFLECTION_STREAMS"
 	// TooManyMasks (RESOURCE_EXHAUSTED): the client's watches, or the
 	// server's, already use as many distinct field masks as they may: watch
 	// with a mask already in use, or close a watch. Metadata "limit" and,

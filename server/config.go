@@ -141,12 +141,12 @@ type LimitsConfig struct {
 	// once.
 	RateLimitDelay time.Duration
 	// MaxWatchers bounds the watches open at once (RESOURCE_EXHAUSTED
-	// beyond it), MaxWatchersPerUID those of one client (its pod, systemd
-	// unit, or else its UID: the name keeps the flag's), so that one
+	// beyond it), MaxWatchersPerClient those of one client (its pod, systemd
+	// unit, or else its UID: guard.Peer.Client), so that one
 	// client cannot take every watch slot. Defaults DefaultMaxWatchers and
-	// DefaultMaxWatchersPerUID; negative means no limit.
-	MaxWatchers       int
-	MaxWatchersPerUID int
+	// DefaultMaxWatchersPerClient; negative means no limit.
+	MaxWatchers          int
+	MaxWatchersPerClient int
 	// MaxConnections bounds the open connections (more are closed as soon
 	// as accepted); MaxStreams is the number of concurrent HTTP/2 streams
 	// (calls, watches included) per connection. Defaults
@@ -154,10 +154,10 @@ type LimitsConfig struct {
 	// MaxConnections means no limit.
 	MaxConnections int
 	MaxStreams     int
-	// MaxPendingPerUID bounds the calls of one client (as above) waiting for their
+	// MaxPendingPerClient bounds the calls of one client (as above) waiting for their
 	// request at once; more are refused RESOURCE_EXHAUSTED before anything
-	// is read. Default DefaultMaxPendingPerUID; negative means no limit.
-	MaxPendingPerUID int
+	// is read. Default DefaultMaxPendingPerClient; negative means no limit.
+	MaxPendingPerClient int
 	// MemoryBudgetBytes bounds in bytes what the server keeps on behalf of
 	// its clients: masked views, cached lists, snapshots in flight, the
 	// replays of resumed watches, and the history (counted, bounded by its
@@ -180,9 +180,9 @@ const (
 	DefaultPerClientBurst = 5
 	// DefaultRateLimitDelay is how long a call refused by a rate limit
 	// waits before it is answered.
-	DefaultRateLimitDelay    = 100 * time.Millisecond
-	DefaultMaxWatchers       = 10000
-	DefaultMaxWatchersPerUID = 1000
+	DefaultRateLimitDelay       = 100 * time.Millisecond
+	DefaultMaxWatchers          = 10000
+	DefaultMaxWatchersPerClient = 1000
 	// DefaultMaxStreams and DefaultMaxConnections bound the streams that
 	// can be open at once, 25,600: every stream costs net/http a goroutine
 	// before any handler runs, and a root client holding that many fits the
@@ -191,9 +191,9 @@ const (
 	// connection).
 	DefaultMaxStreams     = 100
 	DefaultMaxConnections = 256
-	// DefaultMaxPendingPerUID is how many calls of one client may wait
+	// DefaultMaxPendingPerClient is how many calls of one client may wait
 	// for their request at once.
-	DefaultMaxPendingPerUID = 256
+	DefaultMaxPendingPerClient = 256
 )
 
 func (l LimitsConfig) withDefaults() LimitsConfig {
@@ -202,10 +202,10 @@ func (l LimitsConfig) withDefaults() LimitsConfig {
 	l.PerClientBurst = orDefault(l.PerClientBurst, DefaultPerClientBurst)
 	l.RateLimitDelay = orDefault(l.RateLimitDelay, DefaultRateLimitDelay)
 	l.MaxWatchers = orDefault(l.MaxWatchers, DefaultMaxWatchers)
-	l.MaxWatchersPerUID = orDefault(l.MaxWatchersPerUID, DefaultMaxWatchersPerUID)
+	l.MaxWatchersPerClient = orDefault(l.MaxWatchersPerClient, DefaultMaxWatchersPerClient)
 	l.MaxConnections = orDefault(l.MaxConnections, DefaultMaxConnections)
 	l.MaxStreams = orDefault(l.MaxStreams, DefaultMaxStreams)
-	l.MaxPendingPerUID = orDefault(l.MaxPendingPerUID, DefaultMaxPendingPerUID)
+	l.MaxPendingPerClient = orDefault(l.MaxPendingPerClient, DefaultMaxPendingPerClient)
 	l.MemoryBudgetBytes = orDefault(l.MemoryBudgetBytes, memlimit.BudgetBytes(memlimit.Limit()))
 	return l
 }

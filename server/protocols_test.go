@@ -7,10 +7,12 @@ import (
 	"slices"
 	"testing"
 
+	"connectrpc.com/connect"
 	"google.golang.org/grpc/reflection/grpc_reflection_v1"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/podsapi/podsapi/errinfo"
 	podsv1alpha1 "github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1"
 	"github.com/podsapi/podsapi/internal/podstest"
 	"github.com/podsapi/podsapi/server"
@@ -119,5 +121,50 @@ func TestNoCompression(t *testing.T) {
 	}
 	if got := resp.Trailer.Get("Grpc-Status"); got != "0" {
 		t.Fatalf("grpc-status = %q, want 0", got)
+	}
+}
+
+// TestReflectionStreamsBounded: a client may have 8 reflection streams
+// open at once; the 9th is refused RESOURCE_EXHAUSTED
+// TOO_MANY_REFLECTION_STREAMS, and once one ends another may open. Each
+// answer stays in memory until read: 2,000 streams that asked and never
+// read took a server under 256 MiB to 243 MiB.
+func TestReflectionStreamsBounded(t *testing.T) {
+	const procedure = "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo"
+	f := start(t, server.Config{}, false, samplePods()...)
+	client := grpc_reflection_v1.NewServerReflectionClient(podstest.GRPCConn(t, f.socket))
+	open := func() (grpc_reflection_v1.ServerReflection_ServerReflectionInfoClient, error) {
+		stream, err := client.ServerReflectionInfo(ctx(t))
+		if err != nil {
+			return nil, err
+		}
+		if err := stream.Send(&grpc_reflection_v1.ServerReflectionRequest{MessageRequest: &grpc_reflection_v1.ServerReflectionRequest_ListServices{}}); err != nil {
+			return nil, err
+		}
+		_, err = stream.Recv()
+		return stream, err
+	}
+	var streams []grpc_reflection_v1.ServerReflection_ServerReflectionInfoClient
+	for range 8 {
+		s, err := open()
+		if err != nil {
+			t.Fatalf("reflection stream %d: %v", len(streams)+1, err)
+		}
+		streams = append(streams, s)
+	}
+	_, err := open()
+	if codeOf(err) != connect.CodeResourceExhausted || reasonOf(err) != errinfo.TooManyReflectionStreams {
+		t.Fatalf("a 9th reflection stream: %v (reason %q), want RESOURCE_EXHAUSTED %s", err, reasonOf(err), errinfo.TooManyReflectionStreams)
+	}
+	f.WaitServed(t, procedure, 1)
+	if err := streams[0].CloseSend(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := streams[0].Recv(); err != io.EOF {
+		t.Fatalf("the closed stream: %v, want its end", err)
+	}
+	f.WaitServed(t, procedure, 2)
+	if _, err := open(); err != nil {
+		t.Fatalf("a reflection stream once one ended: %v", err)
 	}
 }

@@ -50,7 +50,7 @@ func TestRootClientsToldApart(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	f := start(t, server.Config{
 		Registry: reg,
-		Limits:   server.LimitsConfig{MaxWatchers: 100, MaxWatchersPerUID: share, PerClientQPS: 1e-9, PerClientBurst: 2},
+		Limits:   server.LimitsConfig{MaxWatchers: 100, MaxWatchersPerClient: share, PerClientQPS: 1e-9, PerClientBurst: 2},
 		Hooks: rootClients(
 			"0::/system.slice/attacker.service\n",
 			"0::/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod0b7e1f6c_1111_4222_8333_444455556666.slice/cri-containerd-0123abcd.scope\n",
@@ -117,7 +117,7 @@ func TestRootClientsToldApart(t *testing.T) {
 func TestRootClientsPendingShares(t *testing.T) {
 	const limit = 10
 	f := start(t, server.Config{
-		Limits:    server.LimitsConfig{MaxPendingPerUID: limit},
+		Limits:    server.LimitsConfig{MaxPendingPerClient: limit},
 		Transport: server.TransportConfig{RequestReadTimeout: time.Hour},
 		Hooks: rootClients(
 			"0::/system.slice/attacker.service\n",

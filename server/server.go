@@ -79,7 +79,7 @@ func New(st Pods, cfg Config) (*Server, error) {
 		MaxDeniedConnections: DefaultMaxDeniedConnections,
 		Access:               access,
 		RequestReadTimeout:   cfg.Transport.RequestReadTimeout,
-		MaxPendingPerUID:     cfg.Limits.MaxPendingPerUID,
+		MaxPendingPerClient:  cfg.Limits.MaxPendingPerClient,
 		WriteStallTimeout:    cfg.Transport.WriteStallTimeout,
 		MaxStreams:           cfg.Limits.MaxStreams,
 		IdleTimeout:          cfg.Transport.IdleTimeout,
@@ -142,7 +142,7 @@ func New(st Pods, cfg Config) (*Server, error) {
 	mux.Handle(grpcreflect.NewHandlerV1(reflector, limit))
 	mux.Handle(grpcreflect.NewHandlerV1Alpha(reflector, limit))
 
-	httpServer := tr.Server(withVersion(mux, version.Get()))
+	httpServer := tr.Server(withVersion(handlers.TrackResponses(mux), version.Get()))
 	if served := cfg.Hooks.Served; served != nil {
 		next := httpServer.Handler
 		httpServer.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -290,7 +290,7 @@ func newGuards(cfg Config, st Pods) guard.Guards {
 	g := guard.Guards{
 		Ready:   st.Synced,
 		Tarpit:  guard.NewTarpit(cfg.Limits.RateLimitDelay, guard.DefaultTarpitCapacity),
-		Watches: guard.NewWatchLimit(cfg.Limits.MaxWatchers).PerClient(cfg.Limits.MaxWatchersPerUID),
+		Watches: guard.NewWatchLimit(cfg.Limits.MaxWatchers).PerClient(cfg.Limits.MaxWatchersPerClient),
 	}
 	if cfg.Limits.QPS >= 0 {
 		g.Limiter = rate.NewLimiter(rate.Limit(cfg.Limits.QPS), cfg.Limits.Burst)

@@ -70,6 +70,14 @@ func errMemoryShare(revision string) error {
 		map[string]string{"kind": "replays", "revision": revision})
 }
 
+// errResponsesInFlight refuses a call of a client whose responses still
+// being written hold held bytes: n more would take it beyond its share.
+func errResponsesInFlight(client string, held, n, share int64) error {
+	return errinfo.New(connect.CodeResourceExhausted, errinfo.MemoryBudget,
+		fmt.Errorf("this client (%s) has %d bytes of responses still being written, and this one takes %d: its share of the server's memory for responses in flight is %d bytes. Read the responses already asked for before asking for more, or retry with backoff", client, held, n, share),
+		map[string]string{"kind": "responses", "client": client, "limit": strconv.FormatInt(share, 10)})
+}
+
 // errSelector is returned for a selector of a request that is too long, does
 // not parse, or names a field that cannot be selected.
 func errSelector(field string, err error) error {

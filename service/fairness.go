@@ -79,9 +79,20 @@ func (h *handler) clientOf(ctx context.Context) string {
 type snapshotTurns struct {
 	perClient int
 	slice     time.Duration
+	// idle, if set, is called once every turn is given back and no watch
+	// waits for one, outside mu: the snapshots kept for the next watches in
+	// line are no longer needed (snapshotCache.dropIdle).
+	idle func()
 
 	mu      sync.Mutex
 	clients map[string]*clientTurns
+}
+
+// busy reports whether a watch holds or waits for a turn.
+func (t *snapshotTurns) busy() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.clients) > 0
 }
 
 // clientTurns are the turns of one client: a slot of sem per watch sending
@@ -136,9 +147,13 @@ func (t *snapshotTurns) take(ctx context.Context, client string, done <-chan str
 // one.
 func (t *snapshotTurns) unref(client string, c *clientTurns) {
 	t.mu.Lock()
-	defer t.mu.Unlock()
 	if c.refs--; c.refs == 0 {
 		delete(t.clients, client)
+	}
+	idle := len(t.clients) == 0
+	t.mu.Unlock()
+	if idle && t.idle != nil {
+		t.idle()
 	}
 }
 

@@ -147,3 +147,75 @@ func reasonOfErr(err error) string {
 	}
 	return ""
 }
+
+// TestSnapshotTurnsKeepSnapshots checks the snapshots kept between the turns
+// of a handler: a watch that waits in line behind another of the same key
+// shares the snapshot the one before it sent, and once every turn is given
+// back nothing is kept. Before, each of a client's watches built its
+// snapshot again: the one before had dropped it as it gave its turn back.
+func TestSnapshotTurnsKeepSnapshots(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHandler(nil, []Option{WithSnapshotsPerClient(1, time.Hour)})
+		ctx := context.Background()
+		builds := 0
+		build := func(reserve func(int) bool) (*envelopedSnapshot, error) {
+			builds++
+			reserve(100)
+			return &envelopedSnapshot{first: []byte{1}}, nil
+		}
+		// watch takes its client's turn, gets the snapshot of key, waits
+		// for sent, then releases the snapshot and gives the turn back, in
+		// the order watch does.
+		watch := func(key string, sent <-chan struct{}) (built bool) {
+			end, err := h.turns.take(ctx, "c", nil)
+			if err != nil {
+				t.Error(err)
+				return false
+			}
+			defer end()
+			_, built, release, _ := h.snapshots.get(1, key, build)
+			defer release()
+			<-sent
+			return built
+		}
+		kept := func() int {
+			h.snapshots.mu.Lock()
+			defer h.snapshots.mu.Unlock()
+			return h.snapshots.count
+		}
+
+		first, second := make(chan struct{}), make(chan struct{})
+		builtFirst, builtSecond := make(chan bool, 1), make(chan bool, 1)
+		go func() { builtFirst <- watch("k", first) }()
+		synctest.Wait() // the first watch sends its snapshot
+		go func() { builtSecond <- watch("k", second) }()
+		synctest.Wait() // the second waits in line
+		close(first)
+		if !<-builtFirst {
+			t.Fatal("the first watch did not build its snapshot")
+		}
+		synctest.Wait() // the second takes its turn and its snapshot
+		if kept() != 1 {
+			t.Fatalf("%d snapshots in flight, want the one shared", kept())
+		}
+		close(second)
+		if <-builtSecond {
+			t.Fatal("the watch in line built again the snapshot the one before it sent")
+		}
+		synctest.Wait()
+		if n := kept(); n != 0 || h.turns.busy() {
+			t.Fatalf("%d snapshots kept (turns busy %v) after every turn was given back, want 0", n, h.turns.busy())
+		}
+
+		// Alone, a watch keeps nothing for the next.
+		done := make(chan struct{})
+		close(done)
+		watch("k", done)
+		if n := kept(); n != 0 {
+			t.Fatalf("%d snapshots kept after a lone watch, want 0", n)
+		}
+		if builds != 2 {
+			t.Fatalf("%d builds, want 2", builds)
+		}
+	})
+}

@@ -138,6 +138,9 @@ func (h podsHandler) FindPods(ctx context.Context, req *connect.Request[podsv1al
 	if err != nil {
 		return nil, err
 	}
+	if err := h.responses.reserve(ctx, h.clientOf(ctx), int64(len(raw))); err != nil {
+		return nil, err
+	}
 	return connect.NewResponse(withRaw(&podsv1alpha1.PodFindResponse{Revision: h.store.Revision(version)}, raw)), nil
 }
 

@@ -29,6 +29,10 @@ type Metrics struct {
 	// flight, and their bytes.
 	snapshots     prometheus.Gauge
 	snapshotBytes prometheus.Gauge
+	// responses and responsesRefused are the bytes of the unary responses
+	// in flight and the calls refused for them (inflight.go).
+	responses        prometheus.Gauge
+	responsesRefused prometheus.Counter
 }
 
 // viewKind is a kind of shared view.
@@ -73,13 +77,21 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	}, []string{"view"})
 	m.snapshots = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "podsapi_watch_snapshots",
-		Help: "Number of enveloped watch snapshots in flight: built or being built, and being written to at least one watcher.",
+		Help: "Number of enveloped watch snapshots in flight: built or being built, being written to at least one watcher, or kept for the next watch waiting for its snapshot turn.",
 	})
 	m.snapshotBytes = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "podsapi_watch_snapshots_bytes",
 		Help: "Bytes of the enveloped watch snapshots in flight.",
 	})
-	reg.MustRegister(m.requests.vec, m.list.vec, m.get.vec, m.watch.vec, m.dropped, computes, hits, m.snapshots, m.snapshotBytes)
+	m.responses = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "podsapi_responses_in_flight_bytes",
+		Help: "Bytes of the ListPods, GetPod and FindPods responses being written, bounded by half the memory budget.",
+	})
+	m.responsesRefused = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "podsapi_responses_refused_total",
+		Help: "Number of calls refused RESOURCE_EXHAUSTED MEMORY_BUDGET_EXCEEDED because their client's responses in flight held its share.",
+	})
+	reg.MustRegister(m.requests.vec, m.list.vec, m.get.vec, m.watch.vec, m.dropped, computes, hits, m.snapshots, m.snapshotBytes, m.responses, m.responsesRefused)
 	for k, label := range viewLabels {
 		m.computes[k] = computes.WithLabelValues(label)
 		m.hits[k] = hits.WithLabelValues(label)
@@ -135,6 +147,22 @@ func (c *codeCounters) counter(code codes.Code) prometheus.Counter {
 	counter := c.vec.WithLabelValues(APIVersion, code.String())
 	c.byCode[code].Store(&counter)
 	return counter
+}
+
+// responsesHeld counts n more bytes of responses in flight (fewer when
+// negative). m may be nil.
+func (m *Metrics) responsesHeld(n int64) {
+	if m != nil {
+		m.responses.Add(float64(n))
+	}
+}
+
+// responseRefused counts a call refused for its responses in flight. m may
+// be nil.
+func (m *Metrics) responseRefused() {
+	if m != nil {
+		m.responsesRefused.Inc()
+	}
 }
 
 // droppedEvents counts events lost by a dropped watcher. m may be nil.

@@ -69,8 +69,9 @@ func WithLogger(l *slog.Logger) Option {
 
 // WithBudget sets the memory budget that the caches of the service count
 // their bytes against: masked views, lists, snapshots and the replays of
-// resumed watches. The default, nil, counts nothing and bounds the caches
-// only by their fixed limits.
+// resumed watches. Half of it, besides, bounds the unary responses in
+// flight (Handlers.TrackResponses). The default, nil, counts nothing and
+// bounds the caches only by their fixed limits.
 func WithBudget(b *memlimit.Budget) Option {
 	return func(h *handler) { h.budget = b }
 }
@@ -94,6 +95,8 @@ type handler struct {
 	// watches.
 	replays replayCache
 	budget  *memlimit.Budget
+	// responses bounds the unary responses in flight (inflight.go).
+	responses *responsesInFlight
 	// projections are the projections of the masks in use.
 	projections maskCache
 	progress    *progressClock
@@ -117,11 +120,17 @@ func newHandler(s PodReader, opts []Option) *handler {
 		opt(h)
 	}
 	h.snapshots.metrics = h.metrics
+	// A snapshot is kept for the next watch in line while the turns send
+	// them one after another (snapshotCache).
+	h.snapshots.keep, h.turns.idle = h.turns.busy, h.snapshots.dropIdle
+	h.snapshots.maxIdle = maxIdleSnapshotBytes
 	h.snapshots.budget, h.lists.budget = h.budget, h.budget
 	h.replays.metrics, h.replays.budget = h.metrics, h.budget
 	h.replays.maxIdle = maxIdleReplayBytes
 	if total := h.budget.Total(); total > 0 {
 		h.replays.maxIdle = min(maxIdleReplayBytes, total/8)
+		h.responses = newResponsesInFlight(total/2, h.metrics)
+		h.snapshots.maxIdle = int(min(maxIdleSnapshotBytes, total/8))
 	}
 	return h
 }
@@ -131,6 +140,12 @@ func newHandler(s PodReader, opts []Option) *handler {
 // resuming one after another shares them.
 const maxIdleReplayBytes = 32 << 20
 
+// maxIdleSnapshotBytes bounds the enveloped snapshots kept while no watch
+// writes them, for the next watch waiting for its snapshot turn (at most an
+// eighth of the budget): the turns send a client's snapshots one after
+// another.
+const maxIdleSnapshotBytes = 32 << 20
+
 // Handlers are the two services of one PodReader, sharing their caches: a
 // response built for one wire is reused by the other.
 type Handlers struct {
@@ -138,6 +153,8 @@ type Handlers struct {
 	Pods podsv1alpha1connect.PodsHandler
 	// Kubelet is the kubelet's own v1alpha1.Pods, pods as bytes.
 	Kubelet v1alpha1connect.PodsHandler
+	// h serves both (TrackResponses).
+	h *handler
 }
 
 // New returns the typed Pods API served from s. Field masks reach it through
@@ -157,7 +174,7 @@ func NewKubelet(s PodReader, opts ...Option) v1alpha1connect.PodsHandler {
 // NewHandlers returns both services of s, sharing one cache of responses.
 func NewHandlers(s PodReader, opts ...Option) Handlers {
 	h := newHandler(s, opts)
-	return Handlers{Pods: podsHandler{h}, Kubelet: kubeletHandler{h}}
+	return Handlers{Pods: podsHandler{h}, Kubelet: kubeletHandler{h}, h: h}
 }
 
 // list returns the encoded fields of a ListPods response: every pod of the
@@ -199,6 +216,9 @@ func (h *handler) list(ctx context.Context, sel *selector) ([]byte, uint64, erro
 		return nil, 0, err
 	}
 	h.metrics.viewUsed(viewList, built)
+	if err := h.responses.reserve(ctx, h.clientOf(ctx), int64(len(raw))); err != nil {
+		return nil, 0, err
+	}
 	return raw, version, nil
 }
 
@@ -216,7 +236,11 @@ func (h *handler) get(ctx context.Context, uid types.UID) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return appendPod(make([]byte, 0, protowire.SizeTag(podField)+protowire.SizeBytes(len(v))), v), nil
+	raw := appendPod(make([]byte, 0, protowire.SizeTag(podField)+protowire.SizeBytes(len(v))), v)
+	if err := h.responses.reserve(ctx, h.clientOf(ctx), int64(len(raw))); err != nil {
+		return nil, err
+	}
+	return raw, nil
 }
 
 // podsHandler is the typed kubelet.pods.v1alpha1.Pods.

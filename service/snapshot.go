@@ -18,8 +18,9 @@ import (
 const snapshotChunk = 64 << 10
 
 // maxSnapshots bounds the number of enveloped snapshots in flight at once:
-// built or being built, and being written to at least one watcher. A watch
-// whose snapshot would be one more sends its events one at a time.
+// built or being built, being written to at least one watcher, or kept idle
+// for the next watch in line (an idle one makes room). A watch whose
+// snapshot would be one more sends its events one at a time.
 const maxSnapshots = 16
 
 // maxSnapshotBytes bounds the bytes of the enveloped snapshots in flight at
@@ -47,14 +48,28 @@ type envelopedSnapshot struct {
 // while a watcher is building or writing it, and every watcher that starts
 // at the same store version, wire, field mask and selection meanwhile shares
 // it (the watchers of a sync storm overlap). When its last watcher is done
-// the snapshot is dropped: an idle node keeps none. Only the snapshots of
-// the latest store version a watch started at are shared; the bounds count
-// the snapshots in flight of every version.
+// the snapshot is kept, idle, while keep reports that a watch holds or
+// waits for its snapshot turn (fairness.go), up to maxIdle bytes: the turns send a client's
+// snapshots one after another, and without it each watch of a sync storm of
+// one client would build again the snapshot the one before it just dropped.
+// Otherwise the snapshot is dropped: an idle node keeps none. Idle
+// snapshots are dropped when the turns are all given back (dropIdle), when
+// a watch starts at a newer store version, and when a snapshot needs their
+// room. Only the snapshots of the latest store version a watch started at
+// are shared; the bounds count the snapshots in flight of every version,
+// idle ones included.
 type snapshotCache struct {
 	mu      sync.Mutex
 	version uint64
-	// entries are the snapshots in flight of version, by key.
+	// entries are the snapshots in flight of version, by key, and the idle
+	// ones (refs 0).
 	entries map[string]*snapshotEntry
+	// keep reports whether a watch holds or waits for a snapshot turn: a
+	// snapshot without watchers is kept while it does, up to maxIdle bytes
+	// of them (idleBytes). Nil keeps none.
+	keep      func() bool
+	maxIdle   int
+	idleBytes int
 	// count and bytes are the snapshots in flight of every version, and
 	// the bytes reserved for them.
 	count   int
@@ -93,13 +108,15 @@ func (c *snapshotCache) get(version uint64, key string, build func(reserve func(
 	}
 	if version > c.version || c.entries == nil {
 		// The entries in flight of the older version stay counted until
-		// their last watcher releases them, but are no longer shared.
+		// their last watcher releases them, but are no longer shared; its
+		// idle ones are dropped.
+		c.dropIdleLocked(nil)
 		c.version = version
 		c.entries = make(map[string]*snapshotEntry)
 	}
 	e, ok := c.entries[key]
 	if !ok {
-		if c.count >= maxSnapshots {
+		if c.count >= maxSnapshots && !c.dropOneIdle(nil) {
 			c.mu.Unlock()
 			return nil, false, func() {}, nil
 		}
@@ -107,6 +124,9 @@ func (c *snapshotCache) get(version uint64, key string, build func(reserve func(
 		c.entries[key] = e
 		c.count++
 		c.metrics.snapshotsInFlight(1, 0)
+	}
+	if e.refs == 0 {
+		c.idleBytes -= e.bytes
 	}
 	e.refs++
 	c.mu.Unlock()
@@ -123,8 +143,11 @@ func (c *snapshotCache) get(version uint64, key string, build func(reserve func(
 func (c *snapshotCache) reserve(e *snapshotEntry, n int) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.bytes+n > maxSnapshotBytes || !c.budget.Reserve(memlimit.Snapshots, int64(n)) {
-		return false
+	// Idle snapshots make room, one at a time.
+	for c.bytes+n > maxSnapshotBytes || !c.budget.Reserve(memlimit.Snapshots, int64(n)) {
+		if !c.dropOneIdle(e) {
+			return false
+		}
 	}
 	c.bytes += n
 	e.bytes += n
@@ -132,16 +155,57 @@ func (c *snapshotCache) reserve(e *snapshotEntry, n int) bool {
 	return true
 }
 
-// release drops a watcher's hold of e, the entry of key. The last one drops
-// e, and the bytes reserved for it; e is removed from entries only if it is
-// still there: the cache may have moved to a newer version, whose entry of
-// key is another.
+// release drops a watcher's hold of e, the entry of key. The last one keeps
+// e idle if it is still shared (the cache may have moved to a newer
+// version, whose entry of key is another), was built, and keep says a watch
+// holds or waits for a snapshot turn; otherwise it drops e.
 func (c *snapshotCache) release(key string, e *snapshotEntry) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if e.refs--; e.refs > 0 {
 		return
 	}
+	if c.entries[key] == e && e.s != nil && e.err == nil && c.idleBytes+e.bytes <= c.maxIdle && c.keep != nil && c.keep() {
+		c.idleBytes += e.bytes
+		return
+	}
+	c.drop(key, e)
+}
+
+// dropIdle drops the idle snapshots: the turns are all given back, and no
+// watch is about to take one of them.
+func (c *snapshotCache) dropIdle() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.dropIdleLocked(nil)
+}
+
+// dropIdleLocked drops the idle snapshots but except. c.mu is held.
+func (c *snapshotCache) dropIdleLocked(except *snapshotEntry) {
+	for key, e := range c.entries {
+		if e.refs == 0 && e != except {
+			c.idleBytes -= e.bytes
+			c.drop(key, e)
+		}
+	}
+}
+
+// dropOneIdle drops an idle snapshot other than except and reports whether
+// there was one. c.mu is held.
+func (c *snapshotCache) dropOneIdle(except *snapshotEntry) bool {
+	for key, e := range c.entries {
+		if e.refs == 0 && e != except {
+			c.idleBytes -= e.bytes
+			c.drop(key, e)
+			return true
+		}
+	}
+	return false
+}
+
+// drop forgets e, the entry of key no watcher holds, and the bytes reserved
+// for it. c.mu is held.
+func (c *snapshotCache) drop(key string, e *snapshotEntry) {
 	if c.entries[key] == e {
 		delete(c.entries, key)
 	}

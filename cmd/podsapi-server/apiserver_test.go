@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
+	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -63,7 +64,7 @@ func TestAPIServerSource(t *testing.T) {
 	proxy := kubetest.NewProxy(t, cp.Host())
 	proxy.Cut()
 	sock := podstest.SocketPath(t)
-	_, logs := runServing(t, sock, false, "--source", "apiserver", "--node-name", e2eNode, "--log-level", "debug",
+	conn, logs := runServing(t, sock, false, "--source", "apiserver", "--node-name", e2eNode, "--log-level", "debug",
 		"--kubeconfig", cp.Kubeconfig(t, e2eReader, proxy.Addr()))
 	client := podstest.ConnectClient(t, sock)
 	waitLog(t, logs, "API server unavailable: not synced yet")
@@ -71,7 +72,7 @@ func TestAPIServerSource(t *testing.T) {
 		t.Fatalf("ListPods before the first list = %v (reason %q), want FAILED_PRECONDITION %s", err, errinfo.Reason(err), errinfo.NotSynced)
 	}
 	proxy.Restore(t)
-	pods := waitList(t, client)
+	pods := waitList(t, conn, logs, client)
 	checkNodePods(t, admin, pods)
 	if p := findPod(pods, "static-node-a"); p == nil || p.GetMetadata().GetUid() != staticUID {
 		t.Errorf("the mirror pod is served as %v, want UID %s (its %s annotation)", p.GetMetadata(), staticUID, corev1.MirrorPodAnnotationKey)
@@ -95,7 +96,7 @@ func TestAPIServerSource(t *testing.T) {
 	stop := cp.StopAPIServer(t)
 	t.Logf("the API server stopped in %v", stop.Round(time.Millisecond))
 	waitLog(t, logs, "API server unavailable: serving the last known pods")
-	during := waitList(t, client)
+	during := waitList(t, conn, logs, client)
 	if got, want := uids(during), slices.Sorted(maps.Keys(w.pods)); !slices.Equal(got, want) {
 		t.Errorf("ListPods during the outage = %v, want the pods known before it, %v", got, want)
 	}
@@ -128,8 +129,8 @@ func TestAPIServerSource(t *testing.T) {
 		t.Errorf("outages logged %d times at warning level, want at most 3 (once each):\n%s", got, logs.String())
 	}
 
-	checkNodePods(t, admin, waitList(t, client))
-	if err := w.equal(waitList(t, client)); err != nil {
+	checkNodePods(t, admin, waitList(t, conn, logs, client))
+	if err := w.equal(waitList(t, conn, logs, client)); err != nil {
 		t.Error(err)
 	}
 }
@@ -234,8 +235,8 @@ func setPhase(t *testing.T, c *kubernetes.Clientset, name string, phase corev1.P
 	}
 }
 
-// waitFor waits until cond holds, polling: the conditions are those of other
-// processes (the API server, the source's retries), which send no signal.
+// waitFor waits until cond holds, polling: the condition is the API
+// server's (its authorizer's cache), which sends no signal.
 func waitFor(t *testing.T, what string, cond func() (bool, error)) {
 	t.Helper()
 	deadline := time.Now().Add(e2eTimeout)
@@ -259,33 +260,25 @@ func waitFor(t *testing.T, what string, cond func() (bool, error)) {
 // waitLog waits until the server's logs hold msg.
 func waitLog(t *testing.T, logs *syncBuffer, msg string) {
 	t.Helper()
-	deadline := time.Now().Add(e2eTimeout)
-	ticker := time.NewTicker(20 * time.Millisecond)
-	defer ticker.Stop()
-	for !strings.Contains(logs.String(), msg) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the server did not log %q within %v; its logs:\n%s", msg, e2eTimeout, logs.String())
-		}
-		<-ticker.C
+	ctx, cancel := context.WithTimeout(t.Context(), e2eTimeout)
+	defer cancel()
+	if !logs.wait(ctx, msg) {
+		t.Fatalf("the server did not log %q within %v; its logs:\n%s", msg, e2eTimeout, logs.String())
 	}
 }
 
-// waitList returns the pods of ListPods once the server is synced.
-func waitList(t *testing.T, client podsv1alpha1connect.PodsClient) []*podv1 {
+// waitList returns the pods of ListPods once the server on conn is synced,
+// which its health says.
+func waitList(t *testing.T, conn *grpc.ClientConn, logs *syncBuffer, client podsv1alpha1connect.PodsClient) []*podv1 {
 	t.Helper()
-	var pods []*podv1
-	waitFor(t, "ListPods", func() (bool, error) {
-		resp, err := client.ListPods(t.Context(), connect.NewRequest(&podsv1alpha1.PodListRequest{}))
-		switch {
-		case connect.CodeOf(err) == connect.CodeFailedPrecondition:
-			return false, nil
-		case err != nil:
-			return false, err
-		}
-		pods = resp.Msg.GetPods()
-		return true, nil
-	})
-	return pods
+	ctx, cancel := context.WithTimeout(t.Context(), e2eTimeout)
+	defer cancel()
+	waitHealth(ctx, t, conn, logs, true)
+	resp, err := client.ListPods(ctx, connect.NewRequest(&podsv1alpha1.PodListRequest{}))
+	if err != nil {
+		t.Fatalf("ListPods of a server whose health says SERVING: %v", err)
+	}
+	return resp.Msg.GetPods()
 }
 
 // checkNodePods checks that pods are exactly the API server's pods of

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/protobuf/proto"
 
 	podsv1alpha1 "github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1"
@@ -48,19 +47,8 @@ func runServing(t *testing.T, sock string, untilServing bool, args ...string) (*
 	wctx, wcancel := context.WithTimeout(ctx, 20*time.Second)
 	defer wcancel()
 	conn := podstest.GRPCConn(t, sock)
-	hw, err := healthpb.NewHealthClient(conn).Watch(wctx, &healthpb.HealthCheckRequest{}, grpc.WaitForReady(true))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		resp, err := hw.Recv()
-		if err != nil {
-			t.Fatalf("health watch of %v: %v\nlogs:\n%s", args, err, stderr.String())
-		}
-		if resp.GetStatus() == healthpb.HealthCheckResponse_SERVING || !untilServing {
-			return conn, stderr
-		}
-	}
+	waitHealth(wctx, t, conn, stderr, untilServing)
+	return conn, stderr
 }
 
 // TestRunChained chains two servers: the second reads the first's kubelet
@@ -84,5 +72,28 @@ func TestRunChained(t *testing.T) {
 	want.Revision, got.Revision = "", ""
 	if len(want.GetPods()) == 0 || !proto.Equal(got, want) {
 		t.Errorf("the chained server lists %d pods, the first %d, or they differ", len(got.GetPods()), len(want.GetPods()))
+	}
+}
+
+// TestDeprecatedFlagNames: the per-client shares keep the names they had
+// when they were per UID, as aliases of their new names.
+func TestDeprecatedFlagNames(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"NewNames", []string{"--max-watchers-per-client", "7", "--max-pending-per-client", "9"}, "maxWatchersPerClient=7 maxPendingPerClient=9"},
+		{"OldNames", []string{"--max-watchers-per-uid", "7", "--max-pending-per-uid", "9"}, "maxWatchersPerClient=7 maxPendingPerClient=9"},
+		{"Defaults", nil, "maxWatchersPerClient=1000 maxPendingPerClient=256"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, logs := runServing(t, podstest.SocketPath(t), false, append([]string{"--manifest-dir", "../../examples/manifests", "--node-name", "node-1"}, tc.args...)...)
+			ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+			defer cancel()
+			if !logs.wait(ctx, tc.want) {
+				t.Errorf("the server logged\n%s\nwant %q", logs.String(), tc.want)
+			}
+		})
 	}
 }

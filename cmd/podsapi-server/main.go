@@ -93,11 +93,16 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&cfg.Limits.PerClientBurst, "per-client-burst", server.DefaultPerClientBurst, "burst of each client's rate limit")
 	fs.DurationVar(&cfg.Limits.RateLimitDelay, "rate-limit-delay", server.DefaultRateLimitDelay, "how long a call refused by a rate limit, or a watch refused before its first message, waits before it is answered (at most half its deadline), so that clients retrying at once cannot take the CPUs from the watchers; negative answers at once")
 	fs.IntVar(&cfg.Limits.MaxWatchers, "max-watchers", server.DefaultMaxWatchers, "watches open at once; beyond it WatchPods returns RESOURCE_EXHAUSTED; negative disables the limit")
-	fs.IntVar(&cfg.Limits.MaxWatchersPerUID, "max-watchers-per-uid", server.DefaultMaxWatchersPerUID, "watches one client (its pod, systemd unit, or else its UID) may hold open at once; beyond it WatchPods returns RESOURCE_EXHAUSTED; negative disables the share")
+	fs.IntVar(&cfg.Limits.MaxWatchersPerClient, "max-watchers-per-client", server.DefaultMaxWatchersPerClient, "watches one client (its pod, systemd unit, or else its UID) may hold open at once; beyond it WatchPods returns RESOURCE_EXHAUSTED; negative disables the share")
 	fs.IntVar(&cfg.Limits.MaxConnections, "max-connections", server.DefaultMaxConnections, "connections open at once; more are closed as soon as accepted; negative disables the limit")
 	fs.IntVar(&cfg.Limits.MaxStreams, "max-streams", server.DefaultMaxStreams, "concurrent calls and watches per connection")
 	fs.Int64Var(&cfg.Limits.MemoryBudgetBytes, "memory-budget-bytes", 0, "bytes the server may keep on behalf of its clients (masked views, cached lists, snapshots, replays of resumed watches, history); 0: half the memory limit (cgroup memory.max or GOMEMLIMIT), 512 MiB without one; negative: no budget")
-	fs.IntVar(&cfg.Limits.MaxPendingPerUID, "max-pending-per-uid", server.DefaultMaxPendingPerUID, "calls of one client (its pod, systemd unit, or else its UID) that may wait for their request at once; more are refused RESOURCE_EXHAUSTED; negative disables the limit")
+	fs.IntVar(&cfg.Limits.MaxPendingPerClient, "max-pending-per-client", server.DefaultMaxPendingPerClient, "calls of one client (its pod, systemd unit, or else its UID) that may wait for their request at once; more are refused RESOURCE_EXHAUSTED; negative disables the limit")
+
+	// The names these two flags had when the shares were per UID.
+	for old, name := range map[string]string{"max-watchers-per-uid": "max-watchers-per-client", "max-pending-per-uid": "max-pending-per-client"} {
+		fs.Var(fs.Lookup(name).Value, old, "deprecated: the old name of --"+name)
+	}
 
 	fs.IntVar(&cfg.Watch.Queue, "watch-queue", service.DefaultWatchQueue, "live events a watcher may have queued before it is dropped for falling behind")
 	fs.DurationVar(&cfg.Watch.ProgressInterval, "watch-progress-interval", service.DefaultProgressInterval, "interval between the progress marks of watches that ask for them (progress_notify); at least 1s")
@@ -202,7 +207,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		"qps", l.QPS, "burst", l.Burst, "watchQueue", cfg.Watch.Queue,
 		"allowedUIDs", fs.Lookup("allowed-uids").Value.String(), "allowedGIDs", fs.Lookup("allowed-gids").Value.String(),
 		"perClientQPS", l.PerClientQPS, "rateLimitDelay", l.RateLimitDelay,
-		"maxWatchers", l.MaxWatchers, "maxConnections", l.MaxConnections, "goMemLimit", debug.SetMemoryLimit(-1), "goGC", memlimit.GCPercent())
+		"maxWatchers", l.MaxWatchers, "maxWatchersPerClient", l.MaxWatchersPerClient, "maxPendingPerClient", l.MaxPendingPerClient, "maxConnections", l.MaxConnections, "goMemLimit", debug.SetMemoryLimit(-1), "goGC", memlimit.GCPercent())
 
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)

@@ -20,15 +20,22 @@ import (
 	"github.com/podsapi/podsapi/socket"
 )
 
-// syncBuffer is a bytes.Buffer safe for the server's concurrent logging.
+// syncBuffer is a bytes.Buffer safe for the server's concurrent logging,
+// which a test can wait on for a line.
 type syncBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
+	// written is closed, and replaced, by every Write.
+	written chan struct{}
 }
 
 func (s *syncBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.written != nil {
+		close(s.written)
+		s.written = nil
+	}
 	return s.b.Write(p)
 }
 
@@ -36,6 +43,48 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// wait waits until the buffer holds substr, woken by each write, and
+// reports whether it did before ctx ended.
+func (s *syncBuffer) wait(ctx context.Context, substr string) bool {
+	for {
+		s.mu.Lock()
+		if strings.Contains(s.b.String(), substr) {
+			s.mu.Unlock()
+			return true
+		}
+		if s.written == nil {
+			s.written = make(chan struct{})
+		}
+		written := s.written
+		s.mu.Unlock()
+		select {
+		case <-written:
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
+// waitHealth watches the health of the server on conn until it answers
+// (SERVING or not), or until it says SERVING when untilServing; logs are
+// the server's, shown when the watch fails.
+func waitHealth(ctx context.Context, t *testing.T, conn *grpc.ClientConn, logs *syncBuffer, untilServing bool) {
+	t.Helper()
+	hw, err := healthpb.NewHealthClient(conn).Watch(ctx, &healthpb.HealthCheckRequest{}, grpc.WaitForReady(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		resp, err := hw.Recv()
+		if err != nil {
+			t.Fatalf("health watch: %v\nlogs:\n%s", err, logs.String())
+		}
+		if resp.GetStatus() == healthpb.HealthCheckResponse_SERVING || !untilServing {
+			return
+		}
+	}
 }
 
 func TestRunUsageErrors(t *testing.T) {
@@ -99,19 +148,7 @@ func TestRunServesExamples(t *testing.T) {
 	wctx, wcancel := context.WithTimeout(ctx, 20*time.Second)
 	defer wcancel()
 	conn := podstest.GRPCConn(t, sock)
-	hw, err := healthpb.NewHealthClient(conn).Watch(wctx, &healthpb.HealthCheckRequest{}, grpc.WaitForReady(true))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		resp, err := hw.Recv()
-		if err != nil {
-			t.Fatalf("health watch: %v\nlogs:\n%s", err, stderr.String())
-		}
-		if resp.GetStatus() == healthpb.HealthCheckResponse_SERVING {
-			break
-		}
-	}
+	waitHealth(wctx, t, conn, &stderr, true)
 	resp := &podsv1alpha1.PodListResponse{}
 	if err := conn.Invoke(wctx, podsv1alpha1connect.PodsListPodsProcedure, &podsv1alpha1.PodListRequest{}, resp); err != nil {
 		t.Fatal(err)

@@ -47,7 +47,7 @@ func main() {
 	fs.IntVar(&o.HerdChurn, "herd-churn", o.HerdChurn, "resume: pod changes per second during the herds")
 	fs.DurationVar(&o.HerdTimeout, "herd-timeout", o.HerdTimeout, "resume: how long each herd may take to sync")
 	fs.IntVar(&o.MaskPadding, "mask-padding", o.MaskPadding, "masks: bytes of annotation per pod (50 pods)")
-	only := fs.String("only", "", "comma-separated scenarios to run (flood, stalled, churn, garbage, lockout, fairness, snapshots, resume, masks); all by default")
+	only := fs.String("only", "", "comma-separated scenarios to run (flood, stalled, churn, garbage, lockout, fairness, snapshots, resume, masks, maskcpu, unread); all by default")
 	verbose := fs.Bool("v", false, "log progress to stderr")
 	fs.Parse(os.Args[1:])
 	if *verbose {

@@ -168,7 +168,7 @@ func serve(ctx context.Context, cfg serveConfig, ready func()) error {
 			// The harness opens a connection per watcher, up to 1,000
 			// of one UID: it measures what they cost, not the limits
 			// that admit them (256 connections, 1,000 watches per UID).
-			Limits:    server.LimitsConfig{QPS: -1, MaxConnections: 4096, MaxWatchersPerUID: -1},
+			Limits:    server.LimitsConfig{QPS: -1, MaxConnections: 4096, MaxWatchersPerClient: -1},
 			Watch:     server.WatchConfig{Queue: cfg.WatchQueue},
 			Transport: server.TransportConfig{ShutdownTimeout: 2 * time.Second},
 			Registry:  in.reg,

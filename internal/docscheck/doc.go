@@ -13,5 +13,8 @@
 // (ages, which depend on the day, are compared as "<age>"). The blocks that
 // cannot run here (a cluster, a long benchmark, make test itself) are
 // listed, each with its reason, in skips; a listed block that no longer
-// exists fails the check, so that the list stays current.
+// exists fails the check, so that the list stays current. As root, each
+// block runs in a mount namespace of its own where all but the checkout, a
+// temporary directory and the caches is read-only, so that a block which
+// would change the system fails instead (TestConfined).
 package docscheck

@@ -113,6 +113,9 @@ func firstCommand(text string) string {
 type env struct {
 	root, socket string
 	environ      []string
+	// writable are the directories a block may write to when the blocks
+	// run confined (see confine); nil when they run as they are.
+	writable []string
 }
 
 // setup builds the commands, starts a server on the example manifests and
@@ -163,8 +166,51 @@ func setup(t *testing.T) env {
 		}
 	}
 	e.environ = append(e.environ, "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"), "PODSAPI_SOCKET="+socket)
+	e.confine(t, dir)
 	return e
 }
+
+// confine makes the blocks run, as root, in a mount namespace of their own
+// where every directory is read-only but the checkout, tmp (their TMPDIR,
+// which also holds the server's socket) and the Go and user caches: a block
+// that would install something or change the system (a `make install`, an
+// `install` into /usr/local, a unit into /etc/systemd) fails with "Read-only
+// file system" instead, whether or not it is listed in skips. A user other
+// than root cannot write there anyway: its blocks run as they are.
+func (e *env) confine(t *testing.T, tmp string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		return
+	}
+	if _, err := exec.LookPath("unshare"); err != nil {
+		t.Fatalf("the blocks run as root only confined, with util-linux's unshare: %v", err)
+	}
+	e.writable = []string{e.root, tmp}
+	for _, v := range []string{"GOCACHE", "GOMODCACHE"} {
+		out, err := exec.Command("go", "env", v).Output()
+		if err != nil {
+			t.Fatalf("go env %s: %v", v, err)
+		}
+		e.writable = append(e.writable, strings.TrimSpace(string(out)))
+	}
+	if cache, err := os.UserCacheDir(); err == nil {
+		e.writable = append(e.writable, cache)
+	}
+	for _, d := range e.writable {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.environ = append(e.environ, "TMPDIR="+tmp)
+}
+
+// confined is the shell that sets up a block's mount namespace (see
+// confine) and then runs the block, its $0.
+const confined = `set -e
+for d in "$@"; do mount --bind "$d" "$d"; done
+mount -o remount,bind,ro /
+cd "$PWD" # the working directory, on the bind mount rather than under it
+exec bash -e -o pipefail -c "$0"`
 
 // startServer starts a child in its own process group, stopped (the group)
 // at the end of the test, and returns it.
@@ -215,6 +261,9 @@ func (e env) run(script string) (string, error) {
 	defer cancel()
 	script = strings.ReplaceAll(script, defaultSocket, e.socket)
 	cmd := exec.CommandContext(ctx, "bash", "-e", "-o", "pipefail", "-c", script)
+	if e.writable != nil {
+		cmd = exec.CommandContext(ctx, "unshare", append([]string{"--mount", "--propagation", "private", "--", "bash", "-c", confined, script}, e.writable...)...)
+	}
 	cmd.Dir, cmd.Env = e.root, e.environ
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
@@ -233,6 +282,39 @@ func normalize(out string) string {
 		b.WriteString(strings.Join(strings.Fields(ages.ReplaceAllString(l, "<age>")), " ") + "\n")
 	}
 	return strings.TrimRight(b.String(), "\n")
+}
+
+// TestConfined checks that a block run as root cannot write outside the
+// directories confine leaves writable, and can inside them.
+func TestConfined(t *testing.T) {
+	e := setup(t)
+	if e.writable == nil {
+		t.Skip("the blocks are confined only as root")
+	}
+	outside := filepath.Join("/usr/local/bin", fmt.Sprintf("podsapi-docscheck-%d", os.Getpid()))
+	t.Cleanup(func() { os.Remove(outside) })
+	for _, tc := range []struct {
+		name, script string
+		fails        bool
+	}{
+		{"InstallIntoUsrLocal", "install -m 0755 /dev/null " + outside, true},
+		{"UnitIntoEtc", "touch /etc/podsapi-docscheck-unit", true},
+		{"TempFile", `f=$(mktemp) && echo ok > "$f" && rm "$f"`, false},
+		{"Checkout", "touch bin/.docscheck && rm bin/.docscheck", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := e.run(tc.script)
+			switch {
+			case tc.fails && (err == nil || !strings.Contains(out, "Read-only file system")):
+				t.Errorf("%s: %v, want Read-only file system\n%s", tc.script, err, out)
+			case !tc.fails && err != nil:
+				t.Errorf("%s: %v\n%s", tc.script, err, out)
+			}
+		})
+	}
+	if _, err := os.Stat(outside); err == nil {
+		t.Errorf("%s was written", outside)
+	}
 }
 
 // TestDocs runs the shell blocks and console sessions of the README and

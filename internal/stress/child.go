@@ -113,7 +113,7 @@ func runChild(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		Registry: reg,
 		HostProc: *hostProc,
 		Limits: server.LimitsConfig{QPS: *qps, Burst: *burst, RateLimitDelay: *delay, MaxConnections: *maxConns,
-			MaxWatchersPerUID: *watchersPerClient, PerClientQPS: *perClientQPS, PerClientBurst: *perClientBurst},
+			MaxWatchersPerClient: *watchersPerClient, PerClientQPS: *perClientQPS, PerClientBurst: *perClientBurst},
 		Watch:     server.WatchConfig{Queue: *queue},
 		Transport: server.TransportConfig{WriteStallTimeout: *stall, RequestReadTimeout: *readTimeout, ShutdownTimeout: 5 * time.Second},
 		Metrics:   server.MetricsConfig{Address: "127.0.0.1:0"},

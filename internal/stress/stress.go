@@ -85,6 +85,13 @@ type Options struct {
 	HerdTimeout time.Duration
 	// Distinct masks: the pods carry MaskPadding bytes of annotation each.
 	MaskPadding int
+	// Distinct-mask CPU: MaskWatches watches with distinct masks over
+	// MaskPods pods, under MaskChanges changes at 100 a second.
+	MaskWatches, MaskPods, MaskChanges int
+	// Unread answers: UnreadConns connections, one a second, each with
+	// UnreadCalls calls whose answers are never read, over pods of
+	// UnreadPadding bytes of annotation (50 of them).
+	UnreadConns, UnreadCalls, UnreadPadding int
 	// Log receives progress lines.
 	Log io.Writer
 }
@@ -98,6 +105,8 @@ func Defaults() Options {
 		Slowloris: 200, HeldConns: 4, HeldStreams: 50, HeldTimeout: time.Second, LockoutDuration: 10 * time.Second, VictimInterval: 20 * time.Millisecond,
 		Herd: 1000, HerdPods: 1000, HerdBack: 1000, HerdChurn: 100, HerdTimeout: 90 * time.Second,
 		MaskPadding: 200 << 10,
+		MaskWatches: 900, MaskPods: 1000, MaskChanges: 1000,
+		UnreadConns: 15, UnreadCalls: 100, UnreadPadding: 200 << 10,
 		Log:         io.Discard,
 	}
 }
@@ -144,7 +153,7 @@ func (r *Report) Print(w io.Writer) {
 var limit = &memoryLimit{Note: "none"}
 
 // Run runs the scenarios named in which (flood, stalled, churn, garbage,
-// lockout, fairness, snapshots, resume, masks; all when empty) and returns
+// lockout, fairness, snapshots, resume, masks, maskcpu, unread; all when empty) and returns
 // the report; err is set when a scenario could not run at all. The stress
 // servers run under a memory limit of 256 MiB (see childMemoryMax).
 func Run(ctx context.Context, o Options, which ...string) (*Report, error) {
@@ -155,7 +164,7 @@ func Run(ctx context.Context, o Options, which ...string) (*Report, error) {
 	all := []struct {
 		name string
 		run  func(context.Context, Options, *Report) error
-	}{{"flood", flood}, {"stalled", stalled}, {"churn", churn}, {"garbage", garbage}, {"lockout", lockout}, {"fairness", fairness}, {"snapshots", snapshots}, {"resume", resumeHerd}, {"masks", maskAttack}}
+	}{{"flood", flood}, {"stalled", stalled}, {"churn", churn}, {"garbage", garbage}, {"lockout", lockout}, {"fairness", fairness}, {"snapshots", snapshots}, {"resume", resumeHerd}, {"masks", maskAttack}, {"maskcpu", maskCPU}, {"unread", unread}}
 	for _, s := range all {
 		if len(which) > 0 && !contains(which, s.name) {
 			continue

@@ -25,6 +25,7 @@ func TestSmall(t *testing.T) {
 		Cycles: 40, ChurnWorkers: 4, GarbageConns: 32,
 		Slowloris: 80, HeldConns: 2, HeldStreams: 20, HeldTimeout: 200 * time.Millisecond, LockoutDuration: time.Second, VictimInterval: 20 * time.Millisecond,
 		Herd: 10, HerdPods: 50, HerdBack: 200, HerdChurn: 200, HerdTimeout: 30 * time.Second, MaskPadding: 10 << 10,
+		MaskWatches: 40, MaskPods: 50, MaskChanges: 100, UnreadConns: 2, UnreadCalls: 20, UnreadPadding: 64 << 10,
 		Log: t.Output(),
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -37,10 +38,10 @@ func TestSmall(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, row := range rep.Failed() {
-		// Latency under a flood and memory depend on the machine and on the
-		// race detector (whose shadow memory is never returned): make stress
-		// checks them; here they are reported.
-		if strings.Contains(row.Check, "p99") || strings.Contains(row.Check, "RSS") || strings.Contains(row.Check, "heap") {
+		// Latency under a flood, CPU and memory depend on the machine and on
+		// the race detector (whose shadow memory is never returned): make
+		// stress checks them; here they are reported.
+		if strings.Contains(row.Check, "p99") || strings.Contains(row.Check, "RSS") || strings.Contains(row.Check, "heap") || strings.Contains(row.Check, "CPU") {
 			continue
 		}
 		t.Errorf("violated: %s: %s = %s (limit %s)", row.Scenario, row.Check, row.Value, row.Limit)

@@ -30,6 +30,13 @@ const healthPrefix = "/" + grpchealth.HealthV1ServiceName + "/"
 // whose clients send requests for as long as they like.
 const reflectionSuffix = "/ServerReflectionInfo"
 
+// maxReflectionStreams bounds the reflection streams one client may have
+// open at once. Each answer (the descriptors of the Kubernetes protos, about
+// 110 KB) stays in memory until the client reads it: 2,000 streams that
+// asked and never read took a server under 256 MiB to 243 MiB. grpcurl
+// opens one per invocation.
+const maxReflectionStreams = 8
+
 // gate is the HTTP middleware in front of every service of the API socket.
 // It runs before a request's body is read, so that nothing a peer sends or
 // holds back is awaited for long:
@@ -46,6 +53,8 @@ const reflectionSuffix = "/ServerReflectionInfo"
 //     1,024 connections);
 //   - the connection is marked as having started a request, so that it is
 //     not shed as a slow preface;
+//   - at most maxReflectionStreams reflection streams of one client may be
+//     open at once: more are refused RESOURCE_EXHAUSTED;
 //   - health and reflection calls that end with an error are counted in
 //     podsapi_calls_refused_total.
 type gate struct {
@@ -54,6 +63,7 @@ type gate struct {
 	readTimeout time.Duration      // <= 0: none
 	maxPending  int                // <= 0: no limit
 	pending     *clientCounter
+	reflecting  *clientCounter // open reflection streams, by client
 	deadlines   *readDeadlines // nil: no read timeout
 	errors      *connect.ErrorWriter
 	refused     *prometheus.CounterVec
@@ -67,6 +77,7 @@ func newGate(access *guard.AccessGuard, readTimeout time.Duration, maxPending in
 		readTimeout: readTimeout,
 		maxPending:  maxPending,
 		pending:     newClientCounter(),
+		reflecting:  newClientCounter(),
 		errors:      connect.NewErrorWriter(),
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "podsapi_calls_refused_total",
@@ -90,6 +101,14 @@ func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			g.deny(w, r, err)
 			return
 		}
+	}
+	if strings.HasSuffix(r.URL.Path, reflectionSuffix) {
+		client := guard.PeerFrom(r.Context()).Client(r.Context())
+		if !g.reflecting.acquire(client, maxReflectionStreams) {
+			g.refuse(w, r, errTooManyReflectionStreams(client, maxReflectionStreams))
+			return
+		}
+		defer g.reflecting.release(client)
 	}
 	// A request without a body has nothing to wait for (and on HTTP/1.1, a
 	// deadline left on the connection would end a long call).
@@ -259,6 +278,14 @@ func (b *deadlineBody) Close() error { return b.body.Close() }
 func errTooManyPending(client string, uid uint32, limit int) error {
 	return errinfo.New(connect.CodeResourceExhausted, errinfo.TooManyPending,
 		fmt.Errorf("client %s (uid %d) has too many calls waiting for their request (limit %d): send each request whole, at once", client, uid, limit),
+		map[string]string{"limit": strconv.Itoa(limit), "client": client})
+}
+
+// errTooManyReflectionStreams refuses a reflection stream beyond the
+// client's limit.
+func errTooManyReflectionStreams(client string, limit int) error {
+	return errinfo.New(connect.CodeResourceExhausted, errinfo.TooManyReflectionStreams,
+		fmt.Errorf("client %s has %d reflection streams open, as many as it may: end one before opening another", client, limit),
 		map[string]string{"limit": strconv.Itoa(limit), "client": client})
 }
 

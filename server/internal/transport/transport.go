@@ -44,9 +44,9 @@ type Config struct {
 	// (for reflection, its first message) before it ends with
 	// DEADLINE_EXCEEDED.
 	RequestReadTimeout time.Duration
-	// MaxPendingPerUID bounds the calls of one client (guard.Peer.Client) waiting for their
+	// MaxPendingPerClient bounds the calls of one client (guard.Peer.Client) waiting for their
 	// request at once.
-	MaxPendingPerUID int
+	MaxPendingPerClient int
 	// WriteStallTimeout is how long a write to a client may stay blocked
 	// before its stream is reset, or its connection closed.
 	WriteStallTimeout time.Duration
@@ -95,7 +95,7 @@ func New(cfg Config) *Transport {
 		cfg.PeerCred = socket.PeerCred
 	}
 	t := &Transport{cfg: cfg}
-	t.gate = newGate(cfg.Access, cfg.RequestReadTimeout, cfg.MaxPendingPerUID, cfg.Registry)
+	t.gate = newGate(cfg.Access, cfg.RequestReadTimeout, cfg.MaxPendingPerClient, cfg.Registry)
 	if cfg.WriteStallTimeout > 0 {
 		t.stall = newStallGuard(cfg.WriteStallTimeout, cfg.Registry, cfg.Logger)
 	}
