@@ -107,7 +107,7 @@ func Defaults() Options {
 		MaskPadding: 200 << 10,
 		MaskWatches: 900, MaskPods: 1000, MaskChanges: 1000,
 		UnreadConns: 15, UnreadCalls: 100, UnreadPadding: 200 << 10,
-		Log:         io.Discard,
+		Log: io.Discard,
 	}
 }
 
