@@ -202,7 +202,7 @@ fuzz: ## Run each fuzz target for a count of inputs (30 s or less each on a busy
 
 STRESS_FLAGS ?=
 .PHONY: stress
-stress: ## Attack a child server (flood, stalled watchers, churn, garbage, lockout, two root clients, snapshot loop, resume herd, distinct masks, distinct-mask CPU, unread lists) under a 256 MiB limit: a table, exit 1 on a violated invariant (STRESS_FLAGS=-duration=10s ...).
+stress: ## Attack a child server (flood, stalled watchers, churn, garbage, lockout, two root clients, snapshot loop, resume herd of 1000, distinct masks, distinct-mask CPU, unread lists) under a 256 MiB limit, a second root client (the victim) served beside each attack: a table, exit 1 on a violated invariant (STRESS_FLAGS=-duration=10s ...).
 	go run ./cmd/stress $(STRESS_FLAGS)
 
 .PHONY: examples

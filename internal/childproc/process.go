@@ -24,6 +24,11 @@ const killWait = 10 * time.Second
 // is not such a child.
 func Role() string { return os.Getenv(RoleEnv) }
 
+// MaxLineBytes bounds a line of a child's stdout: a child's result, one
+// JSON line, may carry the latencies of every call it made. A longer line
+// and what follows it are discarded.
+const MaxLineBytes = 16 << 20
+
 // Spec describes a child.
 type Spec struct {
 	// Role is the role the child finds with Role; it must not be empty.
@@ -86,6 +91,7 @@ func Start(spec Spec) (*Process, error) {
 	}
 	go func() {
 		sc := bufio.NewScanner(out)
+		sc.Buffer(nil, MaxLineBytes)
 		for sc.Scan() {
 			p.mu.Lock()
 			if !p.discard {

@@ -31,7 +31,8 @@ import (
 const SentAnnotation = "stress.podsapi.io/sent"
 
 // MaybeChild serves as the stress server, or runs the clients of the flood
-// (see runFlood), and exits when the process is one of the stress harness's
+// (see runFlood), the root attacker (runRootAttacker) or the victim
+// (runVictim), and exits when the process is one of the stress harness's
 // children (childproc.Role); otherwise it returns at once. Call it first in
 // main (or TestMain).
 func MaybeChild() {
@@ -49,6 +50,11 @@ func MaybeChild() {
 	case roleRootAttacker:
 		if err := runRootAttacker(os.Args[1:], os.Stdin, os.Stdout); err != nil {
 			fmt.Fprintln(os.Stderr, "stress root attacker:", err)
+			os.Exit(1)
+		}
+	case roleVictim:
+		if err := runVictim(os.Args[1:], os.Stdin, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "stress victim:", err)
 			os.Exit(1)
 		}
 	default:
@@ -83,6 +89,7 @@ func runChild(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	hostProc := fs.String("host-proc", "", "where the cgroups of the clients' processes are read")
 	watchersPerClient := fs.Int("max-watchers-per-uid", 0, "")
 	perClientQPS := fs.Float64("per-client-qps", 0, "")
+	perClientBurst := fs.Int("per-client-burst", 0, "")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -106,7 +113,7 @@ func runChild(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		Registry: reg,
 		HostProc: *hostProc,
 		Limits: server.LimitsConfig{QPS: *qps, Burst: *burst, RateLimitDelay: *delay, MaxConnections: *maxConns,
-			MaxWatchersPerClient: *watchersPerClient, PerClientQPS: *perClientQPS},
+			MaxWatchersPerClient: *watchersPerClient, PerClientQPS: *perClientQPS, PerClientBurst: *perClientBurst},
 		Watch:     server.WatchConfig{Queue: *queue},
 		Transport: server.TransportConfig{WriteStallTimeout: *stall, RequestReadTimeout: *readTimeout, ShutdownTimeout: 5 * time.Second},
 		Metrics:   server.MetricsConfig{Address: "127.0.0.1:0"},

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -37,7 +38,13 @@ func startChild(args ...string) (*child, error) {
 	if err != nil {
 		return nil, err
 	}
-	proc, err := childproc.Start(childproc.Spec{Role: roleServer, Args: append([]string{"--socket", filepath.Join(dir, "pods.sock")}, args...), Env: []string{childGoMemLimit}})
+	// The server reads its clients' cgroups under a proc directory of its
+	// own (see identify): a process not written there is named by its UID.
+	if err := os.Mkdir(filepath.Join(dir, "proc"), 0o755); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	proc, err := childproc.Start(childproc.Spec{Role: roleServer, Args: append([]string{"--socket", filepath.Join(dir, "pods.sock"), "--host-proc", filepath.Join(dir, "proc")}, args...), Env: []string{childGoMemLimit}})
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, err
@@ -60,6 +67,19 @@ func startChild(args ...string) (*child, error) {
 	}
 	c.socket, c.metrics = f[1], f[2]
 	return c, nil
+}
+
+// identify writes the cgroup file the server reads for the process pid
+// (<dir>/proc/PID/cgroup, its --host-proc), which names the client the
+// process is to the server: its pod or systemd unit (see guard.Peer.Client).
+// It must be written before the process connects; processes not identified
+// are named by their UID, all root here, and so are one client.
+func (c *child) identify(pid int, cgroup string) error {
+	dir := filepath.Join(c.dir, "proc", strconv.Itoa(pid))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "cgroup"), []byte(cgroup), 0o644)
 }
 
 // expect returns the next stdout line, which must start with prefix.
@@ -87,7 +107,8 @@ func (c *child) gc() error {
 	return err
 }
 
-// metric returns the sum of the series of the metric name.
+// metric returns the sum of the series of the metric name (of a summary,
+// its count).
 func (c *child) metric(name string) (float64, error) {
 	resp, err := http.Get("http://" + c.metrics + "/metrics")
 	if err != nil {
@@ -101,7 +122,7 @@ func (c *child) metric(name string) (float64, error) {
 	}
 	sum := 0.0
 	for _, m := range families[name].GetMetric() {
-		sum += m.GetCounter().GetValue() + m.GetGauge().GetValue() + m.GetUntyped().GetValue()
+		sum += m.GetCounter().GetValue() + m.GetGauge().GetValue() + m.GetUntyped().GetValue() + float64(m.GetSummary().GetSampleCount())
 	}
 	return sum, nil
 }
@@ -133,9 +154,28 @@ func (c *child) metricSeries(name, label string) (map[string]float64, error) {
 // waitMetric waits until cond holds for the metric, polling every 50 ms,
 // and returns how long it took.
 func (c *child) waitMetric(name string, cond func(float64) bool, timeout time.Duration) (time.Duration, float64, error) {
+	return waitValue(name, func() (float64, error) { return c.metric(name) }, cond, timeout)
+}
+
+// watchesBesides returns the watches open by the clients other than
+// client (podsapi_client_watches), as one scrape says them.
+func (c *child) watchesBesides(client string) (float64, error) {
+	by, err := c.metricSeries("podsapi_client_watches", "client")
+	sum := 0.0
+	for k, v := range by {
+		if k != client {
+			sum += v
+		}
+	}
+	return sum, err
+}
+
+// waitValue waits until cond holds for what get returns, polling every
+// 50 ms, and returns how long it took; what names it in the error.
+func waitValue(what string, get func() (float64, error), cond func(float64) bool, timeout time.Duration) (time.Duration, float64, error) {
 	start := time.Now()
 	for {
-		v, err := c.metric(name)
+		v, err := get()
 		if err != nil {
 			return 0, v, err
 		}
@@ -143,7 +183,7 @@ func (c *child) waitMetric(name string, cond func(float64) bool, timeout time.Du
 			return time.Since(start), v, nil
 		}
 		if time.Since(start) > timeout {
-			return time.Since(start), v, fmt.Errorf("%s = %v after %v", name, v, timeout)
+			return time.Since(start), v, fmt.Errorf("%s = %v after %v", what, v, timeout)
 		}
 		time.Sleep(50 * time.Millisecond) // polling the child's metrics
 	}

@@ -1,17 +1,12 @@
 package stress
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"os/signal"
-	"path/filepath"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -39,24 +34,23 @@ const (
 	// most 50 a second) fit in the shared bucket.
 	fairClientQPS = 60
 	fairQPS       = 150
-	// fairAttackerCgroup and fairVictimCgroup are the cgroups the server
-	// reads for the two processes (a systemd service, a pod).
+	// fairAttackerCgroup is the cgroup the server reads for the attacker
+	// (a systemd service; the victim's is victimCgroup, a pod's).
 	fairAttackerCgroup = "0::/system.slice/attacker.service\n"
-	fairVictimCgroup   = "0::/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod7f1d2c3b_4a5e_4f60_8a7b_8c9d0e1f2a3b.slice/cri-containerd-0123456789abcdef.scope\n"
 )
 
 // fairness checks that a root client cannot take the shares of another
 // root client (issue 25, finding 7): the server tells them apart by their
 // cgroups, read from /proc/PID/cgroup of the PID their connection's peer
-// credentials name (under --host-proc: a directory this scenario writes, so
-// that it runs without creating cgroups). The attacker, a process of a
+// credentials name (under --host-proc: a directory the harness writes, see
+// child.identify, so that it runs without creating cgroups). The attacker, a process of a
 // systemd unit, holds every watch its share allows (fairShare) and loops,
 // on fairLoopers goroutines, watches beyond its share and ListPods beyond
-// its rate (--per-client-qps fairClientQPS); the victim, this process in a
-// pod, calls ListPods and opens a watch every VictimInterval for
-// LockoutDuration, as it did alone before the attack (its quiet baseline,
-// half as long). Before the shares were per client they were per UID: the
-// victim got none of its watches.
+// its rate (--per-client-qps fairClientQPS), confined to attackerCPU; the
+// victim (victim.go), a process in a pod, calls ListPods and opens a watch
+// every VictimInterval for LockoutDuration, as it did alone before the
+// attack (its quiet baseline, half as long). Before the shares were per
+// client they were per UID: the victim got none of its watches.
 func fairness(ctx context.Context, o Options, rep *Report) error {
 	return rootClients(ctx, o, rep, "6 root clients", fairShare)
 }
@@ -73,44 +67,42 @@ func snapshots(ctx context.Context, o Options, rep *Report) error {
 // rootClients runs the scenario of two root clients, the attacker holding
 // held watches; args are more flags of the server.
 func rootClients(ctx context.Context, o Options, rep *Report, name string, held int, args ...string) error {
-	proc, err := os.MkdirTemp("", "stress-proc")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(proc)
-	writeCgroup := func(pid int, cgroup string) error {
-		dir := filepath.Join(proc, strconv.Itoa(pid))
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dir, "cgroup"), []byte(cgroup), 0o644)
-	}
-	if err := writeCgroup(os.Getpid(), fairVictimCgroup); err != nil {
-		return err
-	}
-	c, err := startChild(append([]string{"--host-proc", proc, "--max-watchers-per-uid", fmt.Sprint(fairShare),
+	c, err := startChild(append([]string{"--max-watchers-per-uid", fmt.Sprint(fairShare),
 		"--per-client-qps", fmt.Sprint(fairClientQPS), "--qps", fmt.Sprint(fairQPS), "--rate-limit-delay", o.RateLimitDelay.String()}, args...)...)
 	if err != nil {
 		return err
 	}
 	defer c.kill()
-	victim, closeVictim := newClient(c.socket, connect.WithCodec(discardCodec{}))
-	defer closeVictim()
-
-	quiet := victimLoop(ctx, victim, o.LockoutDuration/2, o.VictimInterval)
+	v, err := startVictim(ctx, c, o.VictimInterval, false)
+	if err != nil {
+		return err
+	}
+	defer v.kill()
+	quiet, err := v.quiet(o.LockoutDuration / 2)
+	if err != nil {
+		return err
+	}
 	rssBefore := c.rss()
 
-	a, err := startRootAttacker(ctx, c.socket, held, 2*o.LockoutDuration+time.Minute, func(pid int) error { return writeCgroup(pid, fairAttackerCgroup) })
+	cpu := newCPULimit(attackerCPU)
+	defer cpu.remove()
+	a, err := startRootAttacker(ctx, c, cpu, held, 2*o.LockoutDuration+time.Minute)
 	if err != nil {
 		return err
 	}
 	defer a.kill()
 	cpuBefore, _ := c.metric("process_cpu_seconds_total")
-	attacked := victimLoop(ctx, victim, o.LockoutDuration, o.VictimInterval)
+	attacked, err := v.quiet(o.LockoutDuration)
+	if err != nil {
+		return err
+	}
 	cpuAfter, _ := c.metric("process_cpu_seconds_total")
 	rssPeak := c.rss()
 	res, err := a.stop()
 	if err != nil {
+		return err
+	}
+	if err := v.close(); err != nil {
 		return err
 	}
 
@@ -125,91 +117,10 @@ func rootClients(ctx context.Context, o Options, rep *Report, name string, held 
 		rep.add(name, "attacker's snapshots per second (reported)", true,
 			fmt.Sprintf("%.0f/s (%d)", float64(res.WatchesSynced)/elapsed, res.WatchesSynced), "")
 	}
-	for _, k := range []struct {
-		what         string
-		quiet, under victimStats
-	}{
-		{"ListPods", quiet.lists, attacked.lists},
-		{"WatchPods to INITIAL_SYNC_COMPLETE", quiet.watches, attacked.watches},
-	} {
-		total := k.under.ok + k.under.failed
-		share := 0.0
-		if total > 0 {
-			share = float64(k.under.ok) / float64(total)
-		}
-		value := fmt.Sprintf("%d of %d (%.1f%%)", k.under.ok, total, 100*share)
-		if k.under.firstErr != nil {
-			value += fmt.Sprintf("; first error: %v", k.under.firstErr)
-		}
-		rep.add(name, "victim's "+k.what+" served under the attack", total > 0 && share >= 0.99, value, ">= 99%")
-		q, u := p99(k.quiet.latencies), p99(k.under.latencies)
-		rep.add(name, "victim's "+k.what+" p99 under the attack vs quiet", u <= 3*max(q, time.Millisecond),
-			fmt.Sprintf("%v vs %v", u.Round(10*time.Microsecond), q.Round(10*time.Microsecond)), "<= 3x (1 ms floor)")
-	}
+	victimRows(rep, name, quiet, attacked, cpu.Note)
 	rep.add(name, "server CPU and RSS under the attack (reported)", true,
 		fmt.Sprintf("%.2f cores; RSS %d → %d MiB", (cpuAfter-cpuBefore)/o.LockoutDuration.Seconds(), rssBefore>>20, rssPeak>>20), "")
 	return nil
-}
-
-// victimStats are the outcomes of one kind of call of the victim.
-type victimStats struct {
-	ok, failed int
-	firstErr   error
-	latencies  []time.Duration
-}
-
-func (s *victimStats) add(start time.Time, err error) {
-	if err != nil {
-		s.failed++
-		if s.firstErr == nil {
-			s.firstErr = err
-		}
-		return
-	}
-	s.ok++
-	s.latencies = append(s.latencies, time.Since(start))
-}
-
-// victimOutcome is what victimLoop measured.
-type victimOutcome struct{ lists, watches victimStats }
-
-// victimLoop calls ListPods and opens a watch (read to its
-// INITIAL_SYNC_COMPLETE, then closed) every interval for d.
-func victimLoop(ctx context.Context, cl podsv1alpha1connect.PodsClient, d, interval time.Duration) victimOutcome {
-	var out victimOutcome
-	tick := time.NewTicker(interval)
-	defer tick.Stop()
-	for end := time.Now().Add(d); time.Now().Before(end) && ctx.Err() == nil; {
-		<-tick.C
-		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		start := time.Now()
-		_, err := cl.ListPods(cctx, connect.NewRequest(&podsv1alpha1.PodListRequest{}))
-		out.lists.add(start, err)
-		start = time.Now()
-		out.watches.add(start, watchToSync(cctx, cl))
-		cancel()
-	}
-	return out
-}
-
-// watchToSync opens a watch and reads it to its INITIAL_SYNC_COMPLETE.
-func watchToSync(ctx context.Context, cl podsv1alpha1connect.PodsClient) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	s, err := cl.WatchPods(ctx, connect.NewRequest(&podsv1alpha1.PodWatchRequest{}))
-	if err != nil {
-		return err
-	}
-	defer s.Close()
-	for s.Receive() {
-		if s.Msg().GetType() == podsv1alpha1.EventType_EVENT_TYPE_INITIAL_SYNC_COMPLETE {
-			return nil
-		}
-	}
-	if err := s.Err(); err != nil {
-		return err
-	}
-	return errors.New("the watch ended before INITIAL_SYNC_COMPLETE")
 }
 
 // rootAttackerResult is what the attacker process reports as its last line.
@@ -226,48 +137,28 @@ type rootAttackerResult struct {
 // rootAttacker is the attacking client's process.
 type rootAttacker struct{ proc *childproc.Process }
 
-// startRootAttacker starts the attacker's process; once started, setup is
-// given its PID (to write the cgroup the server reads for it), then it is
-// told to go, and startRootAttacker returns once it holds its watches.
-func startRootAttacker(ctx context.Context, socket string, held int, limit time.Duration, setup func(pid int) error) (*rootAttacker, error) {
-	proc, err := childproc.Start(childproc.Spec{Role: roleRootAttacker, Args: []string{"--socket", socket, "--watches", fmt.Sprint(held),
-		"--loopers", fmt.Sprint(fairLoopers), "--limit", limit.String()}})
+// startRootAttacker starts the attacker's process, identified to the
+// server as a systemd unit and confined to cpu, and returns once it holds
+// its watches.
+func startRootAttacker(ctx context.Context, c *child, cpu *cpuLimit, held int, limit time.Duration) (*rootAttacker, error) {
+	proc, err := startClientProcess(ctx, roleRootAttacker, []string{"--socket", c.socket, "--watches", fmt.Sprint(held),
+		"--loopers", fmt.Sprint(fairLoopers), "--limit", limit.String()},
+		func(pid int) error {
+			if err := cpu.add(pid); err != nil {
+				return err
+			}
+			return c.identify(pid, fairAttackerCgroup)
+		}, "attacking")
 	if err != nil {
 		return nil, err
 	}
-	a := &rootAttacker{proc: proc}
-	context.AfterFunc(ctx, proc.Kill)
-	if err := setup(proc.Pid()); err != nil {
-		a.kill()
-		return nil, err
-	}
-	fmt.Fprintln(proc.Stdin(), "go")
-	nctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	if line, err := proc.Next(nctx); err != nil || line != "attacking" {
-		a.kill()
-		return nil, fmt.Errorf("start the attacker: %q, %v", line, err)
-	}
-	return a, nil
+	return &rootAttacker{proc: proc}, nil
 }
 
 // stop tells the attacker to stop and returns its counts.
 func (a *rootAttacker) stop() (rootAttackerResult, error) {
 	var res rootAttackerResult
-	fmt.Fprintln(a.proc.Stdin(), "stop")
-	a.proc.CloseStdin()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	line, err := a.proc.Next(ctx)
-	if err != nil {
-		a.kill()
-		return res, err
-	}
-	if err := json.Unmarshal([]byte(line), &res); err != nil {
-		a.kill()
-		return res, fmt.Errorf("the attacker said %q: %w", line, err)
-	}
-	return res, a.proc.Wait(30 * time.Second)
+	return res, stopClientProcess(a.proc, &res)
 }
 
 func (a *rootAttacker) kill() { a.proc.Kill() }
@@ -289,16 +180,13 @@ func runRootAttacker(args []string, stdin io.Reader, stdout io.Writer) error {
 	defer stopSignals()
 	actx, stop := context.WithTimeout(sctx, *limit)
 	defer stop()
-	sc := bufio.NewScanner(stdin)
-	if !sc.Scan() || sc.Text() != "go" {
-		return errors.New("not told to go")
+	lines, err := commands(stdin)
+	if err != nil {
+		return err
 	}
 	go func() {
 		defer stop()
-		for sc.Scan() {
-			if sc.Text() == "stop" {
-				return
-			}
+		for range lines {
 		}
 	}()
 	var held atomic.Int64

@@ -1,7 +1,6 @@
 package stress
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os/signal"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -42,11 +40,11 @@ type floodResult struct {
 	Elapsed time.Duration `json:"elapsedNs"`
 }
 
-// runFlood is the flood process: clients that call ListPods and GetPod as
-// fast as they can, each on its own connection, until a "stop" line or the
-// end of stdin (or SIGTERM, or --limit as a safety bound). It prints
-// "flooding" once the first call has returned, then the floodResult as
-// JSON once every client has stopped.
+// runFlood is the flood process: on "go", clients that call ListPods and
+// GetPod as fast as they can, each on its own connection, until a "stop"
+// line or the end of stdin (or SIGTERM, or --limit as a safety bound). It
+// prints "flooding" once the first call has returned, then the floodResult
+// as JSON once every client has stopped.
 func runFlood(args []string, stdin io.Reader, stdout io.Writer) error {
 	fs := flag.NewFlagSet("stress-flood", flag.ContinueOnError)
 	sock := fs.String("socket", "", "socket of the server")
@@ -63,13 +61,13 @@ func runFlood(args []string, stdin io.Reader, stdout io.Writer) error {
 	defer stopSignals()
 	fctx, stopFlood := context.WithTimeout(sctx, *limit)
 	defer stopFlood()
+	lines, err := commands(stdin)
+	if err != nil {
+		return err
+	}
 	go func() {
 		defer stopFlood()
-		sc := bufio.NewScanner(stdin)
-		for sc.Scan() {
-			if strings.TrimSpace(sc.Text()) == "stop" {
-				return
-			}
+		for range lines {
 		}
 	}()
 	var accepted, limited, other atomic.Int64
@@ -123,45 +121,22 @@ type floodProcess struct{ proc *childproc.Process }
 
 // startFlood starts clients flooding clients on socket in a child process
 // (the stress binary again, in the flood's role) and returns once they call;
-// with decode, they decode the responses. The process is killed when ctx
+// with decode, they decode the responses. The flood is not identified to
+// the server: it is the client of its UID. The process is killed when ctx
 // ends, and stops by itself after limit.
 func startFlood(ctx context.Context, socket string, clients int, decode bool, limit time.Duration) (*floodProcess, error) {
-	proc, err := childproc.Start(childproc.Spec{Role: roleFlood, Args: []string{"--socket", socket, "--clients", fmt.Sprint(clients),
-		"--decode=" + fmt.Sprint(decode), "--limit", limit.String()}})
+	proc, err := startClientProcess(ctx, roleFlood, []string{"--socket", socket, "--clients", fmt.Sprint(clients),
+		"--decode=" + fmt.Sprint(decode), "--limit", limit.String()}, nil, "flooding")
 	if err != nil {
 		return nil, err
 	}
-	f := &floodProcess{proc: proc}
-	context.AfterFunc(ctx, proc.Kill)
-	if _, err := f.next(30 * time.Second); err != nil {
-		f.kill()
-		return nil, fmt.Errorf("start the flood: %w", err)
-	}
-	return f, nil
-}
-
-// next returns the next line of the flood process's stdout.
-func (f *floodProcess) next(timeout time.Duration) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	return f.proc.Next(ctx)
+	return &floodProcess{proc: proc}, nil
 }
 
 // stop tells the flood to stop and returns its counts.
 func (f *floodProcess) stop() (floodResult, error) {
 	var res floodResult
-	fmt.Fprintln(f.proc.Stdin(), "stop")
-	f.proc.CloseStdin()
-	line, err := f.next(30 * time.Second)
-	if err != nil {
-		f.kill()
-		return res, err
-	}
-	if err := json.Unmarshal([]byte(line), &res); err != nil {
-		f.kill()
-		return res, fmt.Errorf("the flood process said %q: %w", line, err)
-	}
-	return res, f.proc.Wait(30 * time.Second)
+	return res, stopClientProcess(f.proc, &res)
 }
 
 // kill ends the flood process at once and waits for its exit, at most 10 s.

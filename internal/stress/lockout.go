@@ -23,15 +23,19 @@ const lockoutSlots = 64
 // lockout checks that one client cannot lock another out: an attacker
 // keeps Slowloris connections that never send their preface (more than the
 // server's slots) and HeldConns connections of HeldStreams streams whose
-// request never comes, reopening whatever the server closes, while a
-// victim, connecting under the attack, calls ListPods every
-// VictimInterval; the victim must keep 99% of its calls. Both are the same UID (this
-// process), so the held streams stay under the server's per-UID limit of
+// request never comes, reopening whatever the server closes. Two clients
+// must keep 99% of their calls meanwhile: the victim (a pod, see victim.go),
+// connected before the attack, and a client of the attacker's own UID (this
+// process), connecting under the attack and calling ListPods every
+// VictimInterval; the held streams stay under the server's per-client limit of
 // waiting calls (--max-pending-per-uid, 256), which they would otherwise
-// take from the victim.
+// take from it. The attack runs in this process, confined to attackerCPU
+// while it runs.
 func lockout(ctx context.Context, o Options, rep *Report) error {
 	const name = "5 lockout"
-	c, err := startChild("--max-connections", fmt.Sprint(lockoutSlots), "--request-read-timeout", o.HeldTimeout.String())
+	// No rate limit: the attack is on connections and streams, and the
+	// two clients' calls (more than 100 a second) are not.
+	c, err := startChild("--qps", "-1", "--max-connections", fmt.Sprint(lockoutSlots), "--request-read-timeout", o.HeldTimeout.String())
 	if err != nil {
 		return err
 	}
@@ -41,6 +45,22 @@ func lockout(ctx context.Context, o Options, rep *Report) error {
 	if err != nil {
 		return err
 	}
+	v, quiet, err := startQuietVictim(ctx, c, o)
+	if err != nil {
+		return err
+	}
+	defer v.kill()
+	cpu := newCPULimit(attackerCPU)
+	defer cpu.remove()
+	release, err := cpu.confineSelf()
+	if err != nil {
+		return err
+	}
+	defer release()
+	if err := v.start(); err != nil {
+		return err
+	}
+	meter := meterCPU(c, selfCPU)
 	actx, stopAttack := context.WithCancel(ctx)
 	defer stopAttack()
 	var attackers sync.WaitGroup
@@ -103,8 +123,14 @@ func lockout(ctx context.Context, o Options, rep *Report) error {
 		}
 	}
 	tick.Stop()
+	meter.row(rep, name)
+	under, err := v.finish()
+	if err != nil {
+		return err
+	}
 	stopAttack()
 	attackers.Wait()
+	release()
 	shed, _ := c.metric("podsapi_connections_shed_total")
 	for _, e := range []struct {
 		what string
@@ -118,7 +144,8 @@ func lockout(ctx context.Context, o Options, rep *Report) error {
 		return fmt.Sprintf("%d of %d (%.1f%%)", ok, total, 100*float64(ok)/float64(max(total, 1)))
 	}
 	total := ok + failed
-	rep.add(name, fmt.Sprintf("victim's ListPods while %d slowloris and %d×%d held streams attack (%d slots)",
+	victimRows(rep, name, quiet, under, cpu.Note)
+	rep.add(name, fmt.Sprintf("attacker's own ListPods while %d slowloris and %d×%d held streams attack (%d slots)",
 		o.Slowloris, o.HeldConns, o.HeldStreams, lockoutSlots),
 		total > 0 && ok*100 >= total*99, percent(ok, total), ">= 99%")
 	// Reported, not checked: a connection is shed if the attacker's

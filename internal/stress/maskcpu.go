@@ -42,6 +42,13 @@ func maskCPU(ctx context.Context, o Options, rep *Report) error {
 	case <-time.After(30 * time.Second):
 		return fmt.Errorf("the victim did not sync: %v", victim.endErr())
 	}
+	// The victim, another client, calls through both churns, so that the
+	// server's CPU of each counts its calls alike.
+	v, err := startVictim(ctx, c, o.VictimInterval, false)
+	if err != nil {
+		return err
+	}
+	defer v.kill()
 	changes := 0
 	churn := func() (cores float64, err error) {
 		n, rate := o.MaskChanges, 100
@@ -58,11 +65,21 @@ func maskCPU(ctx context.Context, o Options, rep *Report) error {
 		after, err := c.metric("process_cpu_seconds_total")
 		return (after - before) / time.Since(start).Seconds(), err
 	}
+	if err := v.start(); err != nil {
+		return err
+	}
 	quiet, err := churn()
 	if err != nil {
 		return err
 	}
 	baseLatency := victim.takeLatencies()
+	quietV, err := v.end()
+	if err != nil {
+		return err
+	}
+	if err := v.start(); err != nil {
+		return err
+	}
 
 	// The attack: watches with distinct masks, on connections of
 	// watchesPerConn streams, each read (and discarded) as it comes.
@@ -133,6 +150,11 @@ func maskCPU(ctx context.Context, o Options, rep *Report) error {
 		return err
 	}
 	attackLatency := victim.takeLatencies()
+	underV, err := v.finish()
+	if err != nil {
+		return err
+	}
+	victimRows(rep, name, quietV, underV, "")
 	mu.Lock()
 	value := fmt.Sprintf("%d synced", synced)
 	for r, n := range reasons {

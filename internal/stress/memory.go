@@ -38,10 +38,14 @@ type memoryLimit struct {
 
 // newMemoryLimit creates a cgroup v2 with memory.max = childMemoryMax, or
 // on a cgroup v1 host a memory cgroup with memory.limit_in_bytes =
-// childMemoryMax, or says why it cannot.
+// childMemoryMax, or says why it cannot (or should not: under the race
+// detector).
 func newMemoryLimit() *memoryLimit {
 	if os.Geteuid() != 0 {
 		return &memoryLimit{Note: "GOMEMLIMIT=230MiB only: not root, no cgroup created"}
+	}
+	if raceEnabled {
+		return &memoryLimit{Note: "GOMEMLIMIT=230MiB only: built with the race detector, whose shadow memory the cgroup would count"}
 	}
 	var fs unix.Statfs_t
 	if err := unix.Statfs(cgroupRoot, &fs); err != nil || fs.Type != unix.CGROUP2_SUPER_MAGIC {

@@ -21,6 +21,7 @@ import (
 	podsv1alpha1 "github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1"
 	"github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1/podsv1alpha1connect"
 	"github.com/podsapi/podsapi/internal/h2c"
+	"github.com/podsapi/podsapi/podcgroup"
 )
 
 // Options size the scenarios.
@@ -42,6 +43,13 @@ type Options struct {
 	// RateLimitDelay is the server's --rate-limit-delay during the flood;
 	// 0 leaves its default.
 	RateLimitDelay time.Duration
+	// FloodPerClientQPS is the server's --per-client-qps during the flood
+	// (its burst is Burst): the share of the shared bucket one client may
+	// take: the victim's calls (one every 2*VictimInterval in the flood)
+	// must fit in it, and in what the flood leaves of QPS. 0, the server's
+	// default, turns it off, and the shared bucket is the flood's, first
+	// come first served.
+	FloodPerClientQPS float64
 	// Stalled: Stalled watchers never read and Readers read, under
 	// UpdateRate changes per second for StallDuration.
 	Stalled       int
@@ -68,7 +76,8 @@ type Options struct {
 	// Resume herd: Herd watchers of HerdPods pods open at once, afresh
 	// and then resuming HerdBack changes back, while HerdBack more changes
 	// are made at HerdChurn per second, each herd given HerdTimeout to
-	// sync.
+	// sync: 1,000 watchers of 1,000 pods of 2.4 KB take about 30 s on two
+	// cores (2.4 GB of snapshots), more when the machine is shared.
 	Herd        int
 	HerdPods    int
 	HerdBack    int
@@ -90,15 +99,15 @@ type Options struct {
 // Defaults are the options of `make stress`.
 func Defaults() Options {
 	return Options{
-		Duration: 30 * time.Second, FloodClients: 16, Watchers: 10, QPS: 100, Burst: 10, ChurnRate: 100,
+		Duration: 30 * time.Second, FloodClients: 16, Watchers: 10, QPS: 100, Burst: 10, ChurnRate: 100, FloodPerClientQPS: 40,
 		Stalled: 100, Readers: 10, UpdateRate: 1000, StallDuration: 10 * time.Second, StallTimeout: 2 * time.Second,
 		Cycles: 10000, ChurnWorkers: 8, GarbageConns: 2000,
 		Slowloris: 200, HeldConns: 4, HeldStreams: 50, HeldTimeout: time.Second, LockoutDuration: 10 * time.Second, VictimInterval: 20 * time.Millisecond,
-		Herd: 200, HerdPods: 1000, HerdBack: 1000, HerdChurn: 100, HerdTimeout: 20 * time.Second,
+		Herd: 1000, HerdPods: 1000, HerdBack: 1000, HerdChurn: 100, HerdTimeout: 90 * time.Second,
 		MaskPadding: 200 << 10,
 		MaskWatches: 900, MaskPods: 1000, MaskChanges: 1000,
 		UnreadConns: 15, UnreadCalls: 100, UnreadPadding: 200 << 10,
-		Log:         io.Discard,
+		Log: io.Discard,
 	}
 }
 
@@ -180,12 +189,15 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// flood checks the shared rate limit under 16 greedy clients, and that
-// watchers lose nothing and stay fast meanwhile; it ends with a SIGTERM
-// under that watch load.
+// flood checks the shared rate limit under 16 greedy clients of one
+// process (one client to the server), that watchers lose nothing and stay
+// fast meanwhile, and that the victim keeps its calls: the flood may take
+// its share of the shared bucket (--per-client-qps FloodPerClientQPS), not
+// the victim's. It ends with a SIGTERM under that watch load.
 func flood(ctx context.Context, o Options, rep *Report) error {
 	const name = "1 flood"
-	c, err := startChild("--qps", fmt.Sprint(o.QPS), "--burst", fmt.Sprint(o.Burst), "--rate-limit-delay", o.RateLimitDelay.String())
+	c, err := startChild("--qps", fmt.Sprint(o.QPS), "--burst", fmt.Sprint(o.Burst), "--rate-limit-delay", o.RateLimitDelay.String(),
+		"--per-client-qps", fmt.Sprint(o.FloodPerClientQPS), "--per-client-burst", fmt.Sprint(o.Burst))
 	if err != nil {
 		return err
 	}
@@ -201,11 +213,19 @@ func flood(ctx context.Context, o Options, rep *Report) error {
 			return fmt.Errorf("watcher %d did not sync: %v", i, readers[i].endErr())
 		}
 	}
+	// The victim calls through the baseline (its quiet) and the flood, at
+	// half its pace elsewhere (25 calls a second by default), under the
+	// per-client share as the flood is.
+	v, err := startVictim(ctx, c, 2*o.VictimInterval, false)
+	if err != nil {
+		return err
+	}
+	defer v.kill()
 	churnN := max(int(o.Duration.Seconds()*float64(o.ChurnRate)), 1)
 	// The baseline is the same churn without the flood, half of it before
 	// the flood and half after, so that a drift of the machine's speed
 	// during the run weighs on both sides alike.
-	var base, flooded []time.Duration
+	var base, floodedLatencies []time.Duration
 	changes := 0
 	phase := func(n int, into *[]time.Duration) {
 		changes += n
@@ -215,10 +235,17 @@ func flood(ctx context.Context, o Options, rep *Report) error {
 		}
 	}
 	before := churnN / 2
+	if err := v.start(); err != nil {
+		return err
+	}
 	if err := c.churn(before, o.ChurnRate); err != nil {
 		return err
 	}
 	phase(before, &base)
+	quiet, err := v.end()
+	if err != nil {
+		return err
+	}
 	// The flood, with the same churn. The flooding clients run in a process
 	// of their own, as hostile agents do, so that the watchers' process
 	// holds only what is measured.
@@ -227,13 +254,25 @@ func flood(ctx context.Context, o Options, rep *Report) error {
 		return err
 	}
 	defer fl.kill()
+	if err := v.start(); err != nil {
+		return err
+	}
+	meter := meterCPU(c, processCPU(fl.proc.Pid()))
 	start := time.Now()
 	churnErr := c.churn(churnN, o.ChurnRate)
 	if rest := time.Until(start.Add(o.Duration)); rest > 0 {
 		time.Sleep(rest) // the flood lasts at least Duration
 	}
+	meter.row(rep, name)
+	flooded, err := v.end()
+	if err != nil {
+		return err
+	}
 	res, err := fl.stop()
 	if err != nil {
+		return err
+	}
+	if err := v.close(); err != nil {
 		return err
 	}
 	if churnErr != nil {
@@ -246,7 +285,7 @@ func flood(ctx context.Context, o Options, rep *Report) error {
 	calls := res.Accepted + res.Limited + res.Other
 	fmt.Fprintf(o.Log, "stress: flood: %d calls in %v (%.0f/s), %d accepted\n",
 		calls, elapsed.Round(time.Millisecond), float64(calls)/elapsed.Seconds(), res.Accepted)
-	phase(churnN, &flooded)
+	phase(churnN, &floodedLatencies)
 	if err := c.churn(churnN-before, o.ChurnRate); err != nil {
 		return err
 	}
@@ -257,9 +296,12 @@ func flood(ctx context.Context, o Options, rep *Report) error {
 		lost += 2*churnN - r.modified + r.gaps
 		r.mu.Unlock()
 	}
+	// The shared bucket: the flood's calls and the victim's, made within
+	// the flood.
 	bound := int64(o.QPS*elapsed.Seconds()) + int64(o.Burst)
-	rep.add(name, fmt.Sprintf("accepted ListPods+GetPod of %d clients in %v", o.FloodClients, elapsed.Round(time.Millisecond)),
-		res.Accepted <= bound, fmt.Sprintf("%d of %d calls (%.0f/s)", res.Accepted, calls, float64(calls)/elapsed.Seconds()),
+	accepted := res.Accepted + int64(flooded.Lists.OK)
+	rep.add(name, fmt.Sprintf("accepted ListPods+GetPod of %d clients and the victim in %v", o.FloodClients, elapsed.Round(time.Millisecond)),
+		accepted <= bound, fmt.Sprintf("%d + %d of %d + %d calls (%.0f/s)", res.Accepted, flooded.Lists.OK, calls, flooded.Lists.OK+flooded.Lists.Failed, float64(calls)/elapsed.Seconds()),
 		fmt.Sprintf("<= qps*t+burst = %d", bound))
 	rep.add(name, "rejections that are RESOURCE_EXHAUSTED", res.Other == 0,
 		fmt.Sprintf("%d of %d", res.Limited, res.Limited+res.Other), "all")
@@ -267,7 +309,8 @@ func flood(ctx context.Context, o Options, rep *Report) error {
 		fmt.Fprintf(o.Log, "stress: flood: other error: %v\n", res.OtherErr)
 	}
 	rep.add(name, fmt.Sprintf("events lost by %d watchers (%d changes each)", o.Watchers, 2*churnN), lost == 0, fmt.Sprint(lost), "0")
-	pb, pf := p99(base), p99(flooded)
+	victimRows(rep, name, quiet, flooded, fmt.Sprintf("--per-client-qps %g, every %v", o.FloodPerClientQPS, 2*o.VictimInterval))
+	pb, pf := p99(base), p99(floodedLatencies)
 	// A floor of 1 ms keeps scheduler noise at microsecond latencies from
 	// deciding the check.
 	rep.add(name, "watch delivery p99 flooded vs not", pf <= 2*max(pb, time.Millisecond),
@@ -327,10 +370,19 @@ func stalled(ctx context.Context, o Options, rep *Report) error {
 		stacks, err := c.metric("go_memstats_stack_inuse_bytes")
 		return memory{c.rss(), int64(heap), int64(stacks), int64(history)}, err
 	}
+	v, quiet, err := startQuietVictim(ctx, c, o)
+	if err != nil {
+		return err
+	}
+	defer v.kill()
 	before, err := measure()
 	if err != nil {
 		return err
 	}
+	if err := v.start(); err != nil {
+		return err
+	}
+	meter := meterCPU(c, selfCPU)
 	var after [2]memory
 	var rssPeak int64
 	for i := range after {
@@ -367,6 +419,12 @@ func stalled(ctx context.Context, o Options, rep *Report) error {
 	// or more per dropped watcher (at 100 of them).
 	const slack = 1 << 20
 	kib := func(b int64) string { return fmt.Sprintf("%d KiB", b>>10) }
+	meter.row(rep, name)
+	under, err := v.finish()
+	if err != nil {
+		return err
+	}
+	victimRows(rep, name, quiet, under, "")
 	rep.add(name, "server live heap before / after 1 round / after 2, less the history", after[1].heap-after[1].history <= after[0].heap-after[0].history+slack,
 		fmt.Sprintf("%s / %s / %s (history %s / %s / %s, stacks %s / %s / %s)", kib(before.heap), kib(after[0].heap-after[0].history), kib(after[1].heap-after[1].history),
 			kib(before.history), kib(after[0].history), kib(after[1].history),
@@ -414,8 +472,12 @@ func stalledRound(ctx context.Context, c *child, o Options) (round, error) {
 		}
 		closers = append(closers, closeIt)
 	}
+	// The watches of the round are the harness's: the victim's, opened
+	// and closed all along, are left out.
+	victim := podcgroup.Client(victimCgroup)
+	watches := func() (float64, error) { return c.watchesBesides(victim) }
 	want := float64(o.Readers + o.Stalled)
-	if _, v, err := c.waitMetric("podsapi_watches_open", func(v float64) bool { return v == want }, 30*time.Second); err != nil {
+	if _, v, err := waitValue("watches open", watches, func(v float64) bool { return v == want }, 30*time.Second); err != nil {
 		return r, fmt.Errorf("watches open: %v, want %v: %w", v, want, err)
 	}
 	churned := make(chan error, 1)
@@ -425,7 +487,7 @@ func stalledRound(ctx context.Context, c *child, o Options) (round, error) {
 	// (write-stall timeout): only the readers remain.
 	for time.Since(start) < r.bound+o.StallDuration {
 		r.rssPeak = max(r.rssPeak, c.rss())
-		v, err := c.metric("podsapi_watches_open")
+		v, err := watches()
 		if err != nil {
 			return r, err
 		}
@@ -456,7 +518,7 @@ func stalledRound(ctx context.Context, c *child, o Options) (round, error) {
 	for _, rd := range readers {
 		<-rd.done
 	}
-	if _, _, err := c.waitMetric("podsapi_watches_open", func(v float64) bool { return v == 0 }, 30*time.Second); err != nil {
+	if _, _, err := waitValue("watches open", watches, func(v float64) bool { return v == 0 }, 30*time.Second); err != nil {
 		return r, err
 	}
 	return r, nil
@@ -466,7 +528,8 @@ func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
 
 // churn runs connect/call/disconnect cycles, some closed abruptly in the
 // middle of a watch or a call, and checks that goroutines and file
-// descriptors come back.
+// descriptors come back and that the victim is served meanwhile. The
+// cycles run in this process, confined to attackerCPU while they run.
 func churn(ctx context.Context, o Options, rep *Report) error {
 	const name = "3 churn"
 	c, err := startChild("--qps", "-1")
@@ -481,8 +544,23 @@ func churn(ctx context.Context, o Options, rep *Report) error {
 	if _, _, err := c.waitMetric("podsapi_connections_open", func(v float64) bool { return v == 0 }, 30*time.Second); err != nil {
 		return err
 	}
+	v, quiet, err := startQuietVictim(ctx, c, o)
+	if err != nil {
+		return err
+	}
+	defer v.kill()
 	g0, _ := c.metric("go_goroutines")
 	fd0 := c.fds()
+	cpu := newCPULimit(attackerCPU)
+	defer cpu.remove()
+	release, err := cpu.confineSelf()
+	if err != nil {
+		return err
+	}
+	if err := v.start(); err != nil {
+		return err
+	}
+	meter := meterCPU(c, selfCPU)
 	var next, failed atomic.Int64
 	var wg sync.WaitGroup
 	start := time.Now()
@@ -501,13 +579,20 @@ func churn(ctx context.Context, o Options, rep *Report) error {
 	}
 	wg.Wait()
 	took := time.Since(start)
+	meter.row(rep, name)
+	release()
+	under, err := v.finish()
+	if err != nil {
+		return err
+	}
 	if _, _, err := c.waitMetric("podsapi_connections_open", func(v float64) bool { return v == 0 }, 30*time.Second); err != nil {
 		return err
 	}
 	_, g1, _ := c.waitMetric("go_goroutines", func(v float64) bool { return v <= g0 }, 30*time.Second)
 	fd1 := c.fds()
-	rep.add(name, fmt.Sprintf("%d cycles (1 in 10 closed abruptly mid-watch, 1 in 10 mid-call) in %v", o.Cycles, took.Round(time.Millisecond)),
+	rep.add(name, fmt.Sprintf("%d cycles (1 in 10 closed abruptly mid-watch, 1 in 10 mid-call) in %v (%s)", o.Cycles, took.Round(time.Millisecond), cpu.Note),
 		failed.Load() == 0, fmt.Sprintf("%d failed", failed.Load()), "0 failed")
+	victimRows(rep, name, quiet, under, cpu.Note)
 	rep.add(name, "server goroutines before / after", g1 <= g0, fmt.Sprintf("%v / %v", g0, g1), "no growth")
 	rep.add(name, "server file descriptors before / after", fd1 <= fd0, fmt.Sprintf("%d / %d", fd0, fd1), "no growth")
 	_, err = c.stop(10 * time.Second)
@@ -574,6 +659,15 @@ func garbage(ctx context.Context, o Options, rep *Report) error {
 	defer cancel()
 	r := startReader(wctx, c.socket)
 	<-r.synced
+	v, quiet, err := startQuietVictim(ctx, c, o)
+	if err != nil {
+		return err
+	}
+	defer v.kill()
+	if err := v.start(); err != nil {
+		return err
+	}
+	meter := meterCPU(c, selfCPU)
 	var calls, callFailures atomic.Int64
 	var firstFailure atomic.Value
 	checkerDone := make(chan struct{})
@@ -611,6 +705,12 @@ func garbage(ctx context.Context, o Options, rep *Report) error {
 		})
 	}
 	wg.Wait()
+	meter.row(rep, name)
+	under, err := v.finish()
+	if err != nil {
+		return err
+	}
+	victimRows(rep, name, quiet, under, "")
 	// The watcher still gets changes.
 	if err := c.churn(100, 1000); err != nil {
 		return err

@@ -28,6 +28,14 @@ func unread(ctx context.Context, o Options, rep *Report) error {
 		return err
 	}
 	defer c.kill()
+	v, quietV, err := startQuietVictim(ctx, c, o)
+	if err != nil {
+		return err
+	}
+	defer v.kill()
+	if err := v.start(); err != nil {
+		return err
+	}
 	rssBefore := c.rss()
 	s := startSampler(c)
 	inFlightPeak, err := unreadCalls(ctx, o, c, "/kubelet.pods.v1alpha1.Pods/ListPods", nil)
@@ -62,6 +70,11 @@ func unread(ctx context.Context, o Options, rep *Report) error {
 	if err != nil {
 		return fmt.Errorf("the server after the attack: %w", err)
 	}
+	underV, err := v.finish()
+	if err != nil {
+		return err
+	}
+	victimRows(rep, name, quietV, underV, "")
 	rep.add(name, fmt.Sprintf("server RSS before / peak, %d unread reflection streams", calls), s.rssPeak-rssBefore <= 64<<20,
 		fmt.Sprintf("%s / %s", mib(rssBefore), mib(s.rssPeak)), "<= before + 64 MiB (243 MiB before the bound)")
 	rep.add(name, "the client's reflection streams refused RESOURCE_EXHAUSTED", series["resource_exhausted"] >= float64(calls-maxReflectionPerClient),
