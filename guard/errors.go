@@ -28,7 +28,7 @@ func errRateLimited(procedure string) error {
 // errClientRateLimited is returned when a client exceeds its own rate limit.
 func errClientRateLimited(procedure string) error {
 	return errinfo.New(connect.CodeResourceExhausted, errinfo.ClientRateLimited,
-		fmt.Errorf("%s: per-client rate limit exceeded: retry later, or use WatchPods instead of polling", procedure),
+		fmt.Errorf("%s: this client's rate limit exceeded (its --per-client-qps, or its fair share of the shared limit while other clients call): retry later, or use WatchPods instead of polling", procedure),
 		map[string]string{"procedure": procedure})
 }
 

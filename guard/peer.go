@@ -173,18 +173,30 @@ func (l *LogLimiter) Warn(p *Peer, msg string, args ...any) {
 // with a full bucket (indistinguishable from new ones) are forgotten.
 const maxClientLimiters = 1024
 
-// PerClientLimiter keeps one token bucket per client (Peer.Client).
+// PerClientLimiter keeps one token bucket per client (Peer.Client): of a
+// fixed rate (NewPerClientLimiter), or of a fair share of the shared rate
+// among the clients calling (NewFairShareLimiter, fairshare.go).
 type PerClientLimiter struct {
 	qps   rate.Limit
 	burst int
+	// fair makes the buckets the shares of qps and burst among the
+	// clients that called within fairWindow; now is the clock.
+	fair bool
+	now  func() time.Time
 
 	mu       sync.Mutex
-	limiters map[string]*rate.Limiter
+	limiters map[string]*clientBucket
+}
+
+// clientBucket is one client's bucket, and when it last called.
+type clientBucket struct {
+	lim  *rate.Limiter
+	last time.Time
 }
 
 // NewPerClientLimiter returns per-client buckets of qps and burst.
 func NewPerClientLimiter(qps float64, burst int) *PerClientLimiter {
-	return &PerClientLimiter{qps: rate.Limit(qps), burst: burst, limiters: make(map[string]*rate.Limiter)}
+	return &PerClientLimiter{qps: rate.Limit(qps), burst: burst, now: time.Now, limiters: make(map[string]*clientBucket)}
 }
 
 // Allow reports whether the client of ctx, peer p, may make a request now,
@@ -192,21 +204,27 @@ func NewPerClientLimiter(qps float64, burst int) *PerClientLimiter {
 // bucket.
 func (l *PerClientLimiter) Allow(ctx context.Context, p *Peer) bool {
 	client := p.Client(ctx)
+	now := l.now()
 	l.mu.Lock()
-	lim, ok := l.limiters[client]
+	b, ok := l.limiters[client]
 	if !ok {
 		if len(l.limiters) >= maxClientLimiters {
 			for k, v := range l.limiters {
-				if v.Tokens() >= float64(l.burst) {
+				if v.lim.TokensAt(now) >= float64(v.lim.Burst()) && (!l.fair || now.Sub(v.last) >= fairWindow) {
 					delete(l.limiters, k)
 				}
 			}
 		}
-		lim = rate.NewLimiter(l.qps, l.burst)
-		l.limiters[client] = lim
+		b = &clientBucket{lim: rate.NewLimiter(l.qps, l.burst)}
+		l.limiters[client] = b
+	}
+	b.last = now
+	if l.fair && !l.share(now, b) {
+		l.mu.Unlock()
+		return true
 	}
 	l.mu.Unlock()
-	return lim.Allow()
+	return b.lim.AllowN(now, 1)
 }
 
 // WatchLimit bounds the number of watches open at once on a server, and

@@ -128,8 +128,11 @@ type LimitsConfig struct {
 	Burst int
 	// PerClientQPS and PerClientBurst set a rate limit of ListPods and
 	// GetPod per client (guard.Peer.Client: its pod, systemd unit, or else
-	// its UID), applied before the shared one. 0 (the default)
-	// turns it off; PerClientBurst defaults to DefaultPerClientBurst.
+	// its UID), applied before the shared one; PerClientBurst defaults to
+	// DefaultPerClientBurst. 0 (the default) gives each client a fair share
+	// of the shared limit instead (guard.NewFairShareLimiter): while n
+	// clients call, each may take QPS/n and Burst/n, and a client alone
+	// has the whole shared limit; negative turns the per-client limit off.
 	PerClientQPS   float64
 	PerClientBurst int
 	// RateLimitDelay is how long a call refused by either rate limit (or a

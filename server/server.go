@@ -295,8 +295,11 @@ func newGuards(cfg Config, st Pods) guard.Guards {
 	if cfg.Limits.QPS >= 0 {
 		g.Limiter = rate.NewLimiter(rate.Limit(cfg.Limits.QPS), cfg.Limits.Burst)
 	}
-	if cfg.Limits.PerClientQPS > 0 {
+	switch {
+	case cfg.Limits.PerClientQPS > 0:
 		g.PerClient = guard.NewPerClientLimiter(cfg.Limits.PerClientQPS, cfg.Limits.PerClientBurst)
+	case cfg.Limits.PerClientQPS == 0 && cfg.Limits.QPS >= 0:
+		g.PerClient = guard.NewFairShareLimiter(cfg.Limits.QPS, cfg.Limits.Burst)
 	}
 	cfg.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "podsapi_rate_limit_delayed",

@@ -89,7 +89,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 	fs.Float64Var(&cfg.Limits.QPS, "qps", server.DefaultQPS, "requests per second allowed to ListPods and GetPod together; negative disables the limit")
 	fs.IntVar(&cfg.Limits.Burst, "burst", server.DefaultBurst, "burst of the ListPods and GetPod rate limit")
-	fs.Float64Var(&cfg.Limits.PerClientQPS, "per-client-qps", 0, "requests per second allowed to ListPods and GetPod per client (its pod, systemd unit, or else its UID), before the shared limit; 0 disables it")
+	fs.Float64Var(&cfg.Limits.PerClientQPS, "per-client-qps", 0, "requests per second allowed to ListPods and GetPod per client (its pod, systemd unit, or else its UID), before the shared limit; 0: a fair share of --qps and --burst among the clients calling (a client alone has them all); negative disables it")
 	fs.IntVar(&cfg.Limits.PerClientBurst, "per-client-burst", server.DefaultPerClientBurst, "burst of each client's rate limit")
 	fs.DurationVar(&cfg.Limits.RateLimitDelay, "rate-limit-delay", server.DefaultRateLimitDelay, "how long a call refused by a rate limit, or a watch refused before its first message, waits before it is answered (at most half its deadline), so that clients retrying at once cannot take the CPUs from the watchers; negative answers at once")
 	fs.IntVar(&cfg.Limits.MaxWatchers, "max-watchers", server.DefaultMaxWatchers, "watches open at once; beyond it WatchPods returns RESOURCE_EXHAUSTED; negative disables the limit")
@@ -166,7 +166,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		v    float64
 	}{
 		{"burst", float64(cfg.Limits.Burst)}, {"watch-queue", float64(cfg.Watch.Queue)}, {"max-streams", float64(cfg.Limits.MaxStreams)},
-		{"per-client-qps", cfg.Limits.PerClientQPS}, {"per-client-burst", float64(cfg.Limits.PerClientBurst)},
+		{"per-client-burst", float64(cfg.Limits.PerClientBurst)},
 		{"metrics-max-connections", float64(cfg.Metrics.MaxConnections)}, {"shutdown-timeout", float64(cfg.Transport.ShutdownTimeout)},
 		{"keepalive-timeout", float64(cfg.Transport.KeepaliveTimeout)}, {"metrics-timeout", float64(cfg.Metrics.Timeout)},
 		{"watch-progress-interval", float64(cfg.Watch.ProgressInterval)},

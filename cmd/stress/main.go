@@ -26,7 +26,7 @@ func main() {
 	fs.IntVar(&o.Burst, "burst", o.Burst, "the server's --burst during the flood")
 	fs.IntVar(&o.ChurnRate, "churn-rate", o.ChurnRate, "pod changes per second during the flood")
 	fs.BoolVar(&o.FloodDecode, "flood-decode", o.FloodDecode, "make the flood clients decode their responses, taking CPU from the node as a real agent would")
-	fs.Float64Var(&o.FloodPerClientQPS, "flood-per-client-qps", o.FloodPerClientQPS, "the server's --per-client-qps during the flood (0: off, the server's default)")
+	fs.Float64Var(&o.FloodPerClientQPS, "flood-per-client-qps", o.FloodPerClientQPS, "the server's --per-client-qps during the flood (0: the server's default, a fair share of --qps among the clients calling; negative: off)")
 	fs.DurationVar(&o.RateLimitDelay, "rate-limit-delay", o.RateLimitDelay, "the server's --rate-limit-delay during the flood (0: its default; negative: refuse at once)")
 	fs.IntVar(&o.Stalled, "stalled", o.Stalled, "watchers that never read")
 	fs.IntVar(&o.Readers, "readers", o.Readers, "watchers that read, beside the stalled ones")

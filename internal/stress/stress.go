@@ -44,11 +44,11 @@ type Options struct {
 	// 0 leaves its default.
 	RateLimitDelay time.Duration
 	// FloodPerClientQPS is the server's --per-client-qps during the flood
-	// (its burst is Burst): the share of the shared bucket one client may
-	// take: the victim's calls (one every 2*VictimInterval in the flood)
-	// must fit in it, and in what the flood leaves of QPS. 0, the server's
-	// default, turns it off, and the shared bucket is the flood's, first
-	// come first served.
+	// (its burst is Burst). 0, the server's default, shares QPS fairly
+	// among the clients calling: the flood and the victim may each take
+	// half, and the victim's calls (one every 2*VictimInterval in the
+	// flood, 25 a second) fit in its half. Negative turns the per-client
+	// limit off: the shared bucket is first come first served.
 	FloodPerClientQPS float64
 	// Stalled: Stalled watchers never read and Readers read, under
 	// UpdateRate changes per second for StallDuration.
@@ -99,7 +99,7 @@ type Options struct {
 // Defaults are the options of `make stress`.
 func Defaults() Options {
 	return Options{
-		Duration: 30 * time.Second, FloodClients: 16, Watchers: 10, QPS: 100, Burst: 10, ChurnRate: 100, FloodPerClientQPS: 40,
+		Duration: 30 * time.Second, FloodClients: 16, Watchers: 10, QPS: 100, Burst: 10, ChurnRate: 100,
 		Stalled: 100, Readers: 10, UpdateRate: 1000, StallDuration: 10 * time.Second, StallTimeout: 2 * time.Second,
 		Cycles: 10000, ChurnWorkers: 8, GarbageConns: 2000,
 		Slowloris: 200, HeldConns: 4, HeldStreams: 50, HeldTimeout: time.Second, LockoutDuration: 10 * time.Second, VictimInterval: 20 * time.Millisecond,
@@ -192,8 +192,8 @@ func contains(list []string, s string) bool {
 // flood checks the shared rate limit under 16 greedy clients of one
 // process (one client to the server), that watchers lose nothing and stay
 // fast meanwhile, and that the victim keeps its calls: the flood may take
-// its share of the shared bucket (--per-client-qps FloodPerClientQPS), not
-// the victim's. It ends with a SIGTERM under that watch load.
+// its share of the shared bucket (by default the server's fair share, half
+// while the victim calls), not the victim's. It ends with a SIGTERM under that watch load.
 func flood(ctx context.Context, o Options, rep *Report) error {
 	const name = "1 flood"
 	c, err := startChild("--qps", fmt.Sprint(o.QPS), "--burst", fmt.Sprint(o.Burst), "--rate-limit-delay", o.RateLimitDelay.String(),
@@ -214,8 +214,8 @@ func flood(ctx context.Context, o Options, rep *Report) error {
 		}
 	}
 	// The victim calls through the baseline (its quiet) and the flood, at
-	// half its pace elsewhere (25 calls a second by default), under the
-	// per-client share as the flood is.
+	// half its pace elsewhere (25 calls a second by default): within its
+	// fair share, half the shared 100 a second.
 	v, err := startVictim(ctx, c, 2*o.VictimInterval, false)
 	if err != nil {
 		return err

@@ -20,7 +20,7 @@ func TestSmall(t *testing.T) {
 		t.Skip("starts seven servers")
 	}
 	o := Options{
-		Duration: 300 * time.Millisecond, FloodClients: 4, Watchers: 2, QPS: 100, Burst: 5, ChurnRate: 100, FloodPerClientQPS: 40,
+		Duration: 300 * time.Millisecond, FloodClients: 4, Watchers: 2, QPS: 100, Burst: 5, ChurnRate: 100,
 		Stalled: 3, Readers: 2, UpdateRate: 500, StallDuration: 500 * time.Millisecond, StallTimeout: 300 * time.Millisecond,
 		Cycles: 40, ChurnWorkers: 4, GarbageConns: 32,
 		Slowloris: 80, HeldConns: 2, HeldStreams: 20, HeldTimeout: 200 * time.Millisecond, LockoutDuration: time.Second, VictimInterval: 20 * time.Millisecond,
