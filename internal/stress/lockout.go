@@ -157,9 +157,12 @@ func lockout(ctx context.Context, o Options, rep *Report) error {
 		fmt.Sprintf("%d / %.0f; %d / %d", slowOpened.Load(), shed, heldOpened.Load(), heldEnded.Load()), "shed > 0, ended > 0")
 	// Once the attack stops, what it held is given back.
 	_, goAfter, err := c.waitMetric("go_goroutines", func(v float64) bool { return v <= goBefore+2 }, 30*time.Second)
-	fdsAfter := c.fds()
 	rep.add(name, "server goroutines before / peak / after", err == nil,
 		fmt.Sprintf("%.0f / %.0f / %.0f", goBefore, goPeak, goAfter), fmt.Sprintf("after <= %.0f", goBefore+2))
+	// The sockets of the last shed connections are closed 100 ms after
+	// their shedding.
+	_, fds, _ := c.waitMetric("process_open_fds", func(v float64) bool { return v <= float64(fdsBefore+2) }, 30*time.Second)
+	fdsAfter := int(fds)
 	rep.add(name, "server RSS before / peak; fds before / after", fdsAfter <= fdsBefore+2,
 		fmt.Sprintf("%s / %s; %d / %d", mib(rssBefore), mib(rssPeak), fdsBefore, fdsAfter), fmt.Sprintf("fds after <= %d", fdsBefore+2))
 	_, err = c.stop(10 * time.Second)
