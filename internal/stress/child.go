@@ -87,7 +87,7 @@ func runChild(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	maxConns := fs.Int("max-connections", 0, "")
 	readTimeout := fs.Duration("request-read-timeout", 0, "")
 	hostProc := fs.String("host-proc", "", "where the cgroups of the clients' processes are read")
-	watchersPerClient := fs.Int("max-watchers-per-uid", 0, "")
+	watchersPerClient := fs.Int("max-watchers-per-client", 0, "")
 	perClientQPS := fs.Float64("per-client-qps", 0, "")
 	perClientBurst := fs.Int("per-client-burst", 0, "")
 	if err := fs.Parse(args); err != nil {

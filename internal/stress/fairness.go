@@ -23,7 +23,7 @@ import (
 const (
 	// roleRootAttacker is the role of the attacking client's process.
 	roleRootAttacker = "stress-root-attacker"
-	// fairShare is the server's --max-watchers-per-uid in the scenario:
+	// fairShare is the server's --max-watchers-per-client in the scenario:
 	// the attacker holds all of its share.
 	fairShare = 100
 	// fairLoopers are the attacker's goroutines that loop watches beyond
@@ -67,7 +67,7 @@ func snapshots(ctx context.Context, o Options, rep *Report) error {
 // rootClients runs the scenario of two root clients, the attacker holding
 // held watches; args are more flags of the server.
 func rootClients(ctx context.Context, o Options, rep *Report, name string, held int, args ...string) error {
-	c, err := startChild(append([]string{"--max-watchers-per-uid", fmt.Sprint(fairShare),
+	c, err := startChild(append([]string{"--max-watchers-per-client", fmt.Sprint(fairShare),
 		"--per-client-qps", fmt.Sprint(fairClientQPS), "--qps", fmt.Sprint(fairQPS), "--rate-limit-delay", o.RateLimitDelay.String()}, args...)...)
 	if err != nil {
 		return err

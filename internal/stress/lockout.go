@@ -28,7 +28,7 @@ const lockoutSlots = 64
 // connected before the attack, and a client of the attacker's own UID (this
 // process), connecting under the attack and calling ListPods every
 // VictimInterval; the held streams stay under the server's per-client limit of
-// waiting calls (--max-pending-per-uid, 256), which they would otherwise
+// waiting calls (--max-pending-per-client, 256), which they would otherwise
 // take from it. The attack runs in this process, confined to attackerCPU
 // while it runs.
 func lockout(ctx context.Context, o Options, rep *Report) error {
