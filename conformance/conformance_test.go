@@ -14,21 +14,6 @@ import (
 	"github.com/podsapi/podsapi/internal/testimpl"
 )
 
-// start starts an in-process implementation with brk broken, stopped at the
-// end of the test.
-func start(t *testing.T, brk testimpl.Break) *testimpl.Impl {
-	t.Helper()
-	im, err := testimpl.New(brk, t.Output())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { im.Close() })
-	if err := im.Start(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	return im
-}
-
 func features(im *testimpl.Impl) conformance.Features {
 	f := conformance.DefaultFeatures()
 	f.RateLimit = conformance.RateLimit{QPS: im.QPS, Burst: testimpl.Burst}
@@ -78,7 +63,7 @@ func TestReference(t *testing.T) {
 	for _, wire := range conformance.Wires {
 		t.Run(string(wire), func(t *testing.T) {
 			t.Parallel()
-			im := start(t, testimpl.None)
+			im := testimpl.Start(t, testimpl.None)
 			cfg := configOn(im, wire, "")
 			cfg.Lifecycle = im
 			if wire == conformance.WireKubelet {
@@ -118,7 +103,7 @@ func TestKubeletFeatures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	im := start(t, testimpl.None)
+	im := testimpl.Start(t, testimpl.None)
 	cfg := configOn(im, conformance.WireKubelet, "")
 	cfg.ManifestDir, cfg.MetricsURL = "", ""
 	cfg.Features = f
@@ -180,7 +165,7 @@ func TestBroken(t *testing.T) {
 		}
 		t.Run(string(tc.wire)+"/"+string(tc.brk), func(t *testing.T) {
 			t.Parallel()
-			im := start(t, tc.brk)
+			im := testimpl.Start(t, tc.brk)
 			cfg := configOn(im, tc.wire, tc.run)
 			if tc.lifecycle {
 				cfg.Lifecycle = im
@@ -203,7 +188,7 @@ func TestBroken(t *testing.T) {
 // TestSkips checks that cases without their driver, lifecycle or metrics
 // are skipped with the reason, never passed.
 func TestSkips(t *testing.T) {
-	im := start(t, testimpl.None)
+	im := testimpl.Start(t, testimpl.None)
 	cfg := config(im, "^(ListPods/Pods|Readiness/Startup|Metrics/Names|Health/Serving|GetPod/EmptyUID|ListPods/Selector/Invalid|WatchPods/Resume/TooOld)$")
 	cfg.ManifestDir, cfg.MetricsURL = "", ""
 	cfg.Features.Health = false
@@ -230,7 +215,7 @@ func TestSkips(t *testing.T) {
 // TestKnownFailing checks that a known-failing case that fails does not
 // fail the run, and one that passes does.
 func TestKnownFailing(t *testing.T) {
-	im := start(t, testimpl.UnknownForMissing)
+	im := testimpl.Start(t, testimpl.UnknownForMissing)
 	cfg := config(im, "^GetPod/(UnknownUID|EmptyUID)$")
 	cfg.KnownFailing = []string{"GetPod/UnknownUID", "GetPod/EmptyUID"}
 	rep := runCases(t, cfg)
@@ -250,7 +235,7 @@ func TestKnownFailing(t *testing.T) {
 // does not fail the run when it passes or fails as it is known to, and
 // fails it when it fails another way.
 func TestKnownIntermittent(t *testing.T) {
-	im := start(t, testimpl.UnknownForMissing)
+	im := testimpl.Start(t, testimpl.UnknownForMissing)
 	tests := []struct {
 		name    string
 		failure string
@@ -369,7 +354,7 @@ func TestEnds(t *testing.T) {
 	} {
 		t.Run(string(tc.wire)+"/"+string(tc.brk), func(t *testing.T) {
 			t.Parallel()
-			im := start(t, tc.brk)
+			im := testimpl.Start(t, tc.brk)
 			f := features(im)
 			f.Reflection, f.Health = false, false // no answer: nothing to check them with
 			// As podsapi-conformance --endpoint runs: no lifecycle, the

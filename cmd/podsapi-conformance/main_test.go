@@ -29,19 +29,6 @@ func run(t *testing.T, args ...string) (int, string) {
 	return ExitCode(err), out.String() + errb.String()
 }
 
-func impl(t *testing.T, brk testimpl.Break) *testimpl.Impl {
-	t.Helper()
-	im, err := testimpl.New(brk, t.Output())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { im.Close() })
-	if err := im.Start(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	return im
-}
-
 func writeTemp(t *testing.T, name, content string) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), name)
@@ -101,8 +88,8 @@ func TestUnreachable(t *testing.T) {
 
 func TestExitCodesAndReports(t *testing.T) {
 	features := writeTemp(t, "features.yaml", testFeatures)
-	good := impl(t, testimpl.None)
-	bad := impl(t, testimpl.UnknownForMissing)
+	good := testimpl.Start(t, testimpl.None)
+	bad := testimpl.Start(t, testimpl.UnknownForMissing)
 	args := func(im *testimpl.Impl, more ...string) []string {
 		return append([]string{"--endpoint", "unix://" + im.Socket, "--manifest-dir", im.ManifestDir,
 			"--metrics-url", im.MetricsURL, "--features", features, "--run", "^GetPod/(UnknownUID|EmptyUID|Pod)$"}, more...)
@@ -194,7 +181,7 @@ func TestWire(t *testing.T) {
 		{testimpl.None, 0, "PASSED        GetPod/UnknownUID"},
 		{testimpl.UnknownForMissing, 1, "seen:     UNKNOWN"},
 	} {
-		im := impl(t, tc.brk)
+		im := testimpl.Start(t, tc.brk)
 		code, out := run(t, "--wire", "kubelet", "--endpoint", "unix://"+im.Socket, "--manifest-dir", im.ManifestDir,
 			"--features", features, "--run", "^GetPod/(Pod|UnknownUID)$")
 		if code != tc.code || !strings.Contains(out, tc.want) || !strings.Contains(out, "checking v1alpha1.Pods") {
@@ -216,7 +203,7 @@ func TestEndsWithoutSyncMarker(t *testing.T) {
 		t.Skip("waits for the default event timeout once")
 	}
 	features := writeTemp(t, "features.yaml", testFeatures)
-	im := impl(t, testimpl.NoSyncMarker)
+	im := testimpl.Start(t, testimpl.NoSyncMarker)
 	begin := time.Now()
 	code, out := run(t, "--endpoint", "unix://"+im.Socket, "--manifest-dir", im.ManifestDir, "--metrics-url", im.MetricsURL, "--features", features)
 	took := time.Since(begin)

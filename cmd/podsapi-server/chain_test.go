@@ -74,26 +74,3 @@ func TestRunChained(t *testing.T) {
 		t.Errorf("the chained server lists %d pods, the first %d, or they differ", len(got.GetPods()), len(want.GetPods()))
 	}
 }
-
-// TestDeprecatedFlagNames: the per-client shares keep the names they had
-// when they were per UID, as aliases of their new names.
-func TestDeprecatedFlagNames(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		args []string
-		want string
-	}{
-		{"NewNames", []string{"--max-watchers-per-client", "7", "--max-pending-per-client", "9"}, "maxWatchersPerClient=7 maxPendingPerClient=9"},
-		{"OldNames", []string{"--max-watchers-per-uid", "7", "--max-pending-per-uid", "9"}, "maxWatchersPerClient=7 maxPendingPerClient=9"},
-		{"Defaults", nil, "maxWatchersPerClient=1000 maxPendingPerClient=256"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			_, logs := runServing(t, podstest.SocketPath(t), false, append([]string{"--manifest-dir", "../../examples/manifests", "--node-name", "node-1"}, tc.args...)...)
-			ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
-			defer cancel()
-			if !logs.wait(ctx, tc.want) {
-				t.Errorf("the server logged\n%s\nwant %q", logs.String(), tc.want)
-			}
-		})
-	}
-}

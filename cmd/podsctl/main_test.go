@@ -402,21 +402,8 @@ func TestWatchChangesBeforeMarker(t *testing.T) {
 		ev(v1alpha1.EventType_DELETED, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: orders.Namespace, Name: orders.Name, UID: orders.UID}}),
 		{Type: v1alpha1.EventType_INITIAL_SYNC_COMPLETE},
 	}})
-	out := make(writes, 100)
-	var stderr bytes.Buffer
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- Run(ctx, []string{"watch", "--socket", socket}, out, &stderr) }()
+	out, _ := startWatch(t, "--socket", socket)
 	got := out.next(t)
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("watch ended with %v after cancellation, want nil", err)
-		}
-	case <-time.After(testTimeout):
-		t.Fatal("watch did not end after cancellation")
-	}
 	want := "EVENT      NAMESPACE   NAME    READY   STATUS    RESTARTS   AGE\n" +
 		"ADDED      default     web-1   2/2     Running   5          3d4h\n" +
 		"SYNCED\n"

@@ -8,6 +8,8 @@ import (
 
 	"google.golang.org/grpc/reflection/grpc_reflection_v1"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/podsapi/podsapi/internal/podstest"
 )
 
 // unread is the attack of a client that asks and never reads the answers.
@@ -97,7 +99,7 @@ func unreadCalls(ctx context.Context, o Options, c *child, path string, req []by
 			nc.Close()
 		}
 	}()
-	envelope := append([]byte{0, byte(len(req) >> 24), byte(len(req) >> 16), byte(len(req) >> 8), byte(len(req))}, req...)
+	envelope := podstest.Envelope(0, req)
 	var peak float64
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()

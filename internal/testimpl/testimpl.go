@@ -19,6 +19,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -118,6 +119,21 @@ type instance struct {
 	reg    *prometheus.Registry
 	cancel context.CancelFunc
 	done   chan struct{}
+}
+
+// Start returns a started Impl with brk broken, logging to the test's
+// output, closed at the end of the test.
+func Start(t testing.TB, brk Break) *Impl {
+	t.Helper()
+	im, err := New(brk, t.Output())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { im.Close() })
+	if err := im.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	return im
 }
 
 // New returns a stopped Impl in a fresh temporary directory (removed by
