@@ -20,12 +20,12 @@ const snapshotChunk = 64 << 10
 // maxSnapshots bounds the number of enveloped snapshots in flight at once:
 // built or being built, being written to at least one watcher, or kept idle
 // for the next watch in line (an idle one makes room). A watch whose
-// snapshot would be one more sends its events one at a time.
+// snapshot would be one more streams its events (streamSnapshot).
 const maxSnapshots = 16
 
 // maxSnapshotBytes bounds the bytes of the enveloped snapshots in flight at
-// once. A snapshot that would not fit is not built: its watchers send their
-// events one at a time, as they do without the transport's help.
+// once. A snapshot that would not fit is not built: its watchers stream their
+// events (streamSnapshot).
 const maxSnapshotBytes = 64 << 20
 
 // envelopedSnapshot is the snapshot of a watch, built once per store version,
@@ -218,18 +218,18 @@ func (c *snapshotCache) drop(key string, e *snapshotEntry) {
 
 // sendSnapshot sends an ADDED event for every pod of the snapshot sel
 // selects, at store version version. With raw, the Stream of a binary
-// protobuf watch, it writes the shared snapshot of version in chunks;
-// otherwise, or when
-// the snapshot is not shared, it sends the events one at a time through
-// connect. Either way the client receives the same messages, and the watch
-// checks between writes whether it fell behind or its client left.
+// protobuf watch, it writes the shared snapshot of version in chunks, or
+// streams the snapshot when it is not shared (streamSnapshot); otherwise it
+// sends the events one at a time through connect. Either way the client
+// receives the same messages, and the watch checks between writes whether it
+// fell behind or its client left.
 func (h *handler) sendSnapshot(ctx context.Context, f eventEncoding, wire watchWire, raw Stream, w *store.Watcher, pods []*store.Pod, pr *projection, sel *selector, version uint64, fellBehind func() error) error {
 	if raw != nil && len(pods) > 0 {
 		s, built, release, err := h.snapshots.get(version, f.name+"|"+pr.view+"|"+sel.cacheKey(), func(reserve func(int) bool) (*envelopedSnapshot, error) {
 			return h.buildSnapshot(f, wire, pods, pr, sel, version, reserve)
 		})
-		// A snapshot that failed to build is sent one event at a time,
-		// which ends the watch at the failing pod as it always has.
+		// A snapshot that failed to build is streamed, which ends the
+		// watch at the failing pod as it always has.
 		if err == nil && s != nil {
 			// The snapshot is held until it is written, or the write
 			// failed: the watchers starting meanwhile share it.
@@ -238,6 +238,7 @@ func (h *handler) sendSnapshot(ctx context.Context, f eventEncoding, wire watchW
 			return h.writeSnapshot(ctx, raw, wire, w, s, version, fellBehind)
 		}
 		release()
+		return h.streamSnapshot(ctx, f, wire, raw, w, pods, pr, sel, version, fellBehind)
 	}
 	for _, p := range pods {
 		if !sel.matches(p) {
@@ -251,6 +252,82 @@ func (h *handler) sendSnapshot(ctx context.Context, f eventEncoding, wire watchW
 		}
 	}
 	return nil
+}
+
+// streamChunk is the most bytes of enveloped events a watch that streams its
+// snapshot (streamSnapshot) buffers before it writes them.
+const streamChunk = 16 << 10
+
+// streamBuffers are the buffers of the watches streaming their snapshot.
+var streamBuffers = sync.Pool{New: func() any { b := make([]byte, 0, streamChunk+streamChunk/4); return &b }}
+
+// streamSnapshot sends the snapshot of a binary protobuf watch whose snapshot
+// is not shared (the bounds of the snapshots in flight had no room for it):
+// the first event through connect, which writes the response headers, then
+// the others enveloped as connect would, into a buffer of its own that is
+// written through raw every streamChunk bytes. The client receives the same
+// messages as from a shared snapshot, for the cost of a copy of each event
+// instead of a message sent through connect; the watch checks between
+// writes whether it fell behind or its client left. A pod whose event fails
+// to build ends the watch after the events before it, as when the events are
+// sent one at a time.
+func (h *handler) streamSnapshot(ctx context.Context, f eventEncoding, wire watchWire, raw Stream, w *store.Watcher, pods []*store.Pod, pr *projection, sel *selector, version uint64, fellBehind func() error) error {
+	bp := streamBuffers.Get().(*[]byte)
+	b := (*bp)[:0]
+	defer func() {
+		if cap(b) <= 4*streamChunk {
+			*bp = b[:0]
+			streamBuffers.Put(bp)
+		}
+	}()
+	write := func() error {
+		if len(b) == 0 {
+			return nil
+		}
+		if err := h.check(ctx, w, fellBehind); err != nil {
+			return err
+		}
+		if err := raw.WriteRaw(b); err != nil {
+			return sendErr(ctx, errWrite)
+		}
+		b = b[:0]
+		return nil
+	}
+	first := true
+	for _, p := range pods {
+		if !sel.matches(p) {
+			continue
+		}
+		if first {
+			first = false
+			if err := h.check(ctx, w, fellBehind); err != nil {
+				return err
+			}
+			if err := h.send(ctx, f, wire.send, store.Added, p, pr, version); err != nil {
+				return err
+			}
+			continue
+		}
+		ev, err := h.event(f, store.Added, p, pr)
+		if err == nil {
+			var next []byte
+			if next, err = appendEnvelope(b, func(b []byte) ([]byte, error) { return wire.appendMessage(b, ev, version) }); err == nil {
+				b = next
+			}
+		}
+		if err != nil {
+			if werr := write(); werr != nil {
+				return werr
+			}
+			return err
+		}
+		if len(b) >= streamChunk {
+			if err := write(); err != nil {
+				return err
+			}
+		}
+	}
+	return write()
 }
 
 // writeSnapshot sends s: its first event through connect, the others in

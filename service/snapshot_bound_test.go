@@ -23,8 +23,8 @@ import (
 const holderWindow = 64 << 10
 
 // TestSnapshotBounded holds as many snapshots in flight as the service
-// allows, each of a distinct field mask: a watch with one more mask sends
-// its events one at a time, and receives the same snapshot; a watch with the
+// allows, each of a distinct field mask: a watch with one more mask streams
+// its events (streamSnapshot), and receives the same snapshot; a watch with the
 // mask of a snapshot in flight shares it; once the holders leave, nothing is
 // kept, and the snapshot is built again. Every wait is for an event: a
 // holder's first event (its snapshot is built), a watch served to its end
@@ -117,7 +117,7 @@ func TestSnapshotBounded(t *testing.T) {
 		}
 		served++
 	}
-	// One more mask is not built: its events are sent one at a time.
+	// One more mask is not built: its events are streamed.
 	whole(masks[inFlight])
 	expect(inFlight, 0)
 	// The mask of a holder shares its snapshot.
