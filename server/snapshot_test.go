@@ -344,9 +344,9 @@ func expectNoSnapshots(t *testing.T, reg prometheus.Gatherer) {
 }
 
 // TestSnapshotFrameSize watches over a raw HTTP/2 connection that grants
-// every byte the server may send and allows 16 KiB frames: the shared
-// snapshot, about 100 KiB, must arrive in DATA frames no larger than net/http's
-// 4 KiB response buffer, because net/http keeps, for the life of the
+// every byte the server may send and allows frames of 1 MiB: the shared
+// snapshot, about 100 KiB, must arrive in DATA frames no larger than 16 KiB
+// (grpc-go's largest), because net/http keeps, for the life of the
 // connection, a write buffer as large as the largest frame it wrote there.
 func TestSnapshotFrameSize(t *testing.T) {
 	var pods []*corev1.Pod
@@ -354,7 +354,7 @@ func TestSnapshotFrameSize(t *testing.T) {
 		pods = append(pods, podstest.Pod("default", fmt.Sprintf("p-%02d", i), i))
 	}
 	f := start(t, server.Config{}, false, pods...)
-	c := dialH2(t, f.socket)
+	c := dialH2(t, f.socket, http2.Setting{ID: http2.SettingMaxFrameSize, Val: 1 << 20})
 	req, err := proto.Marshal(&podsv1alpha1.PodWatchRequest{})
 	if err != nil {
 		t.Fatal(err)
@@ -384,10 +384,10 @@ func TestSnapshotFrameSize(t *testing.T) {
 		t.Errorf("%d ADDED events before INITIAL_SYNC_COMPLETE, want %d", events, len(pods))
 	}
 	if snapshot < 64<<10 {
-		t.Fatalf("the snapshot is %d bytes: too small to tell 4 KiB writes from larger ones", snapshot)
+		t.Fatalf("the snapshot is %d bytes: too small to tell 16 KiB writes from larger ones", snapshot)
 	}
-	if r.largest > 4<<10 {
-		t.Errorf("largest DATA frame: %d bytes, want at most 4096 (snapshot of %d bytes)", r.largest, snapshot)
+	if r.largest > 16<<10 {
+		t.Errorf("largest DATA frame: %d bytes, want at most 16384 (snapshot of %d bytes)", r.largest, snapshot)
 	}
 }
 

@@ -234,7 +234,7 @@ func (c *h2Client) write(f func(fr *http2.Framer) error) error {
 }
 
 // dialH2 connects to socket and sends the preface and SETTINGS.
-func dialH2(t *testing.T, socket string) *h2Client {
+func dialH2(t *testing.T, socket string, settings ...http2.Setting) *h2Client {
 	t.Helper()
 	conn, err := net.Dial("unix", socket)
 	if err != nil {
@@ -257,7 +257,12 @@ func dialH2(t *testing.T, socket string) *h2Client {
 	if _, err := io.WriteString(bw, http2.ClientPreface); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.write(func(fr *http2.Framer) error { return fr.WriteSettings() }); err != nil {
+	for _, st := range settings {
+		if st.ID == http2.SettingMaxFrameSize {
+			c.fr.SetMaxReadFrameSize(st.Val)
+		}
+	}
+	if err := c.write(func(fr *http2.Framer) error { return fr.WriteSettings(settings...) }); err != nil {
 		t.Fatal(err)
 	}
 	// The server's SETTINGS come first: acknowledged here, so that no

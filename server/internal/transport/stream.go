@@ -22,14 +22,18 @@ func newStream(w http.ResponseWriter) *Stream {
 	return &Stream{ResponseWriter: w, rc: http.NewResponseController(w)}
 }
 
-// maxWrite is the most bytes WriteRaw hands to the response at once: the size
-// of net/http's buffer for the body of an HTTP/2 response. A larger write
-// bypasses that buffer and goes out in DATA frames as large as the client
-// allows (16 KiB for grpc-go), and net/http's framer keeps a write buffer as
-// large as the largest frame it wrote for as long as the connection lives:
-// 21 KiB of heap for every idle watcher that received a snapshot, against
-// 5 KiB with frames of this size (1000 idle watchers, `bench --only idle`).
-const maxWrite = 4 << 10
+// maxWrite is the most bytes WriteRaw hands to the response at once, the
+// largest frame of grpc-go clients. A write of a snapshot or a replay costs
+// a round trip between the handler and net/http's goroutine of the
+// connection, and a 2.4 MB snapshot took 600 of them in 4 KiB writes (the
+// size of net/http's buffer for the body), each waiting its turn for the
+// CPU on a busy node: under a herd of 1,000 watches another client's watch
+// took 12 to 19 times as long as alone, and 4 to 6 times with these
+// (`stress -only resume`). net/http keeps, for as long as a connection
+// lives, a write buffer as large as the largest frame it wrote there: 16
+// KiB more than with 4 KiB writes for each connection that received a
+// snapshot, at most 4 MiB under the default --max-connections (256).
+const maxWrite = 16 << 10
 
 // WriteRaw writes b to the response body, in writes of at most maxWrite
 // bytes. The flushes stay held as the watch asked.
