@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -13,9 +14,9 @@ const (
 	// wait in line behind them, in the order they came, before they take
 	// theirs from the store.
 	DefaultSnapshotsPerClient = 1
-	// DefaultSnapshotTurn is how long a watch keeps its client's turn at
-	// most: a watch whose snapshot takes longer (a client that does not
-	// read, a huge store) lets the next one start beside it.
+	// DefaultSnapshotTurn is how long a watch keeps its client's turn
+	// without writing: a watch whose writes block that long (a client
+	// that does not read) lets the next one start beside it.
 	DefaultSnapshotTurn = 20 * time.Millisecond
 	// DefaultMasksPerClient bounds the distinct field masks of one
 	// client's open watches: each costs a projection of every change.
@@ -103,10 +104,11 @@ type clientTurns struct {
 }
 
 // take waits for a turn of client, until ctx ends (ctx.Err()) or done is
-// closed (errShuttingDown), and returns the function that gives the turn
-// back, which may be called more than once. The turn is given back by
-// itself after the slice.
-func (t *snapshotTurns) take(ctx context.Context, client string, done <-chan struct{}) (func(), error) {
+// closed (errShuttingDown), and returns it. The turn is given back by
+// itself once a slice passes in which its watch wrote nothing: a watch
+// whose client reads keeps its turn until it ends it, and one whose client
+// does not lets the next start beside it.
+func (t *snapshotTurns) take(ctx context.Context, client string, done <-chan struct{}) (*snapshotTurn, error) {
 	t.mu.Lock()
 	if t.clients == nil {
 		t.clients = make(map[string]*clientTurns)
@@ -129,18 +131,60 @@ func (t *snapshotTurns) take(ctx context.Context, client string, done <-chan str
 		t.unref(client, c)
 		return nil, errShuttingDown
 	}
-	var once sync.Once
-	give := func() {
-		once.Do(func() {
-			<-c.sem
-			t.unref(client, c)
-		})
-	}
-	timer := time.AfterFunc(t.slice, give)
-	return func() {
-		timer.Stop()
-		give()
-	}, nil
+	tn := &snapshotTurn{give: func() {
+		<-c.sem
+		t.unref(client, c)
+	}}
+	tn.mu.Lock()
+	defer tn.mu.Unlock()
+	tn.timer = time.AfterFunc(t.slice, func() {
+		tn.mu.Lock()
+		defer tn.mu.Unlock()
+		if n := tn.writes.Load(); n != tn.seen {
+			tn.seen = n
+			tn.timer.Reset(t.slice)
+			return
+		}
+		tn.once.Do(tn.give)
+	})
+	return tn, nil
+}
+
+// snapshotTurn is the turn of one watch.
+type snapshotTurn struct {
+	give func()
+	once sync.Once
+	// writes counts the watch's writes; seen is their count at the last
+	// slice's end. mu guards timer and seen.
+	writes atomic.Uint64
+	mu     sync.Mutex
+	timer  *time.Timer
+	seen   uint64
+}
+
+// wrote tells the turn that its watch wrote: the turn is kept for another
+// slice.
+func (tn *snapshotTurn) wrote() { tn.writes.Add(1) }
+
+// end gives the turn back; it may be called more than once.
+func (tn *snapshotTurn) end() {
+	tn.mu.Lock()
+	tn.timer.Stop()
+	tn.mu.Unlock()
+	tn.once.Do(tn.give)
+}
+
+// turnStream is the Stream of a watch holding its turn: each write it makes
+// raw keeps the turn.
+type turnStream struct {
+	Stream
+	turn *snapshotTurn
+}
+
+func (s turnStream) WriteRaw(b []byte) error {
+	err := s.Stream.WriteRaw(b)
+	s.turn.wrote()
+	return err
 }
 
 // unref forgets c, the turns of client, once no watch holds or waits for

@@ -14,7 +14,8 @@ import (
 )
 
 // TestSnapshotTurns: a client's watches take their snapshot turns one at a
-// time, in the order they came, each for at most the slice; another client
+// time, in the order they came, each until it ends or a slice passes
+// without a write of its watch; another client
 // takes its turn at once, not behind them. Before, every watch sent its
 // snapshot at once: eight clients looping watches ran 143 snapshots a
 // second, and every other client's watch waited behind them.
@@ -37,7 +38,7 @@ func TestSnapshotTurns(t *testing.T) {
 					return
 				}
 				done <- i
-				end()
+				end.end()
 			}()
 			synctest.Wait() // the first one is in line before the second
 		}
@@ -47,14 +48,14 @@ func TestSnapshotTurns(t *testing.T) {
 		if err != nil || time.Since(start) != 0 {
 			t.Fatalf("victim waited %v behind the attacker (%v)", time.Since(start), err)
 		}
-		endV()
+		endV.end()
 		select {
 		case i := <-done:
 			t.Fatalf("attacker's watch %d took a turn while its first held it", i)
 		default:
 		}
-		endA1()
-		endA1() // giving a turn back twice gives it back once
+		endA1.end()
+		endA1.end() // giving a turn back twice gives it back once
 		for range 2 {
 			order = append(order, <-done)
 		}
@@ -66,22 +67,48 @@ func TestSnapshotTurns(t *testing.T) {
 			t.Fatalf("%d clients remembered with no watch in line", n)
 		}
 
-		// A turn held past the slice passes to the next watch.
+		// A turn held a slice without a write passes to the next watch.
 		end, _ := turns.take(ctx, "slow", nil)
-		defer end()
+		defer end.end()
 		start = time.Now()
 		end2, err := turns.take(ctx, "slow", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		end2()
+		end2.end()
 		if got := time.Since(start); got != time.Second {
 			t.Fatalf("the next watch waited %v behind a turn held for ever, want the slice (1s)", got)
 		}
 
+		// A turn whose watch writes in every slice is kept: the next
+		// watch waits until it is ended, three slices later. Before,
+		// every turn passed after one slice, and the watches of a herd
+		// wrote their snapshots three and more at a time beside another
+		// client's one.
+		busy, _ := turns.take(ctx, "busy", nil)
+		writer := make(chan struct{})
+		go func() {
+			defer close(writer)
+			for range 6 {
+				time.Sleep(time.Second / 2)
+				busy.wrote()
+			}
+			busy.end()
+		}()
+		start = time.Now()
+		next, err := turns.take(ctx, "busy", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		next.end()
+		<-writer
+		if got := time.Since(start); got != 3*time.Second {
+			t.Fatalf("the next watch waited %v behind a turn whose watch wrote every half slice for 3s, want 3s", got)
+		}
+
 		// A watch in line leaves when its client does, or at shutdown.
 		hold, _ := turns.take(ctx, "c", nil)
-		defer hold()
+		defer hold.end()
 		cctx, cancel := context.WithCancel(ctx)
 		cancel()
 		if _, err := turns.take(cctx, "c", nil); err != context.Canceled {
@@ -167,12 +194,12 @@ func TestSnapshotTurnsKeepSnapshots(t *testing.T) {
 		// for sent, then releases the snapshot and gives the turn back, in
 		// the order watch does.
 		watch := func(key string, sent <-chan struct{}) (built bool) {
-			end, err := h.turns.take(ctx, "c", nil)
+			turn, err := h.turns.take(ctx, "c", nil)
 			if err != nil {
 				t.Error(err)
 				return false
 			}
-			defer end()
+			defer turn.end()
 			_, built, release, _ := h.snapshots.get(1, key, build)
 			defer release()
 			<-sent

@@ -79,11 +79,11 @@ func (h *handler) watch(ctx context.Context, f eventEncoding, opts watchOptions,
 	}
 	// The client's turn to send a snapshot (or a replay), taken before the
 	// store's snapshot so that a watch waiting for it holds nothing.
-	endTurn, err := h.turns.take(ctx, client, h.shutdown)
+	turn, err := h.turns.take(ctx, client, h.shutdown)
 	if err != nil {
 		return sendErr(ctx, err)
 	}
-	defer endTurn()
+	defer turn.end()
 	var (
 		snapshot []*store.Pod
 		replay   store.Replay
@@ -129,7 +129,7 @@ func (h *handler) watch(ctx context.Context, f eventEncoding, opts watchOptions,
 	// protobuf envelopes.
 	var rawSnapshot Stream
 	if raw && wire.binary {
-		rawSnapshot = stream
+		rawSnapshot = turnStream{stream, turn}
 	}
 	stream.Hold()
 	if err := h.sendSnapshot(ctx, f, wire, rawSnapshot, w, snapshot, pr, opts.sel, last, fellBehind); err != nil {
@@ -142,7 +142,7 @@ func (h *handler) watch(ctx context.Context, f eventEncoding, opts watchOptions,
 		return err
 	}
 	resumable = true
-	endTurn()
+	turn.end()
 	stream.Release()
 	var events []store.Event
 	for {
