@@ -286,8 +286,10 @@ func resumeHerd(ctx context.Context, o Options, rep *Report) error {
 			herdClient, herdPeak = client, n
 		}
 	}
-	rep.add(name, "peak watches per client during the resumed herd, as the server names them", rs.clients[victimName] >= 1 && herdPeak >= float64(resumed.synced),
-		fmt.Sprintf("%s %.0f, %s %.0f", victimName, rs.clients[victimName], herdClient, herdPeak), "the victim apart from the herd")
+	// The herd's first watches may sync and leave before its last ones
+	// are open: most of it, not all, is open at once.
+	rep.add(name, "peak watches per client during the resumed herd, as the server names them", rs.clients[victimName] >= 1 && herdPeak >= float64(o.Herd)/2,
+		fmt.Sprintf("%s %.0f, %s %.0f", victimName, rs.clients[victimName], herdClient, herdPeak), "the victim apart from the herd, half the herd at least at once")
 	rep.add(name, "events lost by the victim's reader", lost == 0, fmt.Sprint(lost), "0")
 	pq, pf, pr := p99(base), p99(fl), p99(rl)
 	rep.add(name, "victim's reader delivery p99 quiet / fresh herd / resume herd", true,
