@@ -36,8 +36,9 @@ func WithClient(client func(ctx context.Context) string) Option {
 }
 
 // WithSnapshotsPerClient sets how many watches of one client send their
-// snapshot at once, each for at most turn (DefaultSnapshotsPerClient and
-// DefaultSnapshotTurn by default; n <= 0 or turn <= 0 keeps the default).
+// snapshot at once, each keeping its turn until it ends it or writes nothing
+// for turn (DefaultSnapshotsPerClient and DefaultSnapshotTurn by default;
+// n <= 0 or turn <= 0 keeps the default).
 func WithSnapshotsPerClient(n int, turn time.Duration) Option {
 	return func(h *handler) {
 		if n > 0 {
