@@ -18,7 +18,7 @@ NODE_NAME ?= node-1
 # on the binaries (--version, podsctl version, the server's
 # X-Podsapi-Version header): git describe of the checkout.
 BUILD_VERSION ?= $(or $(shell git describe --tags --always --dirty 2>/dev/null),unknown)
-LDFLAGS := -X github.com/podsapi/podsapi/internal/version.Version=$(BUILD_VERSION)
+LDFLAGS := -X github.com/podsapi/podsapi/internal/buildinfo.Version=$(BUILD_VERSION)
 # PREFIX and DESTDIR are where make install puts the binaries:
 # $(DESTDIR)$(PREFIX)/bin.
 PREFIX ?= /usr/local
@@ -80,17 +80,17 @@ test-busy: ## Run make test twice in a row while two busy loops hold both cores,
 
 .PHONY: bench
 bench: ## Measure ours against the baselines over real sockets and write docs/benchmarks.md (about 6 minutes).
-	go run ./cmd/bench --json docs/bench-results.json --svg docs/bench-list-latency.svg --md docs/benchmarks.md
+	go run ./internal/rigs/cmd/bench --json docs/bench-results.json --svg docs/bench-list-latency.svg --md docs/benchmarks.md
 
 .PHONY: bench-quick
 bench-quick: ## The same measurements with small sizes (about a minute and a half), written to build/.
 	@mkdir -p build
-	go run ./cmd/bench --quick --json build/bench-results.json --svg build/bench-list-latency.svg --md build/benchmarks.md
+	go run ./internal/rigs/cmd/bench --quick --json build/bench-results.json --svg build/bench-list-latency.svg --md build/benchmarks.md
 
 .PHONY: bench-kubelet
-bench-kubelet: kubelet-tools ## Measure podsapi side by side with a real kubelet (110 static pods, about 3 minutes) into internal/bench/kubelet.md, which make bench puts in docs/benchmarks.md.
-	PODSAPI_KUBE_BIN="$(KUBELET_BIN)" PODSAPI_BENCH_KUBELET="$(CURDIR)/internal/bench/kubelet.md" \
-		go test -count=1 -timeout 20m -run '^TestSideBySide$$' ./internal/realkubelet/
+bench-kubelet: kubelet-tools ## Measure podsapi side by side with a real kubelet (110 static pods, about 3 minutes) into internal/rigs/bench/kubelet.md, which make bench puts in docs/benchmarks.md.
+	PODSAPI_KUBE_BIN="$(KUBELET_BIN)" PODSAPI_BENCH_KUBELET="$(CURDIR)/internal/rigs/bench/kubelet.md" \
+		go test -count=1 -timeout 20m -run '^TestSideBySide$$' ./internal/rigs/realkubelet/
 
 .PHONY: bench-micro
 bench-micro: ## Run the Go micro-benchmarks of every package.
@@ -129,7 +129,7 @@ kube-bin: ## Build kube-apiserver and etcd (tools/kube) once, cached in KUBE_BIN
 
 .PHONY: test-apiserver
 test-apiserver: kube-bin ## Run the tests against a real kube-apiserver and etcd (started on loopback by the tests, stopped by PID).
-	PODSAPI_KUBE_BIN='$(KUBE_BIN)' go test -race -count=1 -timeout 20m -run 'APIServer' -v ./internal/kubetest ./source/apiserver ./cmd/podsapi-server
+	PODSAPI_KUBE_BIN='$(KUBE_BIN)' go test -race -count=1 -timeout 20m -run 'APIServer' -v ./internal/rigs/kubetest ./source/apiserver ./cmd/podsapi-server
 
 .PHONY: test-grpcurl
 test-grpcurl: ## Build the real grpcurl (pinned in tools/go.mod) into bin/ and run FindPods through it over the socket (issue 22).
@@ -137,14 +137,14 @@ test-grpcurl: ## Build the real grpcurl (pinned in tools/go.mod) into bin/ and r
 	PODSAPI_GRPCURL='$(CURDIR)/bin/grpcurl' go test -race -count=1 -timeout 10m -run 'RealGrpcurl' -v ./server
 
 .PHONY: docs-check
-docs-check: ## Run the shell blocks of the README and docs/ as written against a temporary server, make run twice and make install (internal/docscheck; CI runs it).
+docs-check: ## Run the shell blocks of the README and docs/ as written against a temporary server, make run twice and make install (internal/rigs/docscheck; CI runs it).
 	go build -modfile=tools/go.mod -o bin/grpcurl github.com/fullstorydev/grpcurl/cmd/grpcurl
-	PODSAPI_DOCS_CHECK=1 PODSAPI_GRPCURL='$(CURDIR)/bin/grpcurl' go test -count=1 -timeout 20m -v ./internal/docscheck
+	PODSAPI_DOCS_CHECK=1 PODSAPI_GRPCURL='$(CURDIR)/bin/grpcurl' go test -count=1 -timeout 20m -v ./internal/rigs/docscheck
 
 .PHONY: bench-apiserver
-bench-apiserver: kube-bin ## Measure the API server's load, 10 and 50 agents direct or through podsapi, into internal/bench/apiserver.md (docs/benchmarks.md embeds it; about a minute).
-	PODSAPI_KUBE_BIN='$(KUBE_BIN)' go test -count=1 -timeout 20m -run '^TestAPIServerLoad$$' -v ./internal/bench \
-		-args -apiserver-load='$(CURDIR)/internal/bench/apiserver.md'
+bench-apiserver: kube-bin ## Measure the API server's load, 10 and 50 agents direct or through podsapi, into internal/rigs/bench/apiserver.md (docs/benchmarks.md embeds it; about a minute).
+	PODSAPI_KUBE_BIN='$(KUBE_BIN)' go test -count=1 -timeout 20m -run '^TestAPIServerLoad$$' -v ./internal/rigs/bench \
+		-args -apiserver-load='$(CURDIR)/internal/rigs/bench/apiserver.md'
 
 # KUBELET_BIN is where make kubelet-tools builds the kubelet (k8s.io/kubernetes
 # v1.37.2 cmd/kubelet) and fakecri: a directory named by a digest of
@@ -171,7 +171,7 @@ kubelet-tools: ## Build the real kubelet v1.37.2 and fakecri (upstream's fake CR
 .PHONY: conformance-kubelet
 conformance-kubelet: kubelet-tools ## Judge a real kubelet v1.37.2 (standalone, fake CRI, confined with unshare; Linux, root) with the suite, and podsapi over it through both kubelet sources (CONFORMANCE_RUN=regexp).
 	@# In the package's directory, so that go test streams the progress.
-	cd internal/realkubelet && PODSAPI_KUBE_BIN="$(KUBELET_BIN)" CONFORMANCE_RUN='$(CONFORMANCE_RUN)' \
+	cd internal/rigs/realkubelet && PODSAPI_KUBE_BIN="$(KUBELET_BIN)" CONFORMANCE_RUN='$(CONFORMANCE_RUN)' \
 		go test -count=1 -timeout 40m
 
 # SOAK is how long make soak-kubelet keeps podsapi's kubelet-grpc
@@ -180,7 +180,7 @@ SOAK ?= 1h
 
 .PHONY: soak-kubelet
 soak-kubelet: kubelet-tools ## Keep two podsapi-servers on a real kubelet through --source=kubelet-grpc for SOAK (1h): no GOAWAY, no reconnect, and an image change still arrives at the end.
-	cd internal/realkubelet && PODSAPI_KUBE_BIN="$(KUBELET_BIN)" PODSAPI_SOAK='$(SOAK)' \
+	cd internal/rigs/realkubelet && PODSAPI_KUBE_BIN="$(KUBELET_BIN)" PODSAPI_SOAK='$(SOAK)' \
 		go test -count=1 -v -timeout 0 -run '^TestKubeletGRPCSoak$$'
 
 # FUZZTIME, when set, is every target's -fuzztime (a duration, or a count such
@@ -203,7 +203,7 @@ fuzz: ## Run each fuzz target for a count of inputs (30 s or less each on a busy
 STRESS_FLAGS ?=
 .PHONY: stress
 stress: ## Attack a child server (flood, stalled watchers, churn, garbage, lockout, two root clients, snapshot loop, resume herd of 1000, distinct masks, distinct-mask CPU, unread lists) under a 256 MiB limit, a second root client (the victim) served beside each attack: a table, exit 1 on a violated invariant (STRESS_FLAGS=-duration=10s ...).
-	go run ./cmd/stress $(STRESS_FLAGS)
+	go run ./internal/rigs/cmd/stress $(STRESS_FLAGS)
 
 .PHONY: examples
 examples: protodeps ## Generate the TypeScript and Python example clients, run them against a temporary server, check their output.

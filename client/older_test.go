@@ -12,8 +12,8 @@ import (
 
 	"github.com/podsapi/podsapi/client"
 	k8sv1 "github.com/podsapi/podsapi/gen/k8s.io/api/core/v1"
-	podsv1alpha1 "github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1"
-	"github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1/podsv1alpha1connect"
+	podsv1alpha1 "github.com/podsapi/podsapi/gen/podsapi/pods/v1alpha1"
+	"github.com/podsapi/podsapi/gen/podsapi/pods/v1alpha1/podsv1alpha1connect"
 )
 
 // olderPodsapi is the typed service of a podsapi from before selectors and

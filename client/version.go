@@ -7,8 +7,8 @@ import (
 	"connectrpc.com/connect"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
+	"github.com/podsapi/podsapi/internal/buildinfo"
 	"github.com/podsapi/podsapi/internal/h2c"
-	"github.com/podsapi/podsapi/internal/version"
 )
 
 // healthCheckProcedure is the gRPC health check, which podsapi serves to any
@@ -27,7 +27,7 @@ func (c *Client) ServerVersion(ctx context.Context) (string, error) {
 	if err != nil {
 		var ce *connect.Error
 		if errors.As(err, &ce) {
-			if v := ce.Meta().Get(version.Header); v != "" {
+			if v := ce.Meta().Get(buildinfo.Header); v != "" {
 				return v, nil
 			}
 			if ce.Code() == connect.CodeUnimplemented {
@@ -36,5 +36,5 @@ func (c *Client) ServerVersion(ctx context.Context) (string, error) {
 		}
 		return "", wrapError(err, false)
 	}
-	return res.Header().Get(version.Header), nil
+	return res.Header().Get(buildinfo.Header), nil
 }

@@ -19,11 +19,11 @@ import (
 	"k8s.io/kubelet/pkg/apis/pods/v1alpha1"
 
 	"github.com/podsapi/podsapi/client"
-	"github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1/podsv1alpha1connect"
-	"github.com/podsapi/podsapi/gen/v1alpha1/v1alpha1connect"
-	"github.com/podsapi/podsapi/internal/podstest"
+	"github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1/v1alpha1connect"
+	"github.com/podsapi/podsapi/gen/podsapi/pods/v1alpha1/podsv1alpha1connect"
+	"github.com/podsapi/podsapi/internal/rigs/podstest"
+	"github.com/podsapi/podsapi/internal/rigs/sourcetest"
 	"github.com/podsapi/podsapi/server"
-	"github.com/podsapi/podsapi/source/sourcetest"
 )
 
 // startKubelet serves pods on a fresh socket with the kubelet's wire only,

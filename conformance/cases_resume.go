@@ -9,7 +9,7 @@ import (
 
 	"connectrpc.com/connect"
 
-	podsv1alpha1 "github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1"
+	podsv1alpha1 "github.com/podsapi/podsapi/gen/podsapi/pods/v1alpha1"
 )
 
 // revisionTooOld is the ErrorInfo reason of a resume_from the history no

@@ -11,7 +11,7 @@ import (
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 
 	corev1pb "github.com/podsapi/podsapi/gen/k8s.io/api/core/v1"
-	podsv1alpha1 "github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1"
+	podsv1alpha1 "github.com/podsapi/podsapi/gen/podsapi/pods/v1alpha1"
 )
 
 // selection is what the typed wire's ListPods and WatchPods requests may

@@ -10,9 +10,9 @@ import (
 	"k8s.io/kubelet/pkg/apis/pods/v1alpha1"
 
 	corev1pb "github.com/podsapi/podsapi/gen/k8s.io/api/core/v1"
-	podsv1alpha1 "github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1"
-	"github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1/podsv1alpha1connect"
-	"github.com/podsapi/podsapi/gen/v1alpha1/v1alpha1connect"
+	"github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1/v1alpha1connect"
+	podsv1alpha1 "github.com/podsapi/podsapi/gen/podsapi/pods/v1alpha1"
+	"github.com/podsapi/podsapi/gen/podsapi/pods/v1alpha1/podsv1alpha1connect"
 	"github.com/podsapi/podsapi/internal/h2c"
 )
 

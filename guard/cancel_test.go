@@ -8,7 +8,7 @@ import (
 	"connectrpc.com/connect"
 	"golang.org/x/time/rate"
 
-	podsv1alpha1 "github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1"
+	podsv1alpha1 "github.com/podsapi/podsapi/gen/podsapi/pods/v1alpha1"
 )
 
 // TestCancelledCallSpendsNoToken: a call the client reset before it reached

@@ -9,8 +9,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/podsapi/podsapi/budget"
 	"github.com/podsapi/podsapi/internal/hooks"
-	"github.com/podsapi/podsapi/internal/memlimit"
 	"github.com/podsapi/podsapi/podcgroup"
 	"github.com/podsapi/podsapi/service"
 	"github.com/podsapi/podsapi/socket"
@@ -169,7 +169,7 @@ type LimitsConfig struct {
 	// call alone), and a resumed watch whose shared replay would take more
 	// than its client's fair share (a quarter) is refused
 	// RESOURCE_EXHAUSTED MEMORY_BUDGET_EXCEEDED.
-	// Default memlimit.BudgetBytes of the runtime's memory limit: half of
+	// Default budget.Bytes of the runtime's memory limit: half of
 	// it, 512 MiB without one; negative means no budget.
 	MemoryBudgetBytes int64
 }
@@ -209,7 +209,7 @@ func (l LimitsConfig) withDefaults() LimitsConfig {
 	l.MaxConnections = orDefault(l.MaxConnections, DefaultMaxConnections)
 	l.MaxStreams = orDefault(l.MaxStreams, DefaultMaxStreams)
 	l.MaxPendingPerClient = orDefault(l.MaxPendingPerClient, DefaultMaxPendingPerClient)
-	l.MemoryBudgetBytes = orDefault(l.MemoryBudgetBytes, memlimit.BudgetBytes(memlimit.Limit()))
+	l.MemoryBudgetBytes = orDefault(l.MemoryBudgetBytes, budget.Bytes(budget.Limit()))
 	return l
 }
 

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/podsapi/podsapi/internal/h2c"
-	"github.com/podsapi/podsapi/internal/podstest"
+	"github.com/podsapi/podsapi/internal/rigs/podstest"
 	"github.com/podsapi/podsapi/server"
 )
 

@@ -13,8 +13,8 @@ import (
 
 	"github.com/podsapi/podsapi/errinfo"
 	"github.com/podsapi/podsapi/fieldmask"
-	podsv1alpha1 "github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1"
-	"github.com/podsapi/podsapi/internal/podstest"
+	podsv1alpha1 "github.com/podsapi/podsapi/gen/podsapi/pods/v1alpha1"
+	"github.com/podsapi/podsapi/internal/rigs/podstest"
 	"github.com/podsapi/podsapi/server"
 	"github.com/podsapi/podsapi/store"
 )

@@ -20,11 +20,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/time/rate"
 
-	"github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1/podsv1alpha1connect"
-	"github.com/podsapi/podsapi/gen/v1alpha1/v1alpha1connect"
+	"github.com/podsapi/podsapi/budget"
+	"github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1/v1alpha1connect"
+	"github.com/podsapi/podsapi/gen/podsapi/pods/v1alpha1/podsv1alpha1connect"
 	"github.com/podsapi/podsapi/guard"
-	"github.com/podsapi/podsapi/internal/memlimit"
-	"github.com/podsapi/podsapi/internal/version"
+	"github.com/podsapi/podsapi/internal/buildinfo"
 	"github.com/podsapi/podsapi/podcgroup"
 	"github.com/podsapi/podsapi/server/internal/transport"
 	"github.com/podsapi/podsapi/service"
@@ -95,7 +95,7 @@ func New(st Pods, cfg Config) (*Server, error) {
 	})
 
 	metrics := service.NewMetrics(cfg.Registry)
-	budget := newBudget(cfg, st)
+	memory := newBudget(cfg, st)
 	opts := service.HandlerOptions(interceptors(cfg, metrics, newGuards(cfg, st))...)
 	shutdown := make(chan struct{})
 	handlers := service.NewHandlers(st,
@@ -106,7 +106,7 @@ func New(st Pods, cfg Config) (*Server, error) {
 		service.WithLogger(cfg.Logger),
 		service.WithProcesses(podcgroup.NewReader(cfg.HostProc)),
 		service.WithCaller(callerPID),
-		service.WithBudget(budget),
+		service.WithBudget(memory),
 		service.WithClient(func(ctx context.Context) string { return guard.PeerFrom(ctx).Client(ctx) }),
 		service.WithStreams(func(ctx context.Context) service.Stream {
 			if s := tr.Stream(ctx); s != nil {
@@ -142,7 +142,7 @@ func New(st Pods, cfg Config) (*Server, error) {
 	mux.Handle(grpcreflect.NewHandlerV1(reflector, limit))
 	mux.Handle(grpcreflect.NewHandlerV1Alpha(reflector, limit))
 
-	httpServer := tr.Server(withVersion(handlers.TrackResponses(mux), version.Get()))
+	httpServer := tr.Server(withVersion(handlers.TrackResponses(mux), buildinfo.Get()))
 	if served := cfg.Hooks.Served; served != nil {
 		next := httpServer.Handler
 		httpServer.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -180,12 +180,12 @@ func New(st Pods, cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// withVersion returns h with the header version.Header set to v on every
+// withVersion returns h with the header buildinfo.Header set to v on every
 // response: a client learns the server's version from any call (podsctl
 // version from a health check), without an RPC of its own.
 func withVersion(h http.Handler, v string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set(version.Header, v)
+		w.Header().Set(buildinfo.Header, v)
 		h.ServeHTTP(w, r)
 	})
 }
@@ -250,35 +250,35 @@ func registerStoreMetrics(reg prometheus.Registerer, st Pods) {
 // newBudget returns the memory budget of cfg, counting the history of st
 // and the views its pods cache, and registers its gauges; nil when cfg has
 // none.
-func newBudget(cfg Config, st Pods) *memlimit.Budget {
+func newBudget(cfg Config, st Pods) *budget.Budget {
 	if cfg.Limits.MemoryBudgetBytes < 0 {
 		return nil
 	}
-	b := memlimit.NewBudget(cfg.Limits.MemoryBudgetBytes)
+	b := budget.New(cfg.Limits.MemoryBudgetBytes)
 	if h, ok := st.(interface{ HistoryBytes() int64 }); ok {
-		b.Track(memlimit.History, h.HistoryBytes)
+		b.Track(budget.History, h.HistoryBytes)
 	}
 	if q, ok := st.(interface{ QueuedBytes() int64 }); ok {
-		b.Track(memlimit.Queued, q.QueuedBytes)
+		b.Track(budget.Queued, q.QueuedBytes)
 	}
-	if v, ok := st.(interface{ BudgetViews(*memlimit.Budget) }); ok {
+	if v, ok := st.(interface{ BudgetViews(*budget.Budget) }); ok {
 		v.BudgetViews(b)
 	}
 	cfg.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "podsapi_memory_budget_bytes",
 		Help: "The memory budget (--memory-budget-bytes): the bytes the server may keep on behalf of its clients.",
 	}, func() float64 { return float64(b.Total()) }))
-	for k, name := range memlimit.KindNames {
+	for k, name := range budget.KindNames {
 		cfg.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name:        "podsapi_memory_used_bytes",
 			Help:        "Bytes counted against the memory budget, by kind: views (masked pods and enveloped events cached by the pods), lists (cached ListPods responses), snapshots (enveloped watch snapshots in flight), replays (enveloped blocks of the history for resumed watches), queued (live events queued for watchers) and history.",
 			ConstLabels: prometheus.Labels{"kind": name},
-		}, func() float64 { return float64(b.Used(memlimit.Kind(k))) }))
+		}, func() float64 { return float64(b.Used(budget.Kind(k))) }))
 		cfg.Registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name:        "podsapi_memory_refused_total",
 			Help:        "Number of times the memory budget refused to keep bytes, by kind: the cache kept nothing more, or the request was refused.",
 			ConstLabels: prometheus.Labels{"kind": name},
-		}, func() float64 { return float64(b.Refused(memlimit.Kind(k))) }))
+		}, func() float64 { return float64(b.Refused(budget.Kind(k))) }))
 	}
 	return b
 }

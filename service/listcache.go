@@ -3,7 +3,7 @@ package service
 import (
 	"sync"
 
-	"github.com/podsapi/podsapi/internal/memlimit"
+	"github.com/podsapi/podsapi/budget"
 )
 
 // maxListViews bounds the number of encoded ListPods responses kept for one
@@ -19,7 +19,7 @@ type listCache struct {
 	mu      sync.Mutex
 	version uint64
 	entries map[string]*listEntry
-	budget  *memlimit.Budget
+	budget  *budget.Budget
 }
 
 // listEntry is one encoded response, built once.
@@ -66,7 +66,7 @@ func (c *listCache) get(version uint64, key, client string, build func() ([]byte
 // it when they do not fit.
 func (c *listCache) count(version uint64, key string, e *listEntry) {
 	n := int64(cap(e.b))
-	fits := e.err == nil && c.budget.ReserveFor(e.client, memlimit.Lists, n) == nil
+	fits := e.err == nil && c.budget.ReserveFor(e.client, budget.Lists, n) == nil
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if fits && c.version == version && c.entries[key] == e {
@@ -77,14 +77,14 @@ func (c *listCache) count(version uint64, key string, e *listEntry) {
 		delete(c.entries, key)
 	}
 	if fits {
-		c.budget.ReleaseFor(e.client, memlimit.Lists, n)
+		c.budget.ReleaseFor(e.client, budget.Lists, n)
 	}
 }
 
 // releaseAll returns the bytes of every entry to the budget. c.mu is held.
 func (c *listCache) releaseAll() {
 	for _, e := range c.entries {
-		c.budget.ReleaseFor(e.client, memlimit.Lists, e.bytes)
+		c.budget.ReleaseFor(e.client, budget.Lists, e.bytes)
 		e.bytes = 0
 	}
 }

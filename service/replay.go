@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"sync"
 
-	"github.com/podsapi/podsapi/internal/memlimit"
+	"github.com/podsapi/podsapi/budget"
 	"github.com/podsapi/podsapi/store"
 )
 
@@ -39,7 +39,7 @@ type replayCache struct {
 	entries   map[string]*replayEntry
 	idle      list.List // of *replayEntry, oldest first
 	idleBytes int64
-	budget    *memlimit.Budget
+	budget    *budget.Budget
 	// maxIdle bounds the bytes of the idle blocks kept.
 	maxIdle int64
 	metrics *Metrics
@@ -66,7 +66,7 @@ var errBlockTooOld = errors.New("the block left the history")
 // get returns the enveloped block of key, building it with build unless it is
 // cached, and a function that releases it, which the caller must call once
 // done with the block. build returns the block and its size; the size is
-// charged to client. get fails with memlimit.ErrOverShare or ErrOverBudget
+// charged to client. get fails with budget.ErrOverShare or ErrOverBudget
 // when the block does not fit, or with build's error.
 func (c *replayCache) get(key, client string, build func() (*envelopedReplay, int64, error)) (*envelopedReplay, func(), error) {
 	c.mu.Lock()
@@ -101,10 +101,10 @@ func (c *replayCache) get(key, client string, build func() (*envelopedReplay, in
 	release := func() { c.release(e) }
 	if err := e.err; err != nil {
 		release()
-		if errors.Is(err, memlimit.ErrOverShare) && e.client != client {
+		if errors.Is(err, budget.ErrOverShare) && e.client != client {
 			// Over the share of the client that built it, not this
 			// one's: this watch sends the block one change at a time.
-			err = memlimit.ErrOverBudget
+			err = budget.ErrOverBudget
 		}
 		return nil, func() {}, err
 	}
@@ -115,7 +115,7 @@ func (c *replayCache) get(key, client string, build func() (*envelopedReplay, in
 // make room.
 func (c *replayCache) reserve(e *replayEntry, size int64) error {
 	for {
-		err := c.budget.ReserveFor(e.client, memlimit.Replays, size)
+		err := c.budget.ReserveFor(e.client, budget.Replays, size)
 		if err == nil {
 			c.mu.Lock()
 			e.bytes = size
@@ -151,7 +151,7 @@ func (c *replayCache) drop(e *replayEntry) {
 	if c.entries[e.key] == e {
 		delete(c.entries, e.key)
 	}
-	c.budget.ReleaseFor(e.client, memlimit.Replays, e.bytes)
+	c.budget.ReleaseFor(e.client, budget.Replays, e.bytes)
 	e.bytes = 0
 }
 
@@ -243,9 +243,9 @@ func (h *handler) writeReplayBlock(ctx context.Context, f eventEncoding, wire wa
 		return h.envelopeReplay(f, wire, pr, sel, block)
 	})
 	switch {
-	case errors.Is(err, memlimit.ErrOverShare):
+	case errors.Is(err, budget.ErrOverShare):
 		return false, errMemoryShare(h.store.Revision(after))
-	case errors.Is(err, memlimit.ErrOverBudget), errors.Is(err, errBlockTooOld):
+	case errors.Is(err, budget.ErrOverBudget), errors.Is(err, errBlockTooOld):
 		return false, nil
 	case err != nil:
 		return false, err

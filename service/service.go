@@ -11,10 +11,10 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"k8s.io/apimachinery/pkg/types"
 
-	podsv1alpha1 "github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1"
-	"github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1/podsv1alpha1connect"
-	"github.com/podsapi/podsapi/gen/v1alpha1/v1alpha1connect"
-	"github.com/podsapi/podsapi/internal/memlimit"
+	"github.com/podsapi/podsapi/budget"
+	"github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1/v1alpha1connect"
+	podsv1alpha1 "github.com/podsapi/podsapi/gen/podsapi/pods/v1alpha1"
+	"github.com/podsapi/podsapi/gen/podsapi/pods/v1alpha1/podsv1alpha1connect"
 	"github.com/podsapi/podsapi/podcgroup"
 	"github.com/podsapi/podsapi/store"
 )
@@ -72,7 +72,7 @@ func WithLogger(l *slog.Logger) Option {
 // resumed watches. Half of it, besides, bounds the unary responses in
 // flight (Handlers.TrackResponses). The default, nil, counts nothing and
 // bounds the caches only by their fixed limits.
-func WithBudget(b *memlimit.Budget) Option {
+func WithBudget(b *budget.Budget) Option {
 	return func(h *handler) { h.budget = b }
 }
 
@@ -94,7 +94,7 @@ type handler struct {
 	// replays are the enveloped blocks of the history replayed to resumed
 	// watches.
 	replays replayCache
-	budget  *memlimit.Budget
+	budget  *budget.Budget
 	// responses bounds the unary responses in flight (inflight.go).
 	responses *responsesInFlight
 	// projections are the projections of the masks in use.

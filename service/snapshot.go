@@ -4,7 +4,7 @@ import (
 	"context"
 	"sync"
 
-	"github.com/podsapi/podsapi/internal/memlimit"
+	"github.com/podsapi/podsapi/budget"
 	"github.com/podsapi/podsapi/store"
 )
 
@@ -76,7 +76,7 @@ type snapshotCache struct {
 	bytes   int
 	metrics *Metrics
 	// budget counts the bytes reserved (WithBudget).
-	budget *memlimit.Budget
+	budget *budget.Budget
 }
 
 // snapshotEntry is one enveloped snapshot, built once; nil when it was not
@@ -144,7 +144,7 @@ func (c *snapshotCache) reserve(e *snapshotEntry, n int) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	// Idle snapshots make room, one at a time.
-	for c.bytes+n > maxSnapshotBytes || !c.budget.Reserve(memlimit.Snapshots, int64(n)) {
+	for c.bytes+n > maxSnapshotBytes || !c.budget.Reserve(budget.Snapshots, int64(n)) {
 		if !c.dropOneIdle(e) {
 			return false
 		}
@@ -211,7 +211,7 @@ func (c *snapshotCache) drop(key string, e *snapshotEntry) {
 	}
 	c.count--
 	c.bytes -= e.bytes
-	c.budget.Release(memlimit.Snapshots, int64(e.bytes))
+	c.budget.Release(budget.Snapshots, int64(e.bytes))
 	c.metrics.snapshotsInFlight(-1, -e.bytes)
 	e.bytes = 0
 }

@@ -3,7 +3,7 @@ package service
 import (
 	"google.golang.org/protobuf/encoding/protowire"
 
-	podsv1alpha1 "github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1"
+	podsv1alpha1 "github.com/podsapi/podsapi/gen/podsapi/pods/v1alpha1"
 	"github.com/podsapi/podsapi/store"
 )
 

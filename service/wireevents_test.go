@@ -5,7 +5,7 @@ import (
 
 	"k8s.io/kubelet/pkg/apis/pods/v1alpha1"
 
-	podsv1alpha1 "github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1"
+	podsv1alpha1 "github.com/podsapi/podsapi/gen/podsapi/pods/v1alpha1"
 )
 
 // TestEventTypeNumbers checks that both wires number their event types

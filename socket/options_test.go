@@ -7,7 +7,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/podsapi/podsapi/internal/podstest"
+	"github.com/podsapi/podsapi/internal/rigs/podstest"
 	"github.com/podsapi/podsapi/socket"
 )
 

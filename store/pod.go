@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/podsapi/podsapi/internal/memlimit"
+	"github.com/podsapi/podsapi/budget"
 	"github.com/podsapi/podsapi/podtypes"
 )
 
@@ -40,7 +40,7 @@ type Pod struct {
 
 	// budget is the store's budget for the bytes of the views the version
 	// caches (Store.BudgetViews); nil, or nil inside, counts nothing.
-	budget *atomic.Pointer[memlimit.Budget]
+	budget *atomic.Pointer[budget.Budget]
 
 	mu    sync.Mutex
 	views map[string]*view
@@ -57,11 +57,11 @@ func (p *Pod) shed() {
 	n := p.viewBytes
 	p.views, p.shedded, p.viewBytes = nil, true, 0
 	p.mu.Unlock()
-	p.viewBudget().Release(memlimit.Views, n)
+	p.viewBudget().Release(budget.Views, n)
 }
 
 // viewBudget returns the budget of the pod's views, or nil.
-func (p *Pod) viewBudget() *memlimit.Budget {
+func (p *Pod) viewBudget() *budget.Budget {
 	if p.budget == nil {
 		return nil
 	}
@@ -121,7 +121,7 @@ func (p *Pod) View(key string, compute func(raw []byte) ([]byte, error)) ([]byte
 func (p *Pod) count(key string, v *view) {
 	n := int64(cap(v.b)) + viewOverhead
 	b := p.viewBudget()
-	fits := b.Reserve(memlimit.Views, n)
+	fits := b.Reserve(budget.Views, n)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	switch {
@@ -132,7 +132,7 @@ func (p *Pod) count(key string, v *view) {
 		delete(p.views, key)
 	}
 	if fits {
-		b.Release(memlimit.Views, n)
+		b.Release(budget.Views, n)
 	}
 }
 

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/podsapi/podsapi/internal/podstest"
+	"github.com/podsapi/podsapi/internal/rigs/podstest"
 	"github.com/podsapi/podsapi/store"
 )
 

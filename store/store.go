@@ -12,7 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/podsapi/podsapi/internal/memlimit"
+	"github.com/podsapi/podsapi/budget"
 	"github.com/podsapi/podsapi/podtypes"
 )
 
@@ -43,7 +43,7 @@ type Store struct {
 	// budget counts the views of the pods (BudgetViews); queued counts
 	// the events queued for watchers, and historyBytes mirrors
 	// history.bytes, both read without the lock.
-	budget       atomic.Pointer[memlimit.Budget]
+	budget       atomic.Pointer[budget.Budget]
 	queued       atomic.Int64
 	historyBytes atomic.Int64
 }
@@ -51,7 +51,7 @@ type Store struct {
 // BudgetViews has the views the pods cache (masked pods, enveloped events)
 // counted against b, and not cached beyond it. Call it before the store is
 // served.
-func (s *Store) BudgetViews(b *memlimit.Budget) { s.budget.Store(b) }
+func (s *Store) BudgetViews(b *budget.Budget) { s.budget.Store(b) }
 
 // QueuedBytes returns what the events queued for watchers cost: a slot
 // each (the pods they hold are those of the history, or current).

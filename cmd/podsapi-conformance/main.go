@@ -23,7 +23,7 @@ import (
 	"time"
 
 	"github.com/podsapi/podsapi/conformance"
-	"github.com/podsapi/podsapi/internal/version"
+	"github.com/podsapi/podsapi/internal/buildinfo"
 )
 
 func main() {
@@ -90,7 +90,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("unexpected arguments: %q", fs.Args())
 	}
 	if *showVersion {
-		fmt.Fprintf(stdout, "%s, suite %s\n", version.String("podsapi-conformance"), conformance.Version)
+		fmt.Fprintf(stdout, "%s, suite %s\n", buildinfo.String("podsapi-conformance"), conformance.Version)
 		return nil
 	}
 	if *list {

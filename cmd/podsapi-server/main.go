@@ -24,9 +24,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/podsapi/podsapi/budget"
+	"github.com/podsapi/podsapi/internal/buildinfo"
 	"github.com/podsapi/podsapi/internal/loglimit"
-	"github.com/podsapi/podsapi/internal/memlimit"
-	"github.com/podsapi/podsapi/internal/version"
 	"github.com/podsapi/podsapi/podcgroup"
 	"github.com/podsapi/podsapi/server"
 	"github.com/podsapi/podsapi/service"
@@ -44,10 +44,10 @@ func main() {
 	} else {
 		// The process's own settings, for the whole process: set here,
 		// not in Run, which tests call in one process.
-		if _, err := memlimit.Set(memlimit.DefaultFraction, memlimit.CgroupFile, memlimit.CgroupV1File); err != nil {
+		if _, err := budget.SetLimit(budget.DefaultLimitFraction, budget.CgroupFile, budget.CgroupV1File); err != nil {
 			fmt.Fprintln(os.Stderr, "podsapi-server: memory limit of the cgroup:", err)
 		}
-		memlimit.SetGCPercent(memlimit.DefaultGCPercent)
+		budget.SetGCPercent(budget.DefaultGCPercent)
 	}
 	if err := run(ctx, args, os.Stdout, os.Stderr); err != nil {
 		if !errors.Is(err, flag.ErrHelp) {
@@ -148,7 +148,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return usageError{err}
 	}
 	if *showVersion {
-		fmt.Fprintln(stdout, version.String("podsapi-server"))
+		fmt.Fprintln(stdout, buildinfo.String("podsapi-server"))
 		return nil
 	}
 	cfg.NoKubeletWire = !*kubeletWire
@@ -202,12 +202,12 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("%w (choose another --socket or --metrics-address)", err)
 	}
 	l := cfg.Limits
-	logger.Info("serving the Pods API", "version", version.Get(),
+	logger.Info("serving the Pods API", "version", buildinfo.Get(),
 		"socket", srv.SocketPath(), "metrics", addrString(srv.MetricsAddr()), "source", src.Name(), "node", *nodeName,
 		"qps", l.QPS, "burst", l.Burst, "watchQueue", cfg.Watch.Queue,
 		"allowedUIDs", fs.Lookup("allowed-uids").Value.String(), "allowedGIDs", fs.Lookup("allowed-gids").Value.String(),
 		"perClientQPS", l.PerClientQPS, "rateLimitDelay", l.RateLimitDelay,
-		"maxWatchers", l.MaxWatchers, "maxWatchersPerClient", l.MaxWatchersPerClient, "maxPendingPerClient", l.MaxPendingPerClient, "maxConnections", l.MaxConnections, "goMemLimit", debug.SetMemoryLimit(-1), "goGC", memlimit.GCPercent())
+		"maxWatchers", l.MaxWatchers, "maxWatchersPerClient", l.MaxWatchersPerClient, "maxPendingPerClient", l.MaxPendingPerClient, "maxConnections", l.MaxConnections, "goMemLimit", debug.SetMemoryLimit(-1), "goGC", budget.GCPercent())
 
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)

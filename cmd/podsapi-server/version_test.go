@@ -13,7 +13,7 @@ import (
 // version given to the linker, and runs --version.
 func TestVersionStamped(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "podsapi-server")
-	build := exec.Command("go", "build", "-ldflags", "-X github.com/podsapi/podsapi/internal/version.Version=v0.9.9-stamped", "-o", bin, ".")
+	build := exec.Command("go", "build", "-ldflags", "-X github.com/podsapi/podsapi/internal/buildinfo.Version=v0.9.9-stamped", "-o", bin, ".")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}

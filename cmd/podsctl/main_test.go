@@ -18,10 +18,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/kubelet/pkg/apis/pods/v1alpha1"
 
-	"github.com/podsapi/podsapi/gen/v1alpha1/v1alpha1connect"
-	"github.com/podsapi/podsapi/internal/podstest"
+	"github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1/v1alpha1connect"
+	"github.com/podsapi/podsapi/internal/rigs/podstest"
+	"github.com/podsapi/podsapi/internal/rigs/sourcetest"
 	"github.com/podsapi/podsapi/server"
-	"github.com/podsapi/podsapi/source/sourcetest"
 	"github.com/podsapi/podsapi/store"
 )
 

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/podsapi/podsapi/internal/podstest"
+	"github.com/podsapi/podsapi/internal/rigs/podstest"
 	"github.com/podsapi/podsapi/server"
 	"github.com/podsapi/podsapi/store"
 )

@@ -13,7 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/podsapi/podsapi/client"
-	"github.com/podsapi/podsapi/internal/version"
+	"github.com/podsapi/podsapi/internal/buildinfo"
 )
 
 // app is one run of podsctl.
@@ -50,7 +50,7 @@ func (a *app) command() *cobra.Command {
 	a.o.addGlobalFlags(root)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{error: err} })
 	root.AddCommand(a.listCommand(), a.getCommand(), a.watchCommand(), a.findCommand(), a.versionCommand())
-	root.Version = version.Get()
+	root.Version = buildinfo.Get()
 	root.SetVersionTemplate("podsctl {{.Version}}\n")
 	root.InitDefaultCompletionCmd()
 	if comp, _, err := root.Find([]string{"completion"}); err == nil && comp != root {

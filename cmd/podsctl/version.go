@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/podsapi/podsapi/internal/version"
+	"github.com/podsapi/podsapi/internal/buildinfo"
 )
 
 // versionCommand returns podsctl version, which prints podsctl's version
@@ -35,7 +35,7 @@ A kubelet sends none: its version shows as "unknown".`,
 
 // runVersion runs podsctl version.
 func runVersion(ctx context.Context, o *options, clientOnly bool, stdout io.Writer) error {
-	fmt.Fprintf(stdout, "Client Version: %s\n", version.Get())
+	fmt.Fprintf(stdout, "Client Version: %s\n", buildinfo.Get())
 	if clientOnly {
 		return nil
 	}

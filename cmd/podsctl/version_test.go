@@ -3,14 +3,14 @@ package main
 import (
 	"testing"
 
-	"github.com/podsapi/podsapi/internal/version"
+	"github.com/podsapi/podsapi/internal/buildinfo"
 	"github.com/podsapi/podsapi/server"
 )
 
 func TestVersion(t *testing.T) {
-	old := version.Version
-	version.Version = "v1.2.3-test"
-	t.Cleanup(func() { version.Version = old })
+	old := buildinfo.Version
+	buildinfo.Version = "v1.2.3-test"
+	t.Cleanup(func() { buildinfo.Version = old })
 	_, podsapi := startServer(t, server.Config{}, true) // not synced: health still answers
 	kubelet := startKubelet(t).Path()
 	for _, tc := range []struct {

@@ -12,8 +12,8 @@ import (
 	"net"
 	"net/http"
 
-	"github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1/podsv1alpha1connect"
-	"github.com/podsapi/podsapi/gen/v1alpha1/v1alpha1connect"
+	"github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1/v1alpha1connect"
+	"github.com/podsapi/podsapi/gen/podsapi/pods/v1alpha1/podsv1alpha1connect"
 	"github.com/podsapi/podsapi/guard"
 	"github.com/podsapi/podsapi/socket"
 )

@@ -7,8 +7,8 @@ import (
 
 	"k8s.io/kubelet/pkg/apis/pods/v1alpha1"
 
+	"github.com/podsapi/podsapi/internal/rigs/sourcetest"
 	"github.com/podsapi/podsapi/source/internal/sourcelog"
-	"github.com/podsapi/podsapi/source/sourcetest"
 )
 
 // TestRepeatedProtocolErrorsLogged: an upstream repeating the same fault

@@ -3,7 +3,7 @@ package kubeletgrpc
 import (
 	"fmt"
 
-	"github.com/podsapi/podsapi/internal/memlimit"
+	"github.com/podsapi/podsapi/budget"
 )
 
 // DefaultMaxSnapshotPods is the default bound of the pods of one snapshot:
@@ -52,7 +52,7 @@ func (b snapshotBounds) resolve() snapshotBounds {
 		b.pods = DefaultMaxSnapshotPods
 	}
 	if b.bytes <= 0 {
-		b.bytes = memlimit.Share(memlimit.Limit(), MaxSnapshotShare, MinMaxSnapshotBytes, DefaultMaxSnapshotBytes)
+		b.bytes = budget.Share(budget.Limit(), MaxSnapshotShare, MinMaxSnapshotBytes, DefaultMaxSnapshotBytes)
 	}
 	return b
 }

@@ -11,7 +11,7 @@ import (
 
 	"connectrpc.com/connect"
 
-	"github.com/podsapi/podsapi/gen/v1alpha1/v1alpha1connect"
+	"github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1/v1alpha1connect"
 	"github.com/podsapi/podsapi/internal/h2c"
 	"github.com/podsapi/podsapi/internal/retry"
 	"github.com/podsapi/podsapi/source/internal/sourcelog"

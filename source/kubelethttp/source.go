@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/podsapi/podsapi/internal/memlimit"
+	"github.com/podsapi/podsapi/budget"
 	"github.com/podsapi/podsapi/internal/retry"
 	"github.com/podsapi/podsapi/source/internal/sourcelog"
 	"github.com/podsapi/podsapi/source/internal/sourcemetrics"
@@ -34,7 +34,7 @@ func New(opts ...Option) *Source {
 		opt(&o)
 	}
 	if o.maxBody <= 0 {
-		o.maxBody = memlimit.Share(memlimit.Limit(), MaxBodyShare, MinMaxBodyBytes, DefaultMaxBodyBytes)
+		o.maxBody = budget.Share(budget.Limit(), MaxBodyShare, MinMaxBodyBytes, DefaultMaxBodyBytes)
 	}
 	s := &Source{options: o, metrics: newMetrics(o.Registerer)}
 	s.url, s.urlErr = resolveURL(o.url, o.host)

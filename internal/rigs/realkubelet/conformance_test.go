@@ -1,0 +1,48 @@
+package realkubelet_test
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"testing"
+	"time"
+
+	"github.com/podsapi/podsapi/conformance"
+	"github.com/podsapi/podsapi/internal/rigs/realkubelet"
+)
+
+// TestConformance runs the whole suite against a real kubelet, on its own
+// wire, with its profile (conformance/features/kubelet-v1.37.yaml): its
+// static pod directory as the driver, its restart as the lifecycle, its
+// read-only port's /metrics. Every case applicable to the profile passes
+// or is in kubelet-v1.37.known-failing, with the evidence.
+func TestConformance(t *testing.T) {
+	k := start(t, realkubelet.Options{})
+	f, err := conformance.LoadFeatures(filepath.Join(repoRoot, "conformance/features/kubelet-v1.37.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := conformance.Config{
+		Endpoint:     "unix://" + k.Socket,
+		Wire:         conformance.WireKubelet,
+		ManifestDir:  k.ManifestDir,
+		Lifecycle:    k.Lifecycle(),
+		MetricsURL:   k.ReadOnlyURL + "/metrics",
+		Features:     f.WithNodeName(k.NodeName),
+		EventTimeout: 20 * time.Second,
+		// A kubelet applies a change of a static pod about once a second:
+		// the slow consumer case makes about a hundred.
+		CaseTimeout:  3 * time.Minute,
+		RerunCommand: "CONFORMANCE_RUN=... make conformance-kubelet",
+		Log:          os.Stderr,
+		Verbose:      testing.Verbose(),
+	}
+	cfg.KnownFailing, cfg.KnownIntermittent, err = conformance.ReadKnownFailing(filepath.Join(repoRoot, "conformance/features/kubelet-v1.37.known-failing"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := os.Getenv("CONFORMANCE_RUN"); r != "" {
+		cfg.Run = regexp.MustCompile(r)
+	}
+	conformance.Run(t, cfg)
+}
