@@ -96,7 +96,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&cfg.Limits.MaxWatchersPerClient, "max-watchers-per-client", server.DefaultMaxWatchersPerClient, "watches one client (its pod, systemd unit, or else its UID) may hold open at once; beyond it WatchPods returns RESOURCE_EXHAUSTED; negative disables the share")
 	fs.IntVar(&cfg.Limits.MaxConnections, "max-connections", server.DefaultMaxConnections, "connections open at once; more are closed as soon as accepted; negative disables the limit")
 	fs.IntVar(&cfg.Limits.MaxStreams, "max-streams", server.DefaultMaxStreams, "concurrent calls and watches per connection")
-	fs.Int64Var(&cfg.Limits.MemoryBudgetBytes, "memory-budget-bytes", 0, "bytes the server may keep on behalf of its clients (masked views, cached lists, snapshots, replays of resumed watches, history); 0: half the memory limit (cgroup memory.max or GOMEMLIMIT), 512 MiB without one; negative: no budget")
+	budgetBytes := fs.Int64("memory-budget-bytes", 0, "bytes the server may keep on behalf of its clients (masked views, cached lists, snapshots, replays of resumed watches, history); 0: half the memory limit (cgroup memory.max or GOMEMLIMIT), 512 MiB without one; negative: no budget")
 	fs.IntVar(&cfg.Limits.MaxPendingPerClient, "max-pending-per-client", server.DefaultMaxPendingPerClient, "calls of one client (its pod, systemd unit, or else its UID) that may wait for their request at once; more are refused RESOURCE_EXHAUSTED; negative disables the limit")
 
 	// The names these two flags had when the shares were per UID.
@@ -194,7 +194,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return usageError{err}
 	}
-	st := store.New(store.WithErrorHandler(storeErrors(logger)), store.WithMaxPodBytes(*maxPodBytes),
+	st := store.New(store.WithErrorHandler(storeErrors(logger)), store.WithMaxPodBytes(*maxPodBytes), store.WithBudget(budget.ForSetting(*budgetBytes)),
 		store.WithHistory(*history, *historyMem), store.WithDeletedPods(*deletedRetain, *deletedPods, *deletedBytes))
 	srv, err := server.New(st, cfg)
 	if err != nil {
