@@ -139,6 +139,10 @@ test-grpcurl: ## Build the real grpcurl (pinned in tools/go.mod) into bin/ and r
 	go build -modfile=tools/go.mod -o bin/grpcurl github.com/fullstorydev/grpcurl/cmd/grpcurl
 	PODSAPI_GRPCURL='$(CURDIR)/bin/grpcurl' go test -race -count=1 -timeout 10m -run 'RealGrpcurl' -v ./server
 
+.PHONY: docs
+docs: ## Rewrite the tables of docs/ that the code defines: the flags of docs/server.md, the metrics of docs/metrics.md, the image's files (make test fails when they drift).
+	go test -count=1 -run '^TestDocs' ./cmd/podsapi-server -update
+
 .PHONY: docs-check
 docs-check: ## Run the shell blocks of the README and docs/ as written against a temporary server, make run twice and make install (internal/rigs/docscheck; CI runs it).
 	go build -modfile=tools/go.mod -o bin/grpcurl github.com/fullstorydev/grpcurl/cmd/grpcurl

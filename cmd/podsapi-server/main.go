@@ -75,6 +75,11 @@ func exitCode(err error, stderr io.Writer) int {
 // every millisecond for each of thousands of watchers is a flood.
 const minProgressInterval = time.Second
 
+// flagsDefined, when set, is given Run's flag set once every flag is
+// defined, and Run then returns nil without parsing: the test that writes
+// the flags table of docs/server.md reads the flags from it.
+var flagsDefined func(*pflag.FlagSet)
+
 // usageError is an error in the command line.
 type usageError struct {
 	error
@@ -160,6 +165,10 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			"For every numeric flag, 0 means the default shown; a negative value turns the\n"+
 			"limit or timeout off where the flag says so, and is refused elsewhere.\n\nFlags:\n")
 		fmt.Fprint(fs.Output(), fs.FlagUsages())
+	}
+	if flagsDefined != nil {
+		flagsDefined(fs)
+		return nil
 	}
 	if err := parse(fs, args, stdout); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
