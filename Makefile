@@ -135,7 +135,7 @@ test-apiserver: kube-bin ## Run the tests against a real kube-apiserver and etcd
 	PODSAPI_KUBE_BIN='$(KUBE_BIN)' go test -race -count=1 -timeout 20m -run 'APIServer' -v ./internal/rigs/kubetest ./source/apiserver ./cmd/podsapi-server
 
 .PHONY: test-grpcurl
-test-grpcurl: ## Build the real grpcurl (pinned in tools/go.mod) into bin/ and run FindPods through it over the socket (issue 22).
+test-grpcurl: ## Build the real grpcurl (pinned in tools/go.mod) into bin/ and run FindPods through it over the socket (issue 22), and health as a denied and an allowed user (issue 36).
 	go build -modfile=tools/go.mod -o bin/grpcurl github.com/fullstorydev/grpcurl/cmd/grpcurl
 	PODSAPI_GRPCURL='$(CURDIR)/bin/grpcurl' go test -race -count=1 -timeout 10m -run 'RealGrpcurl' -v ./server
 
