@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -194,8 +195,8 @@ func (c *Cache) ByPodIP(ip string) []*corev1.Pod {
 // stops early and returns an error only for one that retrying cannot fix
 // (see Terminal): an invalid field mask or selector (INVALID_ARGUMENT;
 // a selector's wraps ErrInvalidSelector), a peer the server
-// does not allow (PERMISSION_DENIED, ErrPermissionDenied) or an
-// UNAUTHENTICATED one. WaitForSync and Err then return that error too, so
+// does not allow (PERMISSION_DENIED, ErrPermissionDenied), an
+// UNAUTHENTICATED one, or a socket whose permissions refuse this user. WaitForSync and Err then return that error too, so
 // that a caller who runs Run in its own goroutine sees it. Every other
 // error (the server not running, not synced yet, restarting, rate
 // limiting, dropping the watcher) is retried after a backoff and given to
@@ -229,14 +230,16 @@ func (c *Cache) Run(ctx context.Context) error {
 // Terminal reports whether err is one that retrying the same call cannot
 // fix: INVALID_ARGUMENT (a bad field mask, selector or revision),
 // PERMISSION_DENIED (the server does not allow this peer: --allowed-uids,
-// --allowed-gids) or UNAUTHENTICATED. A Cache stops on such an error;
-// every other one it retries.
+// --allowed-gids), UNAUTHENTICATED, or a socket this user may not connect
+// to (its file permissions, or its directory's: EACCES, EPERM, which
+// errors.Is reports as fs.ErrPermission). A Cache stops on such an error;
+// every other one (a socket that does not exist yet included) it retries.
 func Terminal(err error) bool {
 	switch connect.CodeOf(err) {
 	case connect.CodeInvalidArgument, connect.CodePermissionDenied, connect.CodeUnauthenticated:
 		return err != nil
 	}
-	return false
+	return errors.Is(err, fs.ErrPermission)
 }
 
 // watchOnce watches until the watch fails, reconciling the cache with the

@@ -4,6 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"syscall"
 	"slices"
 	"testing"
 	"time"
@@ -394,6 +398,8 @@ func TestTerminal(t *testing.T) {
 		{"permission denied", connect.NewError(connect.CodePermissionDenied, errors.New("x")), true},
 		{"unauthenticated", connect.NewError(connect.CodeUnauthenticated, errors.New("x")), true},
 		{"unavailable", connect.NewError(connect.CodeUnavailable, errors.New("x")), false},
+		{"socket refuses this user", connect.NewError(connect.CodeUnavailable, &net.OpError{Op: "dial", Net: "unix", Err: os.NewSyscallError("connect", syscall.EACCES)}), true},
+		{"socket missing", connect.NewError(connect.CodeUnavailable, &net.OpError{Op: "dial", Net: "unix", Err: os.NewSyscallError("connect", syscall.ENOENT)}), false},
 		{"not synced", connect.NewError(connect.CodeFailedPrecondition, errors.New("x")), false},
 		{"rate limited", connect.NewError(connect.CodeResourceExhausted, errors.New("x")), false},
 		{"out of range", connect.NewError(connect.CodeOutOfRange, errors.New("x")), false},
@@ -403,5 +409,25 @@ func TestTerminal(t *testing.T) {
 				t.Errorf("Terminal(%v) = %v, want %v", tc.err, got, tc.want)
 			}
 		})
+	}
+}
+
+// TestCacheSocketPermissionDenied is the cache of a user the socket's file
+// permissions refuse (a non-root agent on a root-only socket): Run stops
+// and WaitForSync returns the error, EACCES. Root passes every file
+// permission, so it runs only as another user.
+func TestCacheSocketPermissionDenied(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("root connects to any socket whatever its permissions; TestTerminal covers EACCES")
+	}
+	srv := podstest.Start(t, newStore(false, samplePods()...), server.Config{})
+	if err := os.Chmod(srv.SocketPath(), 0); err != nil {
+		t.Fatal(err)
+	}
+	cache := client.NewCache(dial(t, srv.SocketPath()), client.WithBackoff(time.Millisecond, 20*time.Millisecond))
+	ctx := testCtx(t)
+	go cache.Run(ctx)
+	if err := cache.WaitForSync(ctx); !errors.Is(err, fs.ErrPermission) {
+		t.Fatalf("WaitForSync = %v, want the socket's permission error", err)
 	}
 }
