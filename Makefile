@@ -13,6 +13,9 @@ METRICS ?= 127.0.0.1:10265
 # NODE_NAME is the node `make run` says its pods run on: node-1, that of
 # the example manifests (and of the README's sample outputs).
 NODE_NAME ?= node-1
+# Further flags of make run's server, such as --watch-queue 16 for the
+# conformance suite's features file.
+SERVER_ARGS ?=
 
 # BUILD_VERSION is the version make build, make run and make image stamp
 # on the binaries (--version, podsctl version, the server's
@@ -58,11 +61,11 @@ install: build ## Install the three commands into DESTDIR/PREFIX/bin (PREFIX=/us
 	install -m 0755 $(addprefix bin/,$(COMMANDS)) '$(DESTDIR)$(PREFIX)/bin/'
 
 .PHONY: run
-run: ## Build and run the server on the example manifests (SOCKET=..., MANIFESTS=..., METRICS=..., NODE_NAME=...).
+run: ## Build and run the server on the example manifests (SOCKET=..., MANIFESTS=..., METRICS=..., NODE_NAME=..., SERVER_ARGS=... more flags).
 	go build -ldflags '$(LDFLAGS)' -o bin/podsapi-server ./cmd/podsapi-server
 	@# The server names its flags when the socket or the metrics address is
 	@# taken; a make user changes the variables instead.
-	./bin/podsapi-server --manifest-dir "$(MANIFESTS)" --socket "$(SOCKET)" --metrics-address "$(METRICS)" --node-name "$(NODE_NAME)" || { \
+	./bin/podsapi-server --manifest-dir "$(MANIFESTS)" --socket "$(SOCKET)" --metrics-address "$(METRICS)" --node-name "$(NODE_NAME)" $(SERVER_ARGS) || { \
 		rc=$$?; [ $$rc -ne 1 ] || echo "make run: if the socket or the metrics address is taken (another make run?), give this one its own:" \
 			"make run SOCKET=/tmp/pods-2.sock METRICS=127.0.0.1:10266 (METRICS= serves no metrics)" >&2; exit $$rc; }
 
@@ -132,9 +135,13 @@ test-apiserver: kube-bin ## Run the tests against a real kube-apiserver and etcd
 	PODSAPI_KUBE_BIN='$(KUBE_BIN)' go test -race -count=1 -timeout 20m -run 'APIServer' -v ./internal/rigs/kubetest ./source/apiserver ./cmd/podsapi-server
 
 .PHONY: test-grpcurl
-test-grpcurl: ## Build the real grpcurl (pinned in tools/go.mod) into bin/ and run FindPods through it over the socket (issue 22).
+test-grpcurl: ## Build the real grpcurl (pinned in tools/go.mod) into bin/ and run FindPods through it over the socket (issue 22), and health as a denied and an allowed user (issue 36).
 	go build -modfile=tools/go.mod -o bin/grpcurl github.com/fullstorydev/grpcurl/cmd/grpcurl
 	PODSAPI_GRPCURL='$(CURDIR)/bin/grpcurl' go test -race -count=1 -timeout 10m -run 'RealGrpcurl' -v ./server
+
+.PHONY: docs
+docs: ## Rewrite the tables of docs/ that the code defines: the flags of docs/server.md, the metrics of docs/metrics.md, the image's files (make test fails when they drift).
+	go test -count=1 -run '^TestDocs' ./cmd/podsapi-server -update
 
 .PHONY: docs-check
 docs-check: ## Run the shell blocks of the README and docs/ as written against a temporary server, make run twice and make install (internal/rigs/docscheck; CI runs it).
