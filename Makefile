@@ -111,22 +111,22 @@ conformance: ## Run the conformance suite against our server, started and restar
 		--features conformance/features/podsapi-server-kubelet.yaml --known-failing conformance/features/podsapi-server-kubelet.known-failing \
 		--junit build/conformance-kubelet.xml --json build/conformance-kubelet.json
 
-# KUBE_BIN is where make kube-bin caches kube-apiserver and etcd, built from
-# tools/kube: a directory per hash of tools/kube's go.mod, go.sum and
-# etcd/main.go, so that a version change builds them again (about 7 minutes
-# cold on 2 cores, seconds warm).
+# KUBE_BIN is where make kube-bin caches kube-apiserver, etcd and kubectl,
+# built from tools/kube: a directory per hash of tools/kube's go.mod, go.sum
+# and etcd/main.go, so that a version change builds them again (about 8
+# minutes cold on 2 cores, seconds warm).
 KUBE_KEY := $(shell cat tools/kube/go.mod tools/kube/go.sum tools/kube/etcd/main.go 2>/dev/null | sha256sum | cut -c1-16)
 KUBE_BIN ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/podsapi/kube-$(KUBE_KEY)
 
 .PHONY: kube-bin
-kube-bin: ## Build kube-apiserver and etcd (tools/kube) once, cached in KUBE_BIN by the hash of tools/kube's go.sum.
-	@if [ -x '$(KUBE_BIN)/kube-apiserver' ] && [ -x '$(KUBE_BIN)/etcd' ]; then \
-		echo "kube-apiserver and etcd: cached in $(KUBE_BIN)"; \
+kube-bin: ## Build kube-apiserver, etcd and kubectl v1.37.2 (tools/kube) once, cached in KUBE_BIN by the hash of tools/kube's go.sum.
+	@if [ -x '$(KUBE_BIN)/kube-apiserver' ] && [ -x '$(KUBE_BIN)/etcd' ] && [ -x '$(KUBE_BIN)/kubectl' ]; then \
+		echo "kube-apiserver, etcd and kubectl: cached in $(KUBE_BIN)"; \
 	else \
-		echo "building kube-apiserver and etcd into $(KUBE_BIN)"; \
+		echo "building kube-apiserver, etcd and kubectl into $(KUBE_BIN)"; \
 		mkdir -p '$(dir $(KUBE_BIN))' && tmp=$$(mktemp -d '$(KUBE_BIN).XXXXXX') && \
 		trap 'rm -rf "$$tmp"' EXIT && \
-		(cd tools/kube && time go build -o "$$tmp/" k8s.io/kubernetes/cmd/kube-apiserver ./etcd) && \
+		(cd tools/kube && time go build -o "$$tmp/" k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kubectl ./etcd) && \
 		rm -rf '$(KUBE_BIN)' && mv "$$tmp" '$(KUBE_BIN)'; \
 	fi
 
