@@ -12,6 +12,7 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/diff"
+	clientfeatures "k8s.io/client-go/features"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -176,6 +177,57 @@ func TestInformer(t *testing.T) {
 			}
 			if !streamed {
 				t.Errorf("the informer made no streaming list: %+v", s.swap.exchanges())
+			}
+		})
+	}
+}
+
+// listThenWatch turns client-go's streaming list off for the test: its
+// informers list, then watch from the list's resourceVersion, as client-go
+// did before 1.35 and does against API servers without the streaming list.
+type listThenWatch struct{ clientfeatures.Gates }
+
+func (g listThenWatch) Enabled(key clientfeatures.Feature) bool {
+	if key == clientfeatures.WatchListClient {
+		return false
+	}
+	return g.Gates.Enabled(key)
+}
+
+// TestInformerListThenWatch is TestInformer for an informer that lists and
+// then watches from the list's resourceVersion.
+func TestInformerListThenWatch(t *testing.T) {
+	gates := clientfeatures.FeatureGates()
+	clientfeatures.ReplaceFeatureGates(listThenWatch{gates})
+	t.Cleanup(func() { clientfeatures.ReplaceFeatureGates(gates) })
+	for _, ct := range contentTypes {
+		t.Run(ct.name, func(t *testing.T) {
+			st := newStore(pod("default", "web-1", 1), pod("kube-system", "dns-1", 2))
+			s := serve(t, handler(st))
+			rec := make(recorder, 100)
+			idx := startInformer(t, s.clientset(t, ct.contentType), rec)
+			rec.expect(t, "ADDED default/web-1", "ADDED kube-system/dns-1")
+			st.Delete(podstest.UID("default", "web-1"))
+			st.Upsert(pod("default", "web-3", 4))
+			rec.expect(t, "DELETED default/web-1", "ADDED default/web-3")
+			converge(t, idx, st, rec)
+			var listed, watched bool
+			for _, x := range s.swap.exchanges() {
+				q, _ := url.ParseQuery(x.query[strings.Index(x.query, "?")+1:])
+				switch {
+				case q.Get("sendInitialEvents") != "":
+					t.Errorf("a streaming list with the feature off: %s", x.query)
+				case q.Get("watch") == "true" && q.Get("resourceVersion") != "":
+					watched = true
+				case q.Get("watch") == "":
+					listed = true
+					if !strings.HasPrefix(x.contentType, ct.contentType) {
+						t.Errorf("list answered in %q, want %q", x.contentType, ct.contentType)
+					}
+				}
+			}
+			if !listed || !watched {
+				t.Errorf("listed %v, watched from its resourceVersion %v: %+v", listed, watched, s.swap.exchanges())
 			}
 		})
 	}
