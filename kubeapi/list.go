@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -60,7 +61,7 @@ func (h *Handler) list(f *format, q *query) ([]byte, error) {
 	if q.opts.Continue != "" {
 		tok, err := decodeContinue(q.opts.Continue)
 		if err != nil {
-			return nil, errBadRequest(err)
+			return nil, errBadRequest(fmt.Errorf("invalid continue token: %w", err))
 		}
 		if tok.RV != rv {
 			return nil, errContinueExpired()
@@ -118,6 +119,10 @@ func (t *continueToken) before(p *store.Pod) bool {
 	return string(p.UID) > t.UID
 }
 
+// maxContinue bounds the length of a continue parameter: a token of
+// podsapi is short (a revision and a pod's namespace, name and UID).
+const maxContinue = 2048
+
 // errContinueInvalid is the reason a continue parameter does not parse.
 var errContinueInvalid = errors.New("continue key is not valid")
 
@@ -127,13 +132,19 @@ func encodeContinue(t continueToken) string {
 }
 
 func decodeContinue(s string) (*continueToken, error) {
+	if len(s) > maxContinue {
+		return nil, fmt.Errorf("%w: longer than %d bytes", errContinueInvalid, maxContinue)
+	}
 	b, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil || len(b) > 4096 {
-		return nil, errContinueInvalid
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", errContinueInvalid, err)
 	}
 	t := &continueToken{}
-	if err := json.Unmarshal(b, t); err != nil || t.RV == "" {
-		return nil, errContinueInvalid
+	if err := json.Unmarshal(b, t); err != nil {
+		return nil, fmt.Errorf("%w: %w", errContinueInvalid, err)
+	}
+	if t.RV == "" {
+		return nil, fmt.Errorf("%w: no resourceVersion", errContinueInvalid)
 	}
 	return t, nil
 }
