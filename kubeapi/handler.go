@@ -24,6 +24,8 @@ type Handler struct {
 	codecs        *codecs
 	// kubelet caches the body of the kubelet's /pods for one store version.
 	kubelet atomic.Pointer[kubeletBody]
+	// encodes counts the pod encodings computed (Encodes).
+	encodes atomic.Uint64
 }
 
 // New returns a Handler serving the pods of node from pods.

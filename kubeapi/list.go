@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -38,8 +39,9 @@ func (h *Handler) serveList(w http.ResponseWriter, r *http.Request, rt route) {
 		return
 	}
 	w.Header().Set("Content-Type", f.mediaType)
+	w.Header().Set("Content-Length", strconv.Itoa(body.size))
 	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(body)
+	_ = body.writeTo(w)
 }
 
 // list returns the encoding in f of the page of pods q asks for.
@@ -51,7 +53,7 @@ func (h *Handler) serveList(w http.ResponseWriter, r *http.Request, rt route) {
 // revision of its first page and the last pod it listed; it is answered while
 // the store's revision is still that one, else 410 Expired, on which
 // client-go's pager lists again without a limit.
-func (h *Handler) list(f *format, q *query) ([]byte, error) {
+func (h *Handler) list(f *format, q *query) (*body, error) {
 	version, pods := h.pods.List()
 	rv := h.pods.Revision(version)
 	if q.opts.ResourceVersionMatch == metav1.ResourceVersionMatchExact && q.opts.ResourceVersion != rv {
