@@ -82,8 +82,9 @@ func routeOf(r *http.Request) route {
 // get of a pod is local when the store holds a pod of that namespace and
 // name; a name the store does not hold is not local (the pod may be one of
 // another node, which the API server answers), though ServeHTTP answers it
-// with 404 NotFound when called anyway (a door with no upstream may). Only
-// GET is ever local.
+// with 404 NotFound when called anyway (a door with no upstream may). A get
+// with watch=true (the API server's deprecated watch of one object) is not
+// local. Only GET is ever local.
 func (h *Handler) Local(r *http.Request) ([]Access, bool) {
 	rt := routeOf(r)
 	switch rt.kind {
@@ -98,6 +99,9 @@ func (h *Handler) Local(r *http.Request) ([]Access, bool) {
 		}
 		return []Access{{Verb: "get", Path: rt.path}}, true
 	case kindGet:
+		if isTrue(r.URL.Query(), "watch") {
+			return nil, false // the API server's deprecated watch of one object
+		}
 		if _, ok := h.find(rt.namespace, rt.name); !ok {
 			return nil, false
 		}

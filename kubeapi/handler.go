@@ -64,6 +64,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		h.serveDiscovery(w, r, rt.path)
 	case kindGet:
+		if isTrue(r.URL.Query(), "watch") {
+			h.writeError(w, r, errNotServed(r))
+			return
+		}
 		h.serveGet(w, r, rt)
 	case kindList:
 		if !h.pinned(r.URL.Query().Get("fieldSelector")) {

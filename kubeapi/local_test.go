@@ -42,6 +42,7 @@ func TestLocal(t *testing.T) {
 		{"labels only", "GET", "/api/v1/pods?labelSelector=app%3Dweb", false, nil},
 		{"a field selector that does not parse", "GET", "/api/v1/pods?fieldSelector=spec.nodeName%3Dnode-1,x", false, nil},
 		{"get of a pod not held", "GET", "/api/v1/namespaces/default/pods/web-2", false, nil},
+		{"the deprecated watch of one pod", "GET", "/api/v1/namespaces/default/pods/web-1?watch=true", false, nil},
 		{"a subresource", "GET", "/api/v1/namespaces/default/pods/web-1/log", false, nil},
 		{"a write", "POST", "/api/v1/namespaces/default/pods?fieldSelector=spec.nodeName%3Dnode-1", false, nil},
 		{"a delete", "DELETE", "/api/v1/namespaces/default/pods/web-1", false, nil},
