@@ -100,7 +100,12 @@ func TestAPIServerAgrees(t *testing.T) {
 	if _, err := admin.Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range []*corev1.Pod{apiPod("default", "web-1", node), apiPod("team-a", "dns-1", node), apiPod("default", "far-1", "node-2")} {
+	// A mirror pod, as a kubelet creates one for a static pod: podsapi's
+	// gRPC API serves it under the static pod's UID, the Kubernetes API
+	// under its own.
+	mirror := apiPod("default", "static-1-"+node, node)
+	mirror.Annotations = map[string]string{corev1.MirrorPodAnnotationKey: "0a1b2c3d-static"}
+	for _, p := range []*corev1.Pod{apiPod("default", "web-1", node), apiPod("team-a", "dns-1", node), apiPod("default", "far-1", "node-2"), mirror} {
 		if _, err := admin.Pods(p.Namespace).Create(ctx, p, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -148,8 +153,11 @@ func TestAPIServerAgrees(t *testing.T) {
 	direct, through := make(recorder, 100), make(recorder, 100)
 	idxDirect := startInformer(t, cp.Admin, direct)
 	idxThrough := startInformer(t, local, through)
-	direct.expect(t, "ADDED default/web-1", "ADDED team-a/dns-1")
-	through.expect(t, "ADDED default/web-1", "ADDED team-a/dns-1")
+	direct.expect(t, "ADDED default/web-1", "ADDED team-a/dns-1", "ADDED default/static-1-node-1")
+	through.expect(t, "ADDED default/web-1", "ADDED team-a/dns-1", "ADDED default/static-1-node-1")
+	if _, pods := st.List(); !slices.ContainsFunc(pods, func(p *store.Pod) bool { return p.UID == "0a1b2c3d-static" }) {
+		t.Error("the store does not hold the mirror pod under its static UID")
+	}
 	agree := func(what string) {
 		t.Helper()
 		want := normalized(idxDirect)

@@ -11,8 +11,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 
+	"github.com/podsapi/podsapi/podtypes"
 	"github.com/podsapi/podsapi/store"
 )
 
@@ -28,14 +30,33 @@ func (h *Handler) Encodes() uint64 { return h.encodes.Load() }
 
 // decode returns the pod of raw as the handler serves it: with the
 // resourceVersion rv (a revision of the store) in place of the one its
-// source gave it.
+// source gave it, and, for a mirror pod whose source kept the API server's
+// UID, with that UID.
 func decode(raw []byte, rv string) (*corev1.Pod, error) {
-	pod := &corev1.Pod{}
-	if err := pod.Unmarshal(raw); err != nil {
-		return nil, fmt.Errorf("decode stored pod: %w", err)
+	pod, apiUID, err := decodeStored(raw)
+	if err != nil {
+		return nil, err
 	}
 	pod.ResourceVersion = rv
+	if apiUID != "" {
+		pod.UID = apiUID
+	}
 	return pod, nil
+}
+
+// decodeStored returns the pod of raw as its source gave it, without the
+// annotation in which a source keeps a mirror pod's API server UID (which
+// neither the API server nor the kubelet shows), and that UID, or "".
+func decodeStored(raw []byte) (*corev1.Pod, types.UID, error) {
+	pod := &corev1.Pod{}
+	if err := pod.Unmarshal(raw); err != nil {
+		return nil, "", fmt.Errorf("decode stored pod: %w", err)
+	}
+	uid, ok := pod.Annotations[podtypes.MirrorPodUIDAnnotation]
+	if ok {
+		delete(pod.Annotations, podtypes.MirrorPodUIDAnnotation)
+	}
+	return pod, types.UID(uid), nil
 }
 
 // item returns the encoding of p as an item of a list in f: no kind, its

@@ -59,13 +59,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.serveKubeletPods(w, r)
 	case kindDiscovery:
 		if !h.discovery {
-			h.writeError(w, r, errNotServed(r))
+			h.writeError(w, r, errNotServed())
 			return
 		}
 		h.serveDiscovery(w, r, rt.path)
 	case kindGet:
 		if isTrue(r.URL.Query(), "watch") {
-			h.writeError(w, r, errNotServed(r))
+			h.writeError(w, r, errNotServed())
 			return
 		}
 		h.serveGet(w, r, rt)
@@ -76,7 +76,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		h.serveList(w, r, rt)
 	default:
-		h.writeError(w, r, errNotServed(r))
+		h.writeError(w, r, errNotServed())
 	}
 }
 

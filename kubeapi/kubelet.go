@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"net/http"
 
-	corev1 "k8s.io/api/core/v1"
-
 	"github.com/podsapi/podsapi/store"
 )
 
@@ -52,8 +50,8 @@ func (h *Handler) kubeletList(pods []*store.Pod) ([]byte, error) {
 	for _, p := range pods {
 		item, err := p.View("kubeapi/kubelet", func(raw []byte) ([]byte, error) {
 			h.encodes.Add(1)
-			pod := &corev1.Pod{}
-			if err := pod.Unmarshal(raw); err != nil {
+			pod, _, err := decodeStored(raw)
+			if err != nil {
 				return nil, err
 			}
 			var out bytes.Buffer
