@@ -16,6 +16,14 @@ type Access struct {
 	Resource    string // "pods", or "nodes" for the kubelet's /pods
 	Subresource string // "", or "pods" / "proxy" for nodes
 	Name        string // a pod's name; the node's name for nodes/...
+	// FieldSelector and LabelSelector are the selectors of a list or watch,
+	// as the request wrote them (the raw query parameters), for a
+	// SubjectAccessReview's fieldSelector and labelSelector attributes
+	// (rawSelector): the API server's authorizers see a request's selectors
+	// (KEP-4601, AuthorizeWithSelectors), so that a caller allowed only the
+	// pods of its node is allowed here as there. Empty for other requests.
+	FieldSelector string
+	LabelSelector string
 	// Path is the non-resource URL of a discovery request ("/api",
 	// "/api/v1", "/apis", "/version"), with Verb "get" and the resource
 	// fields empty: a SubjectAccessReview's non-resource attributes. It is
@@ -115,7 +123,10 @@ func (h *Handler) Local(r *http.Request) ([]Access, bool) {
 		if isTrue(q, "watch") {
 			verb = "watch"
 		}
-		return []Access{{Verb: verb, Namespace: rt.namespace, Resource: "pods"}}, true
+		return []Access{{
+			Verb: verb, Namespace: rt.namespace, Resource: "pods",
+			FieldSelector: q.Get("fieldSelector"), LabelSelector: q.Get("labelSelector"),
+		}}, true
 	}
 	return nil, false
 }
