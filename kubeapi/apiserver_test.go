@@ -173,6 +173,34 @@ func TestAPIServerAgrees(t *testing.T) {
 	}
 	agree("initial")
 
+	// Watches whose selectors pods leave and enter, on both servers, from
+	// the resourceVersion of a list of each.
+	type selWatch struct {
+		name, fields, labels string
+		w                    map[string]watch.Interface
+	}
+	selWatches := []*selWatch{
+		{name: "phase", fields: pinned + ",status.phase=Pending"},
+		{name: "labels", fields: pinned, labels: "!version"},
+	}
+	for _, sw := range selWatches {
+		sw.w = map[string]watch.Interface{}
+		for name, cs := range map[string]kubernetes.Interface{"API server": cp.Admin, "podsapi": local} {
+			opts := metav1.ListOptions{FieldSelector: sw.fields, LabelSelector: sw.labels}
+			l, err := cs.CoreV1().Pods("").List(ctx, opts)
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			opts.ResourceVersion = l.ResourceVersion
+			w, err := cs.CoreV1().Pods("").Watch(ctx, opts)
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			defer w.Stop()
+			sw.w[name] = w
+		}
+	}
+
 	web1, err := admin.Pods("default").Get(ctx, "web-1", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -209,6 +237,27 @@ func TestAPIServerAgrees(t *testing.T) {
 		t.Fatalf("events: API server %q, podsapi %q", d, th)
 	}
 	agree("after changes")
+
+	// The selector watches saw the same events on both servers, up to the
+	// deletion (phase: dns-1 leaving Pending; labels: its removal).
+	for _, sw := range selWatches {
+		seen := map[string][]string{}
+		for name, w := range sw.w {
+			for {
+				ev := next(t, w)
+				p := ev.Object.(*corev1.Pod)
+				seen[name] = append(seen[name], string(ev.Type)+" "+p.Namespace+"/"+p.Name)
+				if ev.Type == watch.Deleted && p.Name == "dns-1" {
+					break
+				}
+			}
+		}
+		if !slices.Equal(seen["API server"], seen["podsapi"]) {
+			t.Errorf("%s watch: API server %q, podsapi %q", sw.name, seen["API server"], seen["podsapi"])
+		} else {
+			t.Logf("%s watch: both %q", sw.name, seen["podsapi"])
+		}
+	}
 
 	// A list through podsapi holds the pods of the API server's list.
 	want, err := admin.Pods("").List(ctx, metav1.ListOptions{FieldSelector: pinned})
