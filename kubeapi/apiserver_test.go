@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net/http"
+	"regexp"
 	"slices"
 	"testing"
 
@@ -128,6 +130,37 @@ func TestAPIServerAgrees(t *testing.T) {
 	}
 	s := serve(t, handler(st))
 	local := s.clientset(t, "application/vnd.kubernetes.protobuf")
+
+	// An empty list is written alike, but for its resourceVersion.
+	t.Run("empty list", func(t *testing.T) {
+		const target = "/api/v1/pods?fieldSelector=spec.nodeName%3Dnode-1&labelSelector=none%3Dnone"
+		rv := regexp.MustCompile(`"resourceVersion":"[^"]*"`)
+		bodies := map[string]string{}
+		for name, cfg := range map[string]*rest.Config{"API server": cp.AdminConfig, "podsapi": s.config("")} {
+			client, err := rest.HTTPClientFor(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req, err := http.NewRequest(http.MethodGet, cfg.Host+target, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Accept", "application/json")
+			resp, err := client.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if err != nil || resp.StatusCode != 200 {
+				t.Fatalf("%s: %d %v", name, resp.StatusCode, err)
+			}
+			bodies[name] = rv.ReplaceAllString(string(body), `"resourceVersion":"RV"`)
+		}
+		if bodies["API server"] != bodies["podsapi"] {
+			t.Errorf("empty lists differ:\nAPI server %q\npodsapi    %q", bodies["API server"], bodies["podsapi"])
+		}
+	})
 
 	t.Run("errors", func(t *testing.T) {
 		const list = "/api/v1/pods?fieldSelector=spec.nodeName%3Dnode-1"
