@@ -20,6 +20,7 @@ type Handler struct {
 	queue         int
 	bookmarkEvery time.Duration
 	watchTimeout  time.Duration
+	writeTimeout  time.Duration
 	retryAfter    int
 	codecs        *codecs
 	// kubelet caches the body of the kubelet's /pods for one store version.
@@ -37,6 +38,7 @@ func New(pods PodReader, node string, opts ...Option) *Handler {
 		queue:         1024,
 		bookmarkEvery: time.Minute,
 		watchTimeout:  30 * time.Minute,
+		writeTimeout:  30 * time.Second,
 		retryAfter:    1,
 		codecs:        newCodecs(),
 	}

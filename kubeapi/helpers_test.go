@@ -69,6 +69,9 @@ func (w *logWriter) WriteHeader(code int) {
 
 func (w *logWriter) Flush() { w.ResponseWriter.(http.Flusher).Flush() }
 
+// Unwrap lets http.ResponseController reach the server's writer.
+func (w *logWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
 // served is a handler served over loopback TLS with HTTP/2, as the front
 // door serves it.
 type served struct {
