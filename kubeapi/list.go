@@ -74,7 +74,7 @@ func (h *Handler) list(f *format, q *query) (*body, error) {
 	var items [][]byte
 	var last *store.Pod
 	for _, p := range pods {
-		if after != nil && !after.before(p) {
+		if after != nil && !after.precedes(p) {
 			continue
 		}
 		if !q.matches(p) {
@@ -109,9 +109,9 @@ type continueToken struct {
 	UID       string `json:"uid"`
 }
 
-// before reports whether p sorts after the token's last pod, as the store
+// precedes reports whether the token's last pod sorts before p, as the store
 // sorts pods (namespace, name, UID).
-func (t *continueToken) before(p *store.Pod) bool {
+func (t *continueToken) precedes(p *store.Pod) bool {
 	switch {
 	case p.Namespace != t.Namespace:
 		return p.Namespace > t.Namespace

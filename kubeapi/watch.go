@@ -152,6 +152,7 @@ func (s *watchStream) deadline() {
 func (s *watchStream) replay(r store.Replay) bool {
 	buf := make([]store.Event, 0, historyBatch)
 	for s.seen < r.Until {
+		s.deadline()
 		evs, err := s.h.pods.ReadHistory(s.seen, r.Until, buf)
 		if err != nil {
 			s.fail(errExpired(s.h.pods.Revision(s.seen)))
