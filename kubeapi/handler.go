@@ -48,12 +48,13 @@ func New(pods PodReader, node string, opts ...Option) *Handler {
 	return h
 }
 
-// ServeHTTP answers the requests Local reports local. It answers a get of a
-// pod the store does not hold with 404 NotFound, and any other request with
-// 404 NotFound too ("the server could not find the requested resource"), as
-// the API server answers a path it does not serve: a door calls it only for
-// the requests Local reports local, or for every request when it has no
-// upstream.
+// ServeHTTP answers the requests Local reports local. Called for others (a
+// door with no upstream may call it for every request), it answers a get of
+// a pod the store does not hold with 404 NotFound, a list or watch of pods
+// not pinned to the node with 503 ServiceUnavailable (only the API server
+// can answer it), and a path it does not serve with 404 NotFound ("the
+// server could not find the requested resource"), as the API server answers
+// a path it does not know.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rt := routeOf(r)
 	switch rt.kind {
