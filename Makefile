@@ -132,7 +132,7 @@ kube-bin: ## Build kube-apiserver, etcd and kubectl v1.37.2 (tools/kube) once, c
 
 .PHONY: test-apiserver
 test-apiserver: kube-bin ## Run the tests against a real kube-apiserver and etcd (started on loopback by the tests, stopped by PID).
-	PODSAPI_KUBE_BIN='$(KUBE_BIN)' go test -race -count=1 -timeout 20m -run 'APIServer' -v ./internal/rigs/kubetest ./source/apiserver ./cmd/podsapi-server
+	PODSAPI_KUBE_BIN='$(KUBE_BIN)' go test -race -count=1 -timeout 20m -run 'APIServer' -v ./internal/rigs/kubetest ./source/apiserver ./kubeapi ./cmd/podsapi-server
 
 .PHONY: test-grpcurl
 test-grpcurl: ## Build the real grpcurl (pinned in tools/go.mod) into bin/ and run FindPods through it over the socket (issue 22), and health as a denied and an allowed user (issue 36).
@@ -206,6 +206,7 @@ fuzz: ## Run each fuzz target for a count of inputs (30 s or less each on a busy
 	go test -run '^$$' -fuzz '^FuzzDecodeFile$$' -fuzztime $(call fuzztime,2500x) -timeout 10m ./source/manifest
 	go test -run '^$$' -fuzz '^FuzzWatchPromise$$' -fuzztime $(call fuzztime,20000x) -timeout 10m ./store
 	go test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(call fuzztime,50000x) -timeout 10m ./podcgroup
+	go test -run '^$$' -fuzz '^FuzzServeHTTP$$' -fuzztime $(call fuzztime,20000x) -timeout 10m ./kubeapi
 
 STRESS_FLAGS ?=
 .PHONY: stress
