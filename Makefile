@@ -174,6 +174,25 @@ conformance-kubelet: kubelet-tools ## Judge a real kubelet v1.37.2 (standalone, 
 	cd internal/rigs/realkubelet && PODSAPI_KUBE_BIN="$(KUBELET_BIN)" CONFORMANCE_RUN='$(CONFORMANCE_RUN)' \
 		go test -count=1 -timeout 40m
 
+# E2E_NODE_BIN is where make e2e-node-bin caches upstream's node end-to-end
+# test binary (k8s.io/kubernetes v1.37.2 test/e2e_node, built unchanged
+# from the module cache by tools/e2enode): a directory named by a digest of
+# tools/e2enode's go.mod and go.sum, so a build is reused until they change
+# (a cold build takes about 10 minutes of both cores, a warm one seconds).
+E2E_NODE_DIGEST := $(shell cat tools/e2enode/go.mod tools/e2enode/go.sum 2>/dev/null | sha256sum | cut -c1-16)
+E2E_NODE_BIN ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/podsapi/e2enode-$(E2E_NODE_DIGEST)
+
+.PHONY: e2e-node-bin
+e2e-node-bin: ## Build upstream's node e2e test binary (k8s.io/kubernetes v1.37.2 test/e2e_node, tools/e2enode) into E2E_NODE_BIN, once per digest.
+	@if [ -x "$(E2E_NODE_BIN)/e2e_node.test" ]; then \
+		echo "e2e-node-bin: $(E2E_NODE_BIN) is up to date"; \
+	else \
+		rm -rf "$(E2E_NODE_BIN).tmp" && mkdir -p "$(E2E_NODE_BIN).tmp" && \
+		echo "go test -c k8s.io/kubernetes/test/e2e_node -> $(E2E_NODE_BIN)" && \
+		(cd tools/e2enode && time go test -c -o "$(E2E_NODE_BIN).tmp/e2e_node.test" k8s.io/kubernetes/test/e2e_node) && \
+		rm -rf "$(E2E_NODE_BIN)" && mv "$(E2E_NODE_BIN).tmp" "$(E2E_NODE_BIN)"; \
+	fi
+
 # SOAK is how long make soak-kubelet keeps podsapi's kubelet-grpc
 # connections to a real kubelet open (a duration).
 SOAK ?= 1h
