@@ -193,6 +193,19 @@ e2e-node-bin: ## Build upstream's node e2e test binary (k8s.io/kubernetes v1.37.
 		rm -rf "$(E2E_NODE_BIN)" && mv "$(E2E_NODE_BIN).tmp" "$(E2E_NODE_BIN)"; \
 	fi
 
+# E2E_NODE_TARGET, when set, selects the targets of make e2e-node (a
+# regular expression over kubelet, podsapi-kubelet-grpc,
+# podsapi-kubelet-http and podsapi-apiserver).
+E2E_NODE_TARGET ?=
+
+.PHONY: e2e-node
+e2e-node: kube-bin kubelet-tools e2e-node-bin ## Run upstream's node e2e "Kubelet Pods API" specs, unchanged, on a real node (kube-apiserver, etcd, a registered kubelet; in namespaces of its own; Linux, root) against the kubelet, then podsapi through each source; output in build/e2e-node (E2E_NODE_TARGET=regexp).
+	@mkdir -p build/e2e-node
+	@# In the package's directory, so that go test streams the progress.
+	cd internal/rigs/e2enode && PODSAPI_E2E_NODE_BIN='$(E2E_NODE_BIN)' PODSAPI_KUBE_BIN='$(KUBE_BIN)' \
+		PODSAPI_KUBELET_BIN='$(KUBELET_BIN)' PODSAPI_E2E_NODE_OUT='$(CURDIR)/build/e2e-node' \
+		go test -count=1 -v -timeout 60m -run '^TestUpstreamPodsAPI$$/$(E2E_NODE_TARGET)'
+
 # SOAK is how long make soak-kubelet keeps podsapi's kubelet-grpc
 # connections to a real kubelet open (a duration).
 SOAK ?= 1h
