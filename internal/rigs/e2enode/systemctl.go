@@ -114,7 +114,9 @@ func (c *control) serve() {
 			c.mu.Lock()
 			r := c.do(args)
 			c.mu.Unlock()
-			c.logf("systemctl shim: systemctl %s: exit %d %s", strings.Join(args, " "), r.Code, strings.Join(strings.Fields(r.Output), " "))
+			if r.Code != 0 {
+				c.logf("systemctl shim: systemctl %s: exit %d %s", strings.Join(args, " "), r.Code, strings.Join(strings.Fields(r.Output), " "))
+			}
 			_ = json.NewEncoder(conn).Encode(r)
 		})
 	}
