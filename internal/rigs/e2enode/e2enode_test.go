@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -124,24 +125,27 @@ func TestUpstreamPodsAPI(t *testing.T) {
 	}
 }
 
-// check fails the test for each spec that failed and is not known to fail,
-// for each spec known to fail that passed, and when the focus ran fewer
-// specs than upstream has.
-func check(t *testing.T, r *e2enode.Result, known []string) {
+// check fails the test for each spec that failed and is not known to fail
+// (or failed otherwise than an intermittent one is known to), for each spec
+// known to fail that passed, and when the focus ran fewer specs than
+// upstream has.
+func check(t *testing.T, r *e2enode.Result, known []knownFailure) {
 	t.Helper()
 	ran := 0
 	for _, s := range r.Specs {
 		if strings.Contains(s.Name, e2enode.Focus) {
 			ran++
 		}
-		k := matchKnown(s.Name, known)
+		k, listed := matchKnown(s.Name, known)
 		switch {
-		case s.Failed() && k == "":
+		case s.Failed() && !listed:
 			t.Errorf("%s: %s\n%s", s.State, s.Name, s.Failure)
+		case s.Failed() && k.intermittent && !strings.Contains(s.Failure, k.failure):
+			t.Errorf("%s, otherwise than it is known to fail intermittently (%q): %s\n%s", s.State, k.failure, s.Name, s.Failure)
 		case s.Failed():
 			t.Logf("known to fail (conformance/e2e-node-known-differences.md): %s", s.Name)
-		case k != "":
-			t.Errorf("passed, but listed in %s as known to fail: %s (remove the line %q)", knownFailingPath, s.Name, k)
+		case listed && !k.intermittent:
+			t.Errorf("passed, but listed in %s as known to fail: %s (remove the line of %q)", knownFailingPath, s.Name, k.spec)
 		}
 	}
 	if ran < upstreamSpecs {
@@ -153,37 +157,71 @@ func check(t *testing.T, r *e2enode.Result, known []string) {
 // k8s.io/kubernetes v1.37.2.
 const upstreamSpecs = 7
 
-func matchKnown(name string, known []string) string {
-	for _, k := range known {
-		if strings.Contains(name, k) {
-			return k
-		}
-	}
-	return ""
+// knownFailure is a line of the known-failing list.
+type knownFailure struct {
+	// spec is a part of the spec's name.
+	spec string
+	// intermittent: the spec may pass, and may fail only with failure in
+	// its message.
+	intermittent bool
+	failure      string
 }
 
-// readKnownFailing reads lines "<target> <part of a spec's name>", with
-// comments after #.
-func readKnownFailing(path string) (map[string][]string, error) {
+func matchKnown(name string, known []knownFailure) (knownFailure, bool) {
+	for _, k := range known {
+		if strings.Contains(name, k.spec) {
+			return k, true
+		}
+	}
+	return knownFailure{}, false
+}
+
+// readKnownFailing reads lines "<target> <part of a spec's name>", or
+// "<target> intermittent <part of a spec's name> => <part of its failure>",
+// with comments after #.
+func readKnownFailing(path string) (map[string][]knownFailure, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	m := make(map[string][]string)
+	m := make(map[string][]knownFailure)
 	sc := bufio.NewScanner(f)
 	for line := 1; sc.Scan(); line++ {
 		l := strings.TrimSpace(sc.Text())
 		if l == "" || strings.HasPrefix(l, "#") {
 			continue
 		}
-		name, spec, ok := strings.Cut(l, " ")
-		if !ok || strings.TrimSpace(spec) == "" {
-			return nil, fmt.Errorf("%s:%d: want <target> <part of a spec's name>", path, line)
+		name, rest, ok := strings.Cut(l, " ")
+		var k knownFailure
+		if spec, intermittent := strings.CutPrefix(rest, "intermittent "); intermittent {
+			var failure string
+			spec, failure, ok = strings.Cut(spec, " => ")
+			k = knownFailure{spec: strings.TrimSpace(spec), intermittent: true, failure: strings.TrimSpace(failure)}
+			ok = ok && k.failure != ""
+		} else {
+			k = knownFailure{spec: strings.TrimSpace(rest)}
 		}
-		m[name] = append(m[name], strings.TrimSpace(spec))
+		if !ok || k.spec == "" {
+			return nil, fmt.Errorf("%s:%d: want <target> <part of a spec's name>, or <target> intermittent <part of a spec's name> => <part of its failure>", path, line)
+		}
+		m[name] = append(m[name], k)
 	}
 	return m, sc.Err()
+}
+
+// TestKnownFailingFile reads the known-failing list: every line parses and
+// names a target.
+func TestKnownFailingFile(t *testing.T) {
+	known, err := readKnownFailing(knownFailingPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name := range known {
+		if !slices.ContainsFunc(targets, func(tg target) bool { return tg.name == name }) {
+			t.Errorf("%s: unknown target %q", knownFailingPath, name)
+		}
+	}
 }
 
 // serve puts the target on the socket upstream's tests dial: a symbolic

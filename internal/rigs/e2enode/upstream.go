@@ -147,7 +147,7 @@ func readJUnit(path string) ([]Spec, error) {
 			sp := Spec{Name: c.Name, State: c.Status}
 			switch {
 			case c.Failure != nil:
-				sp.Failure = c.Failure.Message
+				sp.Failure = strings.TrimSpace(c.Failure.Message + "\n" + c.Failure.Text)
 			case c.Error != nil:
 				sp.Failure = c.Error.Message
 			}
