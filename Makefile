@@ -181,6 +181,38 @@ conformance-kubelet: kubelet-tools ## Judge a real kubelet v1.37.2 (standalone, 
 	cd internal/rigs/realkubelet && PODSAPI_KUBE_BIN="$(KUBELET_BIN)" CONFORMANCE_RUN='$(CONFORMANCE_RUN)' \
 		go test -count=1 -timeout 40m
 
+# E2E_NODE_BIN is where make e2e-node-bin caches upstream's node end-to-end
+# test binary (k8s.io/kubernetes v1.37.2 test/e2e_node, built unchanged
+# from the module cache by tools/e2enode): a directory named by a digest of
+# tools/e2enode's go.mod and go.sum, so a build is reused until they change
+# (a cold build takes about 10 minutes of both cores, a warm one seconds).
+E2E_NODE_DIGEST := $(shell cat tools/e2enode/go.mod tools/e2enode/go.sum 2>/dev/null | sha256sum | cut -c1-16)
+E2E_NODE_BIN ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/podsapi/e2enode-$(E2E_NODE_DIGEST)
+
+.PHONY: e2e-node-bin
+e2e-node-bin: ## Build upstream's node e2e test binary (k8s.io/kubernetes v1.37.2 test/e2e_node, tools/e2enode) into E2E_NODE_BIN, once per digest.
+	@if [ -x "$(E2E_NODE_BIN)/e2e_node.test" ]; then \
+		echo "e2e-node-bin: $(E2E_NODE_BIN) is up to date"; \
+	else \
+		rm -rf "$(E2E_NODE_BIN).tmp" && mkdir -p "$(E2E_NODE_BIN).tmp" && \
+		echo "go test -c k8s.io/kubernetes/test/e2e_node -> $(E2E_NODE_BIN)" && \
+		(cd tools/e2enode && time go test -c -o "$(E2E_NODE_BIN).tmp/e2e_node.test" k8s.io/kubernetes/test/e2e_node) && \
+		rm -rf "$(E2E_NODE_BIN)" && mv "$(E2E_NODE_BIN).tmp" "$(E2E_NODE_BIN)"; \
+	fi
+
+# E2E_NODE_TARGET, when set, selects the targets of make e2e-node (a
+# regular expression over kubelet, podsapi-kubelet-grpc,
+# podsapi-kubelet-http and podsapi-apiserver).
+E2E_NODE_TARGET ?=
+
+.PHONY: e2e-node
+e2e-node: kube-bin kubelet-tools e2e-node-bin ## Run upstream's node e2e "Kubelet Pods API" specs, unchanged, on a real node (kube-apiserver, etcd, a registered kubelet; in namespaces of its own; Linux, root) against the kubelet, then podsapi through each source; output in build/e2e-node (E2E_NODE_TARGET=regexp).
+	@mkdir -p build/e2e-node
+	@# In the package's directory, so that go test streams the progress.
+	cd internal/rigs/e2enode && PODSAPI_E2E_NODE_BIN='$(E2E_NODE_BIN)' PODSAPI_KUBE_BIN='$(KUBE_BIN)' \
+		PODSAPI_KUBELET_BIN='$(KUBELET_BIN)' PODSAPI_E2E_NODE_OUT='$(CURDIR)/build/e2e-node' \
+		go test -count=1 -v -timeout 60m -run '^TestUpstreamPodsAPI$$/$(E2E_NODE_TARGET)'
+
 # SOAK is how long make soak-kubelet keeps podsapi's kubelet-grpc
 # connections to a real kubelet open (a duration).
 SOAK ?= 1h
