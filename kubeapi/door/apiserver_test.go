@@ -36,9 +36,9 @@ import (
 // every 403 below proves that it was not.
 
 const (
-	nsReader  = "ns-reader"  // May get, list and watch pods in namespace "a" only.
-	nsLister  = "ns-lister"  // May list namespaces, nothing else.
-	nobody    = "nobody"     // May do nothing.
+	nsReader  = "ns-reader" // May get, list and watch pods in namespace "a" only.
+	nsLister  = "ns-lister" // May list namespaces, nothing else.
+	nobody    = "nobody"    // May do nothing.
 	nsAllowed = "a"
 	nsOther   = "b"
 )

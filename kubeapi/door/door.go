@@ -133,10 +133,11 @@ func (d *Door) allowed(w http.ResponseWriter, r *http.Request, accesses []kubeap
 		reason      string
 	)
 	for i, a := range accesses {
-		attrs := authorizer.AttributesRecord{
-			User: resp.User, Verb: a.Verb, Namespace: a.Namespace, APIVersion: "v1",
-			Resource: a.Resource, Subresource: a.Subresource, Name: a.Name,
-			ResourceRequest: true, Path: r.URL.Path,
+		attrs := authorizer.AttributesRecord{User: resp.User, Verb: a.Verb, Path: a.Path}
+		if a.Path == "" {
+			attrs.Namespace, attrs.APIVersion, attrs.Resource, attrs.Subresource, attrs.Name =
+				a.Namespace, "v1", a.Resource, a.Subresource, a.Name
+			attrs.ResourceRequest, attrs.Path = true, r.URL.Path
 		}
 		decision, why, err := d.auth.authorizer.Authorize(r.Context(), attrs)
 		if decision == authorizer.DecisionAllow {

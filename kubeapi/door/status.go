@@ -34,6 +34,13 @@ func errUnauthorized() *apierrors.StatusError {
 // errForbidden is a caller denied every access a request needs, worded as
 // the API server words it for the first one.
 func errForbidden(user string, a kubeapi.Access, reason string) *apierrors.StatusError {
+	if a.Path != "" {
+		msg := fmt.Sprintf("User %q cannot %s path %q", user, a.Verb, a.Path)
+		if reason != "" {
+			msg += ": " + reason
+		}
+		return apierrors.NewForbidden(schema.GroupResource{}, "", fmt.Errorf("%s", sanitizer.Replace(msg)))
+	}
 	resource := a.Resource
 	if a.Subresource != "" {
 		resource += "/" + a.Subresource
