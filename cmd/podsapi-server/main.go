@@ -128,6 +128,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		deletedPods   = fs.Int("max-deleted-pods", store.DefaultDeletedPods, "deleted pods kept findable at once; the oldest deletions go first; negative keeps none")
 		deletedBytes  = fs.Int64("max-deleted-pods-bytes", store.DefaultDeletedPodsBytes, "bytes (pod encodings and overhead) the deleted pods kept may hold; negative keeps none")
 		srcFlags      = addSourceFlags(fs)
+		kubeFlags     = addKubeAPIFlags(fs)
 	)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: podsapi-server [--source manifest] --manifest-dir DIR [flags]\n"+
@@ -190,16 +191,37 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	cfg.Logger, cfg.Registry = logger, reg
+	if err := kubeFlags.check(); err != nil {
+		return usageError{err}
+	}
+	if kubeFlags.enabled() {
+		// The door's API server is --kubeconfig's whatever the source.
+		srcFlags.share("kubeconfig")
+	}
 	src, err := srcFlags.newSource(fs, source.Env{NodeName: *nodeName, Socket: cfg.Socket, MaxPodBytes: *maxPodBytes, Logger: logger, Registerer: reg})
 	if err != nil {
 		return usageError{err}
 	}
 	st := store.New(store.WithErrorHandler(storeErrors(logger)), store.WithMaxPodBytes(*maxPodBytes),
 		store.WithHistory(*history, *historyMem), store.WithDeletedPods(*deletedRetain, *deletedPods, *deletedBytes))
+	var kube *kubeAPI
+	if kubeFlags.enabled() {
+		kubeconfig := fs.Lookup("kubeconfig").Value.String()
+		if kube, err = kubeFlags.newKubeAPI(st, *nodeName, kubeconfig, cfg.Access, cfg.Transport.ShutdownTimeout, logger, reg); err != nil {
+			return err
+		}
+	}
 	srv, err := server.New(st, cfg)
 	if err != nil {
+		if kube != nil {
+			kube.server.Close()
+		}
 		// The libraries name no flags: say here which ones to change.
 		return fmt.Errorf("%w (choose another --socket or --metrics-address)", err)
+	}
+	if kube != nil {
+		logger.Info("serving the node's pods through the Kubernetes API", "address", addrString(kube.server.Addr()),
+			"socket", kubeFlags.socket, "upstream", kube.auth != nil)
 	}
 	l := cfg.Limits
 	logger.Info("serving the Pods API", "version", buildinfo.Get(),
@@ -219,9 +241,24 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		srcDone <- err
 	}()
+	kubeDone := make(chan struct{})
+	if kube != nil {
+		if kube.auth != nil {
+			go kube.auth.Run(ctx)
+		}
+		go func() {
+			defer close(kubeDone)
+			if err := kube.server.Serve(ctx, kube.door); err != nil {
+				cancel(fmt.Errorf("Kubernetes API: %w", err))
+			}
+		}()
+	} else {
+		close(kubeDone)
+	}
 	start := time.Now()
 	serr := srv.Serve(ctx)
 	cancel(nil)
+	<-kubeDone
 	<-srcDone
 	logger.Info("stopped", "uptime", time.Since(start).Round(time.Millisecond))
 	if serr != nil {

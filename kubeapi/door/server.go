@@ -139,6 +139,16 @@ func (s *Server) Addr() net.Addr {
 	return s.tcp.Addr()
 }
 
+// Close closes the listeners of a Server that will not Serve (Serve closes
+// them itself), and removes the socket file.
+func (s *Server) Close() {
+	for _, l := range []net.Listener{s.tcp, s.unix} {
+		if l != nil {
+			_ = l.Close()
+		}
+	}
+}
+
 // Serve serves h on the listeners until ctx is done, then shuts down
 // gracefully within the shutdown timeout, and closes the listeners.
 func (s *Server) Serve(ctx context.Context, h http.Handler) error {
