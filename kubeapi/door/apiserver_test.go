@@ -216,6 +216,23 @@ func TestDoorAPIServer(t *testing.T) {
 		}
 		t.Fatal("the watch ended before the config map's event")
 	})
+	t.Run("body larger than the bound", func(t *testing.T) {
+		body := `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"big"},"data":{"x":"` + strings.Repeat("x", door.DefaultMaxRequestBytes) + `"}}`
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, "https://"+s.addr+"/api/v1/namespaces/a/configmaps", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+cp.Token(kubetest.AdminUser))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := s.client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusRequestEntityTooLarge {
+			t.Fatalf("%s, want 413", resp.Status)
+		}
+	})
 	for _, tc := range []struct {
 		name, path, token string
 	}{
