@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -117,16 +116,12 @@ func (f *kubeAPIFlags) newKubeAPI(st *store.Store, node, kubeconfig string, acce
 		own := rest.CopyConfig(up)
 		own.UserAgent = "podsapi-server"
 		own.QPS, own.Burst = 50, 100
-		client, err := kubernetes.NewForConfig(own)
-		if err != nil {
-			return nil, fmt.Errorf("client of the API server: %w", err)
-		}
 		var authOpts []door.AuthOption
 		authOpts = append(authOpts, door.WithCacheTTLs(f.tokenTTL, f.allowTTL, f.denyTTL))
 		if f.clientCAFile != "" {
 			authOpts = append(authOpts, door.WithClientCAFile(f.clientCAFile))
 		}
-		if k.auth, err = door.NewAuth(client, authOpts...); err != nil {
+		if k.auth, err = door.NewAuth(own, authOpts...); err != nil {
 			return nil, fmt.Errorf("--kube-api-client-ca-file: %w", err)
 		}
 		pass, err := door.NewPassThrough(up)

@@ -243,9 +243,6 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}()
 	kubeDone := make(chan struct{})
 	if kube != nil {
-		if kube.auth != nil {
-			go kube.auth.Run(ctx)
-		}
 		go func() {
 			defer close(kubeDone)
 			if err := kube.server.Serve(ctx, kube.door); err != nil {

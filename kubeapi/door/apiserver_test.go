@@ -110,11 +110,10 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 func newDoor(t *testing.T, cp *kubetest.ControlPlane, host string, opts ...door.AuthOption) *door.Door {
 	t.Helper()
 	own := cp.Config(kubetest.AdminUser, host) // podsapi's own identity: every right.
-	auth, err := door.NewAuth(kubernetes.NewForConfigOrDie(own), opts...)
+	auth, err := door.NewAuth(own, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	go auth.Run(t.Context())
 	pass, err := door.NewPassThrough(own)
 	if err != nil {
 		t.Fatal(err)

@@ -7,7 +7,8 @@
 // authorized as the kubelet authorizes its own API: the bearer token with a
 // TokenReview and the request with a SubjectAccessReview sent to the API
 // server with podsapi's own credentials, both through k8s.io/apiserver's
-// delegating authenticator and authorizer, whose answers are cached (Auth).
+// webhook authenticator and delegating authorizer, whose answers are cached
+// (Auth).
 // Every other request is passed to the API server unchanged, with the
 // caller's own Authorization header and nothing of podsapi's (PassThrough),
 // so that the API server decides with the caller's own rights.

@@ -1,7 +1,6 @@
 package door
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -11,8 +10,6 @@ import (
 	"net/http"
 	"sync"
 	"time"
-
-	"k8s.io/apiserver/pkg/server/dynamiccertificates"
 
 	"github.com/podsapi/podsapi/guard"
 	"github.com/podsapi/podsapi/socket"
@@ -72,7 +69,7 @@ type Server struct {
 	cfg     Config
 	tcp     net.Listener // nil: none
 	unix    net.Listener // nil: none
-	serving *dynamiccertificates.DynamicCertKeyPairContent
+	serving *reloaded[*tls.Certificate]
 }
 
 // Listen opens the listeners cfg names (at least one) and loads the
@@ -108,7 +105,7 @@ func Listen(cfg Config) (*Server, error) {
 			return nil, errors.New("serving the Kubernetes API over HTTPS needs a certificate and its key")
 		}
 		var err error
-		s.serving, err = dynamiccertificates.NewDynamicServingContentFromFiles("kube-api-serving", cfg.CertFile, cfg.KeyFile)
+		s.serving, err = newReloaded(parseKeyPair, cfg.CertFile, cfg.KeyFile)
 		if err != nil {
 			return nil, fmt.Errorf("serving certificate: %w", err)
 		}
@@ -172,12 +169,11 @@ func (s *Server) Serve(ctx context.Context, h http.Handler) error {
 		return srv
 	}
 	if s.tcp != nil {
-		go s.serving.Run(base, 1)
 		srv := newServer()
 		srv.TLSConfig = &tls.Config{
 			MinVersion:     tls.VersionTLS12,
 			NextProtos:     []string{"h2", "http/1.1"},
-			GetCertificate: s.certificate(),
+			GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return s.serving.get(), nil },
 		}
 		if s.cfg.ClientCertificates {
 			srv.TLSConfig.ClientAuth = tls.RequestClientCert
@@ -221,27 +217,13 @@ func (s *Server) shutdown(servers []*http.Server, cancel context.CancelFunc) {
 	wg.Wait()
 }
 
-// certificate returns the TLS callback that serves the current serving
-// certificate, parsed once per content.
-func (s *Server) certificate() func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
-	var (
-		mu                sync.Mutex
-		lastCert, lastKey []byte
-		parsed            *tls.Certificate
-	)
-	return func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
-		cert, key := s.serving.CurrentCertKeyContent()
-		mu.Lock()
-		defer mu.Unlock()
-		if parsed == nil || !bytes.Equal(cert, lastCert) || !bytes.Equal(key, lastKey) {
-			c, err := tls.X509KeyPair(cert, key)
-			if err != nil {
-				return nil, fmt.Errorf("serving certificate: %w", err)
-			}
-			parsed, lastCert, lastKey = &c, cert, key
-		}
-		return parsed, nil
+// parseKeyPair parses a serving certificate and its key.
+func parseKeyPair(data [][]byte) (*tls.Certificate, error) {
+	c, err := tls.X509KeyPair(data[0], data[1])
+	if err != nil {
+		return nil, err
 	}
+	return &c, nil
 }
 
 // peerContext gives the requests of a UNIX-socket connection its peer, as
