@@ -129,7 +129,7 @@ kube-bin: ## Build kube-apiserver and etcd (tools/kube) once, cached in KUBE_BIN
 
 .PHONY: test-apiserver
 test-apiserver: kube-bin ## Run the tests against a real kube-apiserver and etcd (started on loopback by the tests, stopped by PID).
-	PODSAPI_KUBE_BIN='$(KUBE_BIN)' go test -race -count=1 -timeout 20m -run 'APIServer' -v ./internal/rigs/kubetest ./source/apiserver ./cmd/podsapi-server ./kubeapi/door
+	PODSAPI_KUBE_BIN='$(KUBE_BIN)' go test -race -count=1 -timeout 20m -run 'APIServer' -v ./internal/rigs/kubetest ./source/apiserver ./kubeapi ./kubeapi/door ./cmd/podsapi-server
 
 .PHONY: test-grpcurl
 test-grpcurl: ## Build the real grpcurl (pinned in tools/go.mod) into bin/ and run FindPods through it over the socket (issue 22).
@@ -199,6 +199,7 @@ fuzz: ## Run each fuzz target for a count of inputs (30 s or less each on a busy
 	go test -run '^$$' -fuzz '^FuzzDecodeFile$$' -fuzztime $(call fuzztime,2500x) -timeout 10m ./source/manifest
 	go test -run '^$$' -fuzz '^FuzzWatchPromise$$' -fuzztime $(call fuzztime,20000x) -timeout 10m ./store
 	go test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(call fuzztime,50000x) -timeout 10m ./podcgroup
+	go test -run '^$$' -fuzz '^FuzzServeHTTP$$' -fuzztime $(call fuzztime,20000x) -timeout 10m ./kubeapi
 
 STRESS_FLAGS ?=
 .PHONY: stress

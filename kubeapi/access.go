@@ -16,6 +16,14 @@ type Access struct {
 	Resource    string // "pods", or "nodes" for the kubelet's /pods
 	Subresource string // "", or "pods" / "proxy" for nodes
 	Name        string // a pod's name; the node's name for nodes/...
+	// FieldSelector and LabelSelector are the selectors of a list or watch,
+	// as the request wrote them (the raw query parameters), for a
+	// SubjectAccessReview's fieldSelector and labelSelector attributes
+	// (rawSelector): the API server's authorizers see a request's selectors
+	// (KEP-4601, AuthorizeWithSelectors), so that a caller allowed only the
+	// pods of its node is allowed here as there. Empty for other requests.
+	FieldSelector string
+	LabelSelector string
 	// Path is the non-resource URL of a discovery request ("/api",
 	// "/api/v1", "/apis", "/version"), with Verb "get" and the resource
 	// fields empty: a SubjectAccessReview's non-resource attributes. It is
@@ -82,8 +90,9 @@ func routeOf(r *http.Request) route {
 // get of a pod is local when the store holds a pod of that namespace and
 // name; a name the store does not hold is not local (the pod may be one of
 // another node, which the API server answers), though ServeHTTP answers it
-// with 404 NotFound when called anyway (a door with no upstream may). Only
-// GET is ever local.
+// with 404 NotFound when called anyway (a door with no upstream may). A get
+// with watch=true (the API server's deprecated watch of one object) is not
+// local. Only GET is ever local.
 func (h *Handler) Local(r *http.Request) ([]Access, bool) {
 	rt := routeOf(r)
 	switch rt.kind {
@@ -98,6 +107,9 @@ func (h *Handler) Local(r *http.Request) ([]Access, bool) {
 		}
 		return []Access{{Verb: "get", Path: rt.path}}, true
 	case kindGet:
+		if isTrue(r.URL.Query(), "watch") {
+			return nil, false // the API server's deprecated watch of one object
+		}
 		if _, ok := h.find(rt.namespace, rt.name); !ok {
 			return nil, false
 		}
@@ -111,7 +123,10 @@ func (h *Handler) Local(r *http.Request) ([]Access, bool) {
 		if isTrue(q, "watch") {
 			verb = "watch"
 		}
-		return []Access{{Verb: verb, Namespace: rt.namespace, Resource: "pods"}}, true
+		return []Access{{
+			Verb: verb, Namespace: rt.namespace, Resource: "pods",
+			FieldSelector: q.Get("fieldSelector"), LabelSelector: q.Get("labelSelector"),
+		}}, true
 	}
 	return nil, false
 }

@@ -22,6 +22,8 @@ const (
 type format struct {
 	// id names the format in the keys of the pods' cached views.
 	id string
+	// itemKey is the key of a pod's view as a list item in the format.
+	itemKey string
 	// mediaType is the Content-Type of its objects and lists.
 	mediaType string
 	// streamType is the Content-Type of its watch streams.
@@ -54,6 +56,7 @@ func newCodecs() *codecs {
 		}
 		return &format{
 			id:         id,
+			itemKey:    "kubeapi/" + id + "/item",
 			mediaType:  mediaType,
 			streamType: streamType,
 			plain:      info.Serializer,

@@ -19,7 +19,7 @@ var podsResource = schema.GroupResource{Resource: "pods"}
 
 // errNotServed is the answer to a path the handler does not serve, as the
 // API server answers a path it does not know.
-func errNotServed(r *http.Request) error {
+func errNotServed() error {
 	return apierrors.NewGenericServerResponse(http.StatusNotFound, "get", schema.GroupResource{}, "", "", 0, false)
 }
 

@@ -20,10 +20,13 @@ type Handler struct {
 	queue         int
 	bookmarkEvery time.Duration
 	watchTimeout  time.Duration
+	writeTimeout  time.Duration
 	retryAfter    int
 	codecs        *codecs
 	// kubelet caches the body of the kubelet's /pods for one store version.
 	kubelet atomic.Pointer[kubeletBody]
+	// encodes counts the pod encodings computed (Encodes).
+	encodes atomic.Uint64
 }
 
 // New returns a Handler serving the pods of node from pods.
@@ -35,6 +38,7 @@ func New(pods PodReader, node string, opts ...Option) *Handler {
 		queue:         1024,
 		bookmarkEvery: time.Minute,
 		watchTimeout:  30 * time.Minute,
+		writeTimeout:  30 * time.Second,
 		retryAfter:    1,
 		codecs:        newCodecs(),
 	}
@@ -44,12 +48,13 @@ func New(pods PodReader, node string, opts ...Option) *Handler {
 	return h
 }
 
-// ServeHTTP answers the requests Local reports local. It answers a get of a
-// pod the store does not hold with 404 NotFound, and any other request with
-// 404 NotFound too ("the server could not find the requested resource"), as
-// the API server answers a path it does not serve: a door calls it only for
-// the requests Local reports local, or for every request when it has no
-// upstream.
+// ServeHTTP answers the requests Local reports local. Called for others (a
+// door with no upstream may call it for every request), it answers a get of
+// a pod the store does not hold with 404 NotFound, a list or watch of pods
+// not pinned to the node with 503 ServiceUnavailable (only the API server
+// can answer it), and a path it does not serve with 404 NotFound ("the
+// server could not find the requested resource"), as the API server answers
+// a path it does not know.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rt := routeOf(r)
 	switch rt.kind {
@@ -57,11 +62,15 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.serveKubeletPods(w, r)
 	case kindDiscovery:
 		if !h.discovery {
-			h.writeError(w, r, errNotServed(r))
+			h.writeError(w, r, errNotServed())
 			return
 		}
 		h.serveDiscovery(w, r, rt.path)
 	case kindGet:
+		if isTrue(r.URL.Query(), "watch") {
+			h.writeError(w, r, errNotServed())
+			return
+		}
 		h.serveGet(w, r, rt)
 	case kindList:
 		if !h.pinned(r.URL.Query().Get("fieldSelector")) {
@@ -70,7 +79,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		h.serveList(w, r, rt)
 	default:
-		h.writeError(w, r, errNotServed(r))
+		h.writeError(w, r, errNotServed())
 	}
 }
 

@@ -69,6 +69,9 @@ func (w *logWriter) WriteHeader(code int) {
 
 func (w *logWriter) Flush() { w.ResponseWriter.(http.Flusher).Flush() }
 
+// Unwrap lets http.ResponseController reach the server's writer.
+func (w *logWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
 // served is a handler served over loopback TLS with HTTP/2, as the front
 // door serves it.
 type served struct {
@@ -88,11 +91,24 @@ func serve(t *testing.T, h http.Handler) *served {
 	return s
 }
 
+// servePlain serves h over loopback in plain HTTP/1.1 (as the door's UNIX
+// socket does) until the test ends.
+func servePlain(t *testing.T, h http.Handler) *served {
+	t.Helper()
+	s := &served{swap: &swap{}}
+	s.swap.set(h)
+	s.srv = httptest.NewServer(s.swap)
+	t.Cleanup(s.srv.Close)
+	return s
+}
+
 // config returns a client-go config for the server, asking for contentType
 // ("" for client-go's default, JSON).
 func (s *served) config(contentType string) *rest.Config {
-	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: s.srv.Certificate().Raw})
-	cfg := &rest.Config{Host: s.srv.URL, TLSClientConfig: rest.TLSClientConfig{CAData: ca}}
+	cfg := &rest.Config{Host: s.srv.URL}
+	if s.srv.TLS != nil {
+		cfg.TLSClientConfig = rest.TLSClientConfig{CAData: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: s.srv.Certificate().Raw})}
+	}
 	if contentType != "" {
 		cfg.ContentType = contentType
 		cfg.AcceptContentTypes = contentType + ",application/json"

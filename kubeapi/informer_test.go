@@ -3,6 +3,7 @@ package kubeapi_test
 import (
 	"context"
 	"maps"
+	"net/http"
 	"net/url"
 	"slices"
 	"strings"
@@ -144,41 +145,50 @@ func converge(t *testing.T, idx cache.Indexer, st *store.Store, rec recorder) {
 // with exactly the node's pods (by the streaming list client-go uses by
 // default), and every pod added, changed or deleted in the store reaches it.
 func TestInformer(t *testing.T) {
-	for _, ct := range contentTypes {
-		t.Run(ct.name, func(t *testing.T) {
-			st := newStore(pod("default", "web-1", 1), pod("kube-system", "dns-1", 2))
-			s := serve(t, handler(st))
-			rec := make(recorder, 100)
-			idx := startInformer(t, s.clientset(t, ct.contentType), rec)
-			rec.expect(t, "ADDED default/web-1", "ADDED kube-system/dns-1")
-			converge(t, idx, st, rec)
+	transports := []struct {
+		name  string
+		serve func(*testing.T, http.Handler) *served
+	}{{"tls-h2", serve}, {"plain-http1", servePlain}}
+	for _, tr := range transports {
+		for _, ct := range contentTypes {
+			t.Run(tr.name+"/"+ct.name, func(t *testing.T) { testInformer(t, tr.serve, ct.contentType) })
+		}
+	}
+}
 
-			changed := pod("default", "web-1", 1)
-			changed.Labels["version"] = "2"
-			st.Upsert(changed)
-			rec.expect(t, "MODIFIED default/web-1")
-			st.Upsert(pod("default", "web-2", 3))
-			rec.expect(t, "ADDED default/web-2")
-			st.Delete(podstest.UID("kube-system", "dns-1"))
-			rec.expect(t, "DELETED kube-system/dns-1")
-			converge(t, idx, st, rec)
+// testInformer is TestInformer over one transport in one encoding.
+func testInformer(t *testing.T, serve func(*testing.T, http.Handler) *served, contentType string) {
+	st := newStore(pod("default", "web-1", 1), pod("kube-system", "dns-1", 2))
+	s := serve(t, handler(st))
+	rec := make(recorder, 100)
+	idx := startInformer(t, s.clientset(t, contentType), rec)
+	rec.expect(t, "ADDED default/web-1", "ADDED kube-system/dns-1")
+	converge(t, idx, st, rec)
 
-			// The informer synced by the streaming list, in the encoding
-			// it asked for.
-			var streamed bool
-			for _, x := range s.swap.exchanges() {
-				q, _ := url.ParseQuery(x.query[strings.Index(x.query, "?")+1:])
-				if q.Get("watch") == "true" && q.Get("sendInitialEvents") == "true" {
-					streamed = true
-					if want := ct.contentType; !strings.HasPrefix(x.contentType, want) {
-						t.Errorf("watch answered in %q, want %q", x.contentType, want)
-					}
-				}
+	changed := pod("default", "web-1", 1)
+	changed.Labels["version"] = "2"
+	st.Upsert(changed)
+	rec.expect(t, "MODIFIED default/web-1")
+	st.Upsert(pod("default", "web-2", 3))
+	rec.expect(t, "ADDED default/web-2")
+	st.Delete(podstest.UID("kube-system", "dns-1"))
+	rec.expect(t, "DELETED kube-system/dns-1")
+	converge(t, idx, st, rec)
+
+	// The informer synced by the streaming list, in the encoding
+	// it asked for.
+	var streamed bool
+	for _, x := range s.swap.exchanges() {
+		q, _ := url.ParseQuery(x.query[strings.Index(x.query, "?")+1:])
+		if q.Get("watch") == "true" && q.Get("sendInitialEvents") == "true" {
+			streamed = true
+			if want := contentType; !strings.HasPrefix(x.contentType, want) {
+				t.Errorf("watch answered in %q, want %q", x.contentType, want)
 			}
-			if !streamed {
-				t.Errorf("the informer made no streaming list: %+v", s.swap.exchanges())
-			}
-		})
+		}
+	}
+	if !streamed {
+		t.Errorf("the informer made no streaming list: %+v", s.swap.exchanges())
 	}
 }
 

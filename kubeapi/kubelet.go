@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"net/http"
 
-	corev1 "k8s.io/api/core/v1"
-
 	"github.com/podsapi/podsapi/store"
 )
 
@@ -48,11 +46,12 @@ func (h *Handler) kubeletList(pods []*store.Pod) ([]byte, error) {
 		// The kubelet encodes a PodList of no pods with "items":null.
 		return []byte(`{"kind":"PodList","apiVersion":"v1","metadata":{},"items":null}` + "\n"), nil
 	}
-	b := bytes.NewBufferString(`{"kind":"PodList","apiVersion":"v1","metadata":{},"items":[`)
-	for i, p := range pods {
+	var items [][]byte
+	for _, p := range pods {
 		item, err := p.View("kubeapi/kubelet", func(raw []byte) ([]byte, error) {
-			pod := &corev1.Pod{}
-			if err := pod.Unmarshal(raw); err != nil {
+			h.encodes.Add(1)
+			pod, _, err := decodeStored(raw)
+			if err != nil {
 				return nil, err
 			}
 			var out bytes.Buffer
@@ -64,11 +63,16 @@ func (h *Handler) kubeletList(pods []*store.Pod) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.Write(item)
+		items = append(items, item)
 	}
-	b.WriteString("]}\n")
-	return b.Bytes(), nil
+	b := &body{}
+	b.add([]byte(`{"kind":"PodList","apiVersion":"v1","metadata":{},"items":[`))
+	for i, it := range items {
+		if i > 0 {
+			b.add(comma)
+		}
+		b.add(it)
+	}
+	b.add(listEnd)
+	return b.bytes(), nil
 }

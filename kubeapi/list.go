@@ -4,7 +4,9 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
+	"strconv"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -37,8 +39,9 @@ func (h *Handler) serveList(w http.ResponseWriter, r *http.Request, rt route) {
 		return
 	}
 	w.Header().Set("Content-Type", f.mediaType)
+	w.Header().Set("Content-Length", strconv.Itoa(body.size))
 	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(body)
+	_ = body.writeTo(w)
 }
 
 // list returns the encoding in f of the page of pods q asks for.
@@ -50,7 +53,7 @@ func (h *Handler) serveList(w http.ResponseWriter, r *http.Request, rt route) {
 // revision of its first page and the last pod it listed; it is answered while
 // the store's revision is still that one, else 410 Expired, on which
 // client-go's pager lists again without a limit.
-func (h *Handler) list(f *format, q *query) ([]byte, error) {
+func (h *Handler) list(f *format, q *query) (*body, error) {
 	version, pods := h.pods.List()
 	rv := h.pods.Revision(version)
 	if q.opts.ResourceVersionMatch == metav1.ResourceVersionMatchExact && q.opts.ResourceVersion != rv {
@@ -60,7 +63,7 @@ func (h *Handler) list(f *format, q *query) ([]byte, error) {
 	if q.opts.Continue != "" {
 		tok, err := decodeContinue(q.opts.Continue)
 		if err != nil {
-			return nil, errBadRequest(err)
+			return nil, errBadRequest(fmt.Errorf("invalid continue token: %w", err))
 		}
 		if tok.RV != rv {
 			return nil, errContinueExpired()
@@ -71,7 +74,7 @@ func (h *Handler) list(f *format, q *query) ([]byte, error) {
 	var items [][]byte
 	var last *store.Pod
 	for _, p := range pods {
-		if after != nil && !after.before(p) {
+		if after != nil && !after.precedes(p) {
 			continue
 		}
 		if !q.matches(p) {
@@ -106,9 +109,9 @@ type continueToken struct {
 	UID       string `json:"uid"`
 }
 
-// before reports whether p sorts after the token's last pod, as the store
+// precedes reports whether the token's last pod sorts before p, as the store
 // sorts pods (namespace, name, UID).
-func (t *continueToken) before(p *store.Pod) bool {
+func (t *continueToken) precedes(p *store.Pod) bool {
 	switch {
 	case p.Namespace != t.Namespace:
 		return p.Namespace > t.Namespace
@@ -117,6 +120,10 @@ func (t *continueToken) before(p *store.Pod) bool {
 	}
 	return string(p.UID) > t.UID
 }
+
+// maxContinue bounds the length of a continue parameter: a token of
+// podsapi is short (a revision and a pod's namespace, name and UID).
+const maxContinue = 2048
 
 // errContinueInvalid is the reason a continue parameter does not parse.
 var errContinueInvalid = errors.New("continue key is not valid")
@@ -127,13 +134,19 @@ func encodeContinue(t continueToken) string {
 }
 
 func decodeContinue(s string) (*continueToken, error) {
+	if len(s) > maxContinue {
+		return nil, fmt.Errorf("%w: longer than %d bytes", errContinueInvalid, maxContinue)
+	}
 	b, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil || len(b) > 4096 {
-		return nil, errContinueInvalid
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", errContinueInvalid, err)
 	}
 	t := &continueToken{}
-	if err := json.Unmarshal(b, t); err != nil || t.RV == "" {
-		return nil, errContinueInvalid
+	if err := json.Unmarshal(b, t); err != nil {
+		return nil, fmt.Errorf("%w: %w", errContinueInvalid, err)
+	}
+	if t.RV == "" {
+		return nil, fmt.Errorf("%w: no resourceVersion", errContinueInvalid)
 	}
 	return t, nil
 }

@@ -3,6 +3,7 @@ package kubeapi_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"testing"
 
@@ -14,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/pager"
 
+	"github.com/podsapi/podsapi/podtypes"
 	"github.com/podsapi/podsapi/store"
 )
 
@@ -126,5 +128,34 @@ func TestEncodings(t *testing.T) {
 				t.Fatalf("body differs from the serializer's encoding:\n%q\n%q", body, again.Bytes())
 			}
 		})
+	}
+}
+
+// TestMirrorPodUID serves a mirror pod as the API-server source stores it
+// (under its static pod's UID, the API server's kept in an annotation): the
+// Kubernetes API gives it its API server UID, the kubelet's /pods the static
+// one, and neither shows the annotation.
+func TestMirrorPodUID(t *testing.T) {
+	mirror := pod("kube-system", "etcd-node-1", 1)
+	mirror.UID = "static-uid"
+	mirror.Annotations[corev1.MirrorPodAnnotationKey] = "static-uid"
+	mirror.Annotations[podtypes.MirrorPodUIDAnnotation] = "api-uid"
+	s := serve(t, handler(newStore(mirror)))
+	for _, ct := range contentTypes {
+		got, err := s.clientset(t, ct.contentType).CoreV1().Pods("kube-system").Get(context.Background(), "etcd-node-1", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, kept := got.Annotations[podtypes.MirrorPodUIDAnnotation]; got.UID != "api-uid" || kept || got.Annotations[corev1.MirrorPodAnnotationKey] != "static-uid" {
+			t.Errorf("%s: UID %q, annotations %v", ct.name, got.UID, got.Annotations)
+		}
+	}
+	_, body := s.get(t, "/pods", "")
+	var l corev1.PodList
+	if err := json.Unmarshal(body, &l); err != nil {
+		t.Fatal(err)
+	}
+	if _, kept := l.Items[0].Annotations[podtypes.MirrorPodUIDAnnotation]; l.Items[0].UID != "static-uid" || kept {
+		t.Errorf("/pods: UID %q, annotations %v", l.Items[0].UID, l.Items[0].Annotations)
 	}
 }

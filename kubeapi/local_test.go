@@ -15,6 +15,9 @@ func TestLocal(t *testing.T) {
 	pods := func(verb, ns, name string) []kubeapi.Access {
 		return []kubeapi.Access{{Verb: verb, Namespace: ns, Resource: "pods", Name: name}}
 	}
+	selected := func(verb, ns, fields, labels string) []kubeapi.Access {
+		return []kubeapi.Access{{Verb: verb, Namespace: ns, Resource: "pods", FieldSelector: fields, LabelSelector: labels}}
+	}
 	kubelet := []kubeapi.Access{
 		{Verb: "get", Resource: "nodes", Subresource: "pods", Name: node},
 		{Verb: "get", Resource: "nodes", Subresource: "proxy", Name: node},
@@ -24,13 +27,13 @@ func TestLocal(t *testing.T) {
 		discovery            bool
 		want                 []kubeapi.Access
 	}{
-		{"list of the node", "GET", "/api/v1/pods?fieldSelector=spec.nodeName%3Dnode-1", false, pods("list", "", "")},
-		{"list of a namespace of the node", "GET", "/api/v1/namespaces/default/pods?fieldSelector=status.phase%3DRunning,spec.nodeName%3D%3Dnode-1", false, pods("list", "default", "")},
-		{"watch of the node", "GET", "/api/v1/pods?fieldSelector=spec.nodeName%3Dnode-1&watch=true", false, pods("watch", "", "")},
-		{"watch=1", "GET", "/api/v1/pods?fieldSelector=spec.nodeName%3Dnode-1&watch=1", false, pods("watch", "", "")},
-		{"watch=false", "GET", "/api/v1/pods?fieldSelector=spec.nodeName%3Dnode-1&watch=false", false, pods("list", "", "")},
-		{"spec.host, the old name", "GET", "/api/v1/pods?fieldSelector=spec.host%3Dnode-1", false, pods("list", "", "")},
-		{"a bad label selector is still the node's", "GET", "/api/v1/pods?fieldSelector=spec.nodeName%3Dnode-1&labelSelector=a+in+(", false, pods("list", "", "")},
+		{"list of the node", "GET", "/api/v1/pods?fieldSelector=spec.nodeName%3Dnode-1", false, selected("list", "", "spec.nodeName=node-1", "")},
+		{"list of a namespace of the node", "GET", "/api/v1/namespaces/default/pods?fieldSelector=status.phase%3DRunning,spec.nodeName%3D%3Dnode-1&labelSelector=app%3Dweb", false, selected("list", "default", "status.phase=Running,spec.nodeName==node-1", "app=web")},
+		{"watch of the node", "GET", "/api/v1/pods?fieldSelector=spec.nodeName%3Dnode-1&watch=true", false, selected("watch", "", "spec.nodeName=node-1", "")},
+		{"watch=1", "GET", "/api/v1/pods?fieldSelector=spec.nodeName%3Dnode-1&watch=1", false, selected("watch", "", "spec.nodeName=node-1", "")},
+		{"watch=false", "GET", "/api/v1/pods?fieldSelector=spec.nodeName%3Dnode-1&watch=false", false, selected("list", "", "spec.nodeName=node-1", "")},
+		{"spec.host, the old name", "GET", "/api/v1/pods?fieldSelector=spec.host%3Dnode-1", false, selected("list", "", "spec.host=node-1", "")},
+		{"a bad label selector is still the node's", "GET", "/api/v1/pods?fieldSelector=spec.nodeName%3Dnode-1&labelSelector=a+in+(", false, selected("list", "", "spec.nodeName=node-1", "a in (")},
 		{"get of a pod held", "GET", "/api/v1/namespaces/default/pods/web-1", false, pods("get", "default", "web-1")},
 		{"the kubelet's /pods", "GET", "/pods", false, kubelet},
 		{"local discovery", "GET", "/api/v1", true, []kubeapi.Access{{Verb: "get", Path: "/api/v1"}}},
@@ -42,6 +45,7 @@ func TestLocal(t *testing.T) {
 		{"labels only", "GET", "/api/v1/pods?labelSelector=app%3Dweb", false, nil},
 		{"a field selector that does not parse", "GET", "/api/v1/pods?fieldSelector=spec.nodeName%3Dnode-1,x", false, nil},
 		{"get of a pod not held", "GET", "/api/v1/namespaces/default/pods/web-2", false, nil},
+		{"the deprecated watch of one pod", "GET", "/api/v1/namespaces/default/pods/web-1?watch=true", false, nil},
 		{"a subresource", "GET", "/api/v1/namespaces/default/pods/web-1/log", false, nil},
 		{"a write", "POST", "/api/v1/namespaces/default/pods?fieldSelector=spec.nodeName%3Dnode-1", false, nil},
 		{"a delete", "DELETE", "/api/v1/namespaces/default/pods/web-1", false, nil},

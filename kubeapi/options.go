@@ -48,3 +48,11 @@ func WithWatchTimeout(d time.Duration) Option {
 func WithRetryAfter(seconds int) Option {
 	return func(h *Handler) { h.retryAfter = max(seconds, 1) }
 }
+
+// WithWriteTimeout sets how long the writes of a watch's events (a batch of
+// them, or a bookmark) may take before the watch is ended: a client that
+// stops reading frees its watch, and the store its queue, after it. The
+// default is 30 seconds; 0 sets no deadline.
+func WithWriteTimeout(d time.Duration) Option {
+	return func(h *Handler) { h.writeTimeout = max(d, 0) }
+}

@@ -32,21 +32,19 @@ const historyBatch = 64
 //     at the last revision seen every bookmark interval when allowed.
 //
 // It ends at timeoutSeconds (capped by WithWatchTimeout), when the client
-// goes, or when the watch falls behind the store by more than its queue: the
-// client then resumes from the last resourceVersion it received.
+// goes, when a write does not complete within WithWriteTimeout (a client
+// that stopped reading), or when the watch falls behind the store by more
+// than its queue: the client then resumes from the last resourceVersion it
+// received.
 func (h *Handler) serveWatch(w http.ResponseWriter, r *http.Request, f *format, q *query) {
-	flusher, ok := w.(http.Flusher)
-	if !ok {
-		h.writeError(w, r, errInternal())
-		return
-	}
+	rc := http.NewResponseController(w)
 	timeout := h.watchTimeout
 	if ts := q.opts.TimeoutSeconds; ts != nil && *ts > 0 {
 		timeout = min(timeout, time.Duration(*ts)*time.Second)
 	}
 	rv := q.opts.ResourceVersion
 	initial := q.opts.SendInitialEvents != nil && *q.opts.SendInitialEvents
-	s := &watchStream{h: h, f: f, q: q}
+	s := &watchStream{h: h, f: f, q: q, rc: rc}
 
 	var snapshot []*store.Pod
 	var replay store.Replay
@@ -66,9 +64,11 @@ func (h *Handler) serveWatch(w http.ResponseWriter, r *http.Request, f *format, 
 	w.Header().Set("Cache-Control", "no-cache, private")
 	w.WriteHeader(http.StatusOK)
 	s.out = f.framer.NewFrameWriter(w)
+	s.deadline()
+	defer s.deadline() // for the end of the response, written after the return
 	if startErr != nil {
 		s.fail(errExpired(rv))
-		flusher.Flush()
+		_ = rc.Flush()
 		return
 	}
 	s.seen = replay.After
@@ -85,7 +85,9 @@ func (h *Handler) serveWatch(w http.ResponseWriter, r *http.Request, f *format, 
 	if !s.replay(replay) {
 		return
 	}
-	flusher.Flush()
+	if rc.Flush() != nil {
+		return
+	}
 
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
@@ -105,10 +107,12 @@ func (h *Handler) serveWatch(w http.ResponseWriter, r *http.Request, f *format, 
 		case <-wt.Dropped():
 			return
 		case <-tick:
+			s.deadline()
 			if !s.bookmark(false) {
 				return
 			}
 		case <-wt.Ready():
+			s.deadline()
 			buf = wt.Take(buf)
 			for _, ev := range buf {
 				if !s.change(ev) {
@@ -116,7 +120,9 @@ func (h *Handler) serveWatch(w http.ResponseWriter, r *http.Request, f *format, 
 				}
 			}
 		}
-		flusher.Flush()
+		if rc.Flush() != nil {
+			return
+		}
 	}
 }
 
@@ -125,10 +131,20 @@ type watchStream struct {
 	h   *Handler
 	f   *format
 	q   *query
+	rc  *http.ResponseController
 	out io.Writer
 	// seen is the store version of the last change the stream has
 	// accounted for (sent, or skipped as not selected).
 	seen uint64
+}
+
+// deadline gives the writes that follow the handler's write timeout, so
+// that a client that stops reading frees the watch (a writer that cannot
+// set deadlines is written without).
+func (s *watchStream) deadline() {
+	if s.h.writeTimeout > 0 {
+		_ = s.rc.SetWriteDeadline(time.Now().Add(s.h.writeTimeout))
+	}
 }
 
 // replay sends the changes of the range from the store's history, and
@@ -136,6 +152,7 @@ type watchStream struct {
 func (s *watchStream) replay(r store.Replay) bool {
 	buf := make([]store.Event, 0, historyBatch)
 	for s.seen < r.Until {
+		s.deadline()
 		evs, err := s.h.pods.ReadHistory(s.seen, r.Until, buf)
 		if err != nil {
 			s.fail(errExpired(s.h.pods.Revision(s.seen)))
