@@ -98,7 +98,7 @@ type kubeAPI struct {
 // door: listeners, authentication and authorization against the API server
 // of kubeconfig (or the in-cluster configuration), and the pass-through to
 // it; socket peers are allowed as access allows them on the gRPC socket.
-func (f *kubeAPIFlags) newKubeAPI(st *store.Store, node, kubeconfig string, access server.AccessConfig, shutdown time.Duration, logger *slog.Logger, reg prometheus.Registerer) (*kubeAPI, error) {
+func (f *kubeAPIFlags) newKubeAPI(st *store.Store, node, kubeconfig string, access server.AccessConfig, maxWatches int, shutdown time.Duration, logger *slog.Logger, reg prometheus.Registerer) (*kubeAPI, error) {
 	up, err := upstream(kubeconfig)
 	if err != nil {
 		return nil, err
@@ -134,7 +134,7 @@ func (f *kubeAPIFlags) newKubeAPI(st *store.Store, node, kubeconfig string, acce
 	if uids == nil {
 		uids = server.DefaultAllowedUIDs()
 	}
-	opts = append(opts, door.WithRegisterer(reg), door.WithLogger(logger),
+	opts = append(opts, door.WithRegisterer(reg), door.WithLogger(logger), door.WithMaxWatches(maxWatches),
 		door.WithPeerPolicy(&guard.AccessPolicy{AnyPeer: access.AllowAnyPeer, UIDs: uids, GIDs: access.AllowedGIDs}))
 	k.door = door.New(kubeapi.New(st, node, localOpts...), opts...)
 

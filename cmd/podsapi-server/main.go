@@ -92,7 +92,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.Float64Var(&cfg.Limits.PerClientQPS, "per-client-qps", 0, "requests per second allowed to ListPods and GetPod per client (its pod, systemd unit, or else its UID), before the shared limit; 0: a fair share of --qps and --burst among the clients calling (a client alone has them all); negative disables it")
 	fs.IntVar(&cfg.Limits.PerClientBurst, "per-client-burst", server.DefaultPerClientBurst, "burst of each client's rate limit")
 	fs.DurationVar(&cfg.Limits.RateLimitDelay, "rate-limit-delay", server.DefaultRateLimitDelay, "how long a call refused by a rate limit, or a watch refused before its first message, waits before it is answered (at most half its deadline), so that clients retrying at once cannot take the CPUs from the watchers; negative answers at once")
-	fs.IntVar(&cfg.Limits.MaxWatchers, "max-watchers", server.DefaultMaxWatchers, "watches open at once; beyond it WatchPods returns RESOURCE_EXHAUSTED; negative disables the limit")
+	fs.IntVar(&cfg.Limits.MaxWatchers, "max-watchers", server.DefaultMaxWatchers, "watches open at once; beyond it WatchPods returns RESOURCE_EXHAUSTED; the Kubernetes API (--kube-api-address, --kube-api-socket) bounds its watches of the node's pods to as many more (429 beyond); negative disables the limit")
 	fs.IntVar(&cfg.Limits.MaxWatchersPerClient, "max-watchers-per-client", server.DefaultMaxWatchersPerClient, "watches one client (its pod, systemd unit, or else its UID) may hold open at once; beyond it WatchPods returns RESOURCE_EXHAUSTED; negative disables the share")
 	fs.IntVar(&cfg.Limits.MaxConnections, "max-connections", server.DefaultMaxConnections, "connections open at once; more are closed as soon as accepted; negative disables the limit")
 	fs.IntVar(&cfg.Limits.MaxStreams, "max-streams", server.DefaultMaxStreams, "concurrent calls and watches per connection")
@@ -207,7 +207,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var kube *kubeAPI
 	if kubeFlags.enabled() {
 		kubeconfig := fs.Lookup("kubeconfig").Value.String()
-		if kube, err = kubeFlags.newKubeAPI(st, *nodeName, kubeconfig, cfg.Access, cfg.Transport.ShutdownTimeout, logger, reg); err != nil {
+		if kube, err = kubeFlags.newKubeAPI(st, *nodeName, kubeconfig, cfg.Access, cfg.Limits.MaxWatchers, cfg.Transport.ShutdownTimeout, logger, reg); err != nil {
 			return err
 		}
 	}

@@ -32,8 +32,13 @@ type Door struct {
 	peers    *guard.AccessPolicy
 	metrics  *metrics
 	logger   *slog.Logger
-	errorLog func(msg string, args ...any)
+	// watches holds a slot per local watch open; nil: no limit.
+	watches chan struct{}
 }
+
+// DefaultMaxWatches is the number of local watches open at once by
+// default: the gRPC socket's default (server.DefaultMaxWatchers).
+const DefaultMaxWatches = 10000
 
 // Option configures New.
 type Option func(*Door)
@@ -57,13 +62,30 @@ func WithRegisterer(reg prometheus.Registerer) Option {
 	return func(d *Door) { d.metrics = newMetrics(reg) }
 }
 
+// WithMaxWatches bounds the watches of the node's pods open at once
+// (default DefaultMaxWatches; negative: no bound). Beyond it a watch is
+// refused 429 TooManyRequests with Retry-After, which client-go retries,
+// as the API server's priority and fairness refuses it. Passed-through
+// watches are the API server's to bound.
+func WithMaxWatches(n int) Option {
+	return func(d *Door) {
+		d.watches = nil
+		if n == 0 {
+			n = DefaultMaxWatches
+		}
+		if n > 0 {
+			d.watches = make(chan struct{}, n)
+		}
+	}
+}
+
 // WithLogger sets the logger of the failures the door logs (authentication
 // and authorization errors, at debug level). The default discards them.
 func WithLogger(l *slog.Logger) Option { return func(d *Door) { d.logger = l } }
 
 // New returns the door in front of local.
 func New(local Local, opts ...Option) *Door {
-	d := &Door{local: local, peers: &guard.AccessPolicy{UIDs: []uint32{0}}}
+	d := &Door{local: local, peers: &guard.AccessPolicy{UIDs: []uint32{0}}, watches: make(chan struct{}, DefaultMaxWatches)}
 	for _, o := range opts {
 		o(d)
 	}
@@ -101,9 +123,19 @@ func (d *Door) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		d.passThrough(rec, r)
 		return
 	}
-	if d.allowed(rec, r, accesses) {
-		d.local.ServeHTTP(rec, r)
+	if !d.allowed(rec, r, accesses) {
+		return
 	}
+	if d.watches != nil && len(accesses) > 0 && accesses[0].Verb == "watch" {
+		select {
+		case d.watches <- struct{}{}:
+			defer func() { <-d.watches }()
+		default:
+			writeStatus(rec, errTooManyWatches(cap(d.watches)))
+			return
+		}
+	}
+	d.local.ServeHTTP(rec, r)
 }
 
 // allowed authenticates and authorizes a request for the node's pods, and

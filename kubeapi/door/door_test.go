@@ -1,6 +1,7 @@
 package door_test
 
 import (
+	"context"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -143,5 +144,57 @@ func TestDoorShutdownEndsWatches(t *testing.T) {
 	}
 	if err := <-local.watchEnded; err == nil {
 		t.Fatal("the watch ended without its context done")
+	}
+}
+
+// A watch beyond WithMaxWatches is refused 429 with Retry-After, and is
+// served again once a watch has ended.
+func TestDoorMaxWatches(t *testing.T) {
+	local := newLocalDouble()
+	d := door.New(local, door.WithPeerPolicy(&guard.AccessPolicy{UIDs: []uint32{uint32(os.Geteuid())}}), door.WithMaxWatches(1))
+	s := serve(t, d, door.Config{Socket: filepath.Join(t.TempDir(), "kube.sock")})
+	const url = "http://podsapi/api/v1/namespaces/a/pods?watch=true"
+	// watch opens a watch and returns its code, and what ends it.
+	watch := func() (int, func()) {
+		ctx, cancel := context.WithCancel(t.Context())
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := s.socketClient().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.StatusCode, func() { cancel(); resp.Body.Close() }
+	}
+	code, end := watch()
+	if code != 200 {
+		t.Fatalf("first watch: %d", code)
+	}
+	a := get(t, s.socketClient(), url, "")
+	if a.code != http.StatusTooManyRequests || a.header.Get("Retry-After") != "1" {
+		t.Fatalf("second watch: %d (Retry-After %q) %s, want 429 with Retry-After 1", a.code, a.header.Get("Retry-After"), a.body)
+	}
+	if st := a.status(t); st.Reason != "TooManyRequests" {
+		t.Fatalf("reason %s", st.Reason)
+	}
+	// A list is no watch: served.
+	if a := get(t, s.socketClient(), "http://podsapi/api/v1/namespaces/a/pods", ""); a.code != 200 {
+		t.Fatalf("list: %d %s", a.code, a.body)
+	}
+	end()
+	<-local.watchEnded
+	// The slot is freed as the handler returns, just after watchEnded:
+	// ask until served, bounded by the test's deadline.
+	for {
+		code, end := watch()
+		end()
+		if code == 200 {
+			<-local.watchEnded
+			return
+		}
+		if code != http.StatusTooManyRequests {
+			t.Fatalf("after the first watch ended: %d", code)
+		}
 	}
 }

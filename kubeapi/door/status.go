@@ -82,6 +82,11 @@ func errNoAuth() *apierrors.StatusError {
 	return apierrors.NewUnauthorized("podsapi has no API server to verify credentials with (TokenReview); only the node's root peers on its UNIX socket are served")
 }
 
+// errTooManyWatches is a watch beyond the door's bound.
+func errTooManyWatches(n int) *apierrors.StatusError {
+	return apierrors.NewTooManyRequests(fmt.Sprintf("podsapi serves at most %d watches of the node's pods at once; try again", n), retryAfterSeconds)
+}
+
 // errNoUpstream is a request that podsapi does not answer itself and has no
 // API server to pass to.
 func errNoUpstream() *apierrors.StatusError {
