@@ -26,12 +26,12 @@ type Local interface {
 // authorizing it, or to the API server through the PassThrough. It is an
 // http.Handler for Server.
 type Door struct {
-	local    Local
-	auth     *Auth
-	pass     *PassThrough
-	peers    *guard.AccessPolicy
-	metrics  *metrics
-	logger   *slog.Logger
+	local   Local
+	auth    *Auth
+	pass    *PassThrough
+	peers   *guard.AccessPolicy
+	metrics *metrics
+	logger  *slog.Logger
 	// watches holds a slot per local watch open; nil: no limit.
 	watches chan struct{}
 }
