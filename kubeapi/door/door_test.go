@@ -2,6 +2,8 @@ package door_test
 
 import (
 	"context"
+	"errors"
+	"io/fs"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -144,6 +146,9 @@ func TestDoorShutdownEndsWatches(t *testing.T) {
 	}
 	if err := <-local.watchEnded; err == nil {
 		t.Fatal("the watch ended without its context done")
+	}
+	if _, err := os.Stat(s.socket); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("the socket file after Serve returned: %v, want it removed", err)
 	}
 }
 

@@ -189,11 +189,21 @@ func (s *Server) Serve(ctx context.Context, h http.Handler) error {
 		go func() { errs <- srv.Serve(s.unix) }()
 	}
 	var err error
+	pending := len(servers)
 	select {
 	case <-ctx.Done():
 	case err = <-errs: // A listener failed: stop the other.
+		pending--
 	}
 	s.shutdown(servers, cancelBase)
+	// Each Serve has closed its listener (and removed the socket file) when
+	// it returns.
+	for ; pending > 0; pending-- {
+		<-errs
+	}
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
 	return err
 }
 
