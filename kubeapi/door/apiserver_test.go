@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/net/websocket"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -214,6 +215,44 @@ func TestDoorAPIServer(t *testing.T) {
 			}
 		}
 		t.Fatal("the watch ended before the config map's event")
+	})
+	t.Run("an upgrade passed through", func(t *testing.T) {
+		// The API server serves watches over WebSocket too: a real 101 and
+		// an upgraded connection, through the door, with the caller's token.
+		dial := func(user string) (*websocket.Conn, error) {
+			cfg, err := websocket.NewConfig("wss://"+s.addr+"/api/v1/namespaces/b/configmaps?watch=true", "https://"+s.addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pool := x509.NewCertPool()
+			pool.AppendCertsFromPEM(s.ca)
+			cfg.TlsConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+			cfg.Header = http.Header{"Authorization": {"Bearer " + cp.Token(user)}}
+			return websocket.DialConfig(cfg)
+		}
+		if _, err := dial(nsReader); err == nil || !strings.Contains(err.Error(), "bad status") {
+			t.Fatalf("the reader's upgrade: %v, want the API server's refusal (403, no upgrade)", err)
+		}
+		ws, err := dial(kubetest.AdminUser)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ws.Close()
+		if err := ws.SetReadDeadline(time.Now().Add(time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cp.Admin.CoreV1().ConfigMaps(nsOther).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "upgraded"}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		for {
+			var frame []byte
+			if err := websocket.Message.Receive(ws, &frame); err != nil {
+				t.Fatalf("the upgraded watch: %v", err)
+			}
+			if strings.Contains(string(frame), `"name":"upgraded"`) {
+				return
+			}
+		}
 	})
 	t.Run("body larger than the bound", func(t *testing.T) {
 		body := `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"big"},"data":{"x":"` + strings.Repeat("x", door.DefaultMaxRequestBytes) + `"}}`
