@@ -6,6 +6,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -132,6 +134,26 @@ func TestKubeAPIDoorAPIServer(t *testing.T) {
 		}
 		if got := podNames(list.Items); !slices.Equal(got, []string{"web-a"}) {
 			t.Fatalf("pods %v, want [web-a]", got)
+		}
+	})
+
+	t.Run("kubectl", func(t *testing.T) {
+		kubectl := kubectlPath(t)
+		for _, tc := range []struct {
+			user string
+			args []string
+			want string
+		}{
+			{doorLister, []string{"get", "namespaces", "-o", "name"}, "namespace/" + doorNS + "\n"},
+			{doorReader, []string{"get", "pods", "-n", doorNS, "--field-selector", "spec.nodeName=" + e2eNode, "-o", "name"}, "pod/agent-a\n"},
+		} {
+			kubeconfig := doorKubeconfig(t, addr, filepath.Join(dir, "serving-ca.crt"), cp.Token(tc.user))
+			cctx, cancel := context.WithTimeout(ctx, e2eTimeout)
+			out, err := exec.CommandContext(cctx, kubectl, append([]string{"--kubeconfig", kubeconfig}, tc.args...)...).CombinedOutput()
+			cancel()
+			if err != nil || !strings.Contains(string(out), tc.want) {
+				t.Fatalf("kubectl %q as %s: %v\n%s\nwant a line %q", tc.args, tc.user, err, out, tc.want)
+			}
 		}
 	})
 
@@ -311,4 +333,34 @@ func socketClient(path string) *http.Client {
 		var d net.Dialer
 		return d.DialContext(ctx, "unix", path)
 	}}}
+}
+
+// kubectlPath returns an unchanged kubectl v1.37.2 (PODSAPI_KUBECTL, or
+// kubectl beside the kube-apiserver of PODSAPI_KUBE_BIN, as package
+// kubeapi's TestKubectl finds it: docs/kubeapi.md says how to build it), or
+// skips the test.
+func kubectlPath(t *testing.T) string {
+	t.Helper()
+	path := os.Getenv("PODSAPI_KUBECTL")
+	if path == "" {
+		path = filepath.Join(os.Getenv(kubetest.EnvBin), "kubectl")
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Skipf("no kubectl (PODSAPI_KUBECTL): %v", err)
+	}
+	return path
+}
+
+// doorKubeconfig writes a kubeconfig of podsapi's Kubernetes API at addr,
+// verified with the CA file, with a bearer token, and returns its path.
+func doorKubeconfig(t *testing.T, addr, ca, token string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	cfg := "apiVersion: v1\nkind: Config\nclusters:\n- name: podsapi\n  cluster:\n    server: https://" + addr +
+		"\n    certificate-authority: " + ca + "\nusers:\n- name: agent\n  user:\n    token: " + token +
+		"\ncontexts:\n- name: podsapi\n  context: {cluster: podsapi, user: agent}\ncurrent-context: podsapi\n"
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
