@@ -27,6 +27,12 @@ func TestDoorWithoutAPIServer(t *testing.T) {
 	d := door.New(local, door.WithPeerPolicy(&guard.AccessPolicy{UIDs: []uint32{self}}), door.WithRegisterer(reg))
 	s := serve(t, d, door.Config{Socket: filepath.Join(t.TempDir(), "kube.sock")})
 	https, sock := s.client(), s.socketClient()
+	https1 := s.client()
+	https1.Transport.(*http.Transport).ForceAttemptHTTP2 = false
+	https1.Transport.(*http.Transport).TLSClientConfig.NextProtos = []string{"http/1.1"}
+	h2c := s.socketClient()
+	h2c.Transport.(*http.Transport).Protocols = new(http.Protocols)
+	h2c.Transport.(*http.Transport).Protocols.SetUnencryptedHTTP2(true)
 	const pods = "/api/v1/namespaces/a/pods"
 	for _, tc := range []struct {
 		name   string
@@ -41,7 +47,9 @@ func TestDoorWithoutAPIServer(t *testing.T) {
 		{"HTTPS node's pods with a token", https, "https://" + s.addr + pods, "some-token", 401, "Unauthorized", "no API server to verify credentials with", "HTTP/2.0"},
 		{"HTTPS node's pods without a token", https, "https://" + s.addr + pods, "", 401, "Unauthorized", "no API server", "HTTP/2.0"},
 		{"HTTPS other resource", https, "https://" + s.addr + "/api/v1/namespaces", "some-token", 503, "ServiceUnavailable", "no API server to pass other requests to", "HTTP/2.0"},
+		{"HTTPS/1.1 node's pods", https1, "https://" + s.addr + pods, "some-token", 401, "Unauthorized", "no API server", "HTTP/1.1"},
 		{"socket node's pods", sock, "http://podsapi" + pods, "", 200, "", "", "HTTP/1.1"},
+		{"socket h2c node's pods", h2c, "http://podsapi" + pods, "", 200, "", "", "HTTP/2.0"},
 		{"socket other resource", sock, "http://podsapi/api/v1/namespaces", "", 503, "ServiceUnavailable", "--kubeconfig", "HTTP/1.1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -71,7 +79,7 @@ func TestDoorWithoutAPIServer(t *testing.T) {
 		route, verb, code string
 		want              float64
 	}{
-		{"local", "get", "401", 2}, {"local", "get", "200", 1}, {"proxied", "get", "503", 2},
+		{"local", "get", "401", 3}, {"local", "get", "200", 2}, {"proxied", "get", "503", 2},
 	} {
 		got := testutil.ToFloat64(metric(t, reg, c.route, c.verb, c.code))
 		if got != c.want {
