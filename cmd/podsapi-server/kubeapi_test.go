@@ -37,16 +37,17 @@ import (
 // pointing at podsapi.
 
 const (
-	doorPodsapi = "podsapi"    // podsapi's own identity: reads every pod, reviews tokens and accesses.
-	doorReader  = "ns-reader"  // May read the pods of namespace doorNS only.
-	doorLister  = "ns-lister"  // May list namespaces only.
-	doorPoller  = "pod-poller" // May get nodes/pods (the kubelet's /pods) only.
+	doorPodsapi = "podsapi"                         // podsapi's own identity: reads every pod, reviews tokens and accesses.
+	doorReader  = "ns-reader"                       // May read the pods of namespace doorNS only.
+	doorLister  = "ns-lister"                       // May list namespaces only.
+	doorPoller  = "pod-poller"                      // May get nodes/pods (the kubelet's /pods) only.
+	doorNode    = kubetest.NodeUserPrefix + e2eNode // The Node authorizer's: the node's pods, by field selector only.
 	doorNS      = "agents"
 	doorOtherNS = "shop"
 )
 
 func TestKubeAPIDoorAPIServer(t *testing.T) {
-	cp := kubetest.Start(t, doorPodsapi, doorReader, doorLister, doorPoller)
+	cp := kubetest.Start(t, doorPodsapi, doorReader, doorLister, doorPoller, doorNode)
 	ctx := t.Context()
 	admin := cp.Admin
 	for _, ns := range []string{doorNS, doorOtherNS} {
@@ -106,6 +107,23 @@ func TestKubeAPIDoorAPIServer(t *testing.T) {
 		}
 		if names := namespaceNames(list.Items); !slices.Contains(names, doorNS) || !slices.Contains(names, "kube-system") {
 			t.Fatalf("namespaces %v", names)
+		}
+	})
+	t.Run("selectors in the SubjectAccessReview", func(t *testing.T) {
+		// The Node authorizer allows the node's user the pods of its node
+		// only when the review carries the request's field selector, as
+		// the API server's own authorization does (KEP-4601); RBAC allows
+		// it nothing.
+		list, err := client(doorNode).CoreV1().Pods(doorOtherNS).List(ctx, pinned)
+		if err != nil {
+			t.Fatalf("the node's user, its node's pods: %v", err)
+		}
+		if got := podNames(list.Items); !slices.Equal(got, []string{"web-a"}) {
+			t.Fatalf("pods %v, want [web-a]", got)
+		}
+		_, err = client(doorNode).CoreV1().Pods(doorOtherNS).List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + e2eNode + ",status.phase!=Failed"})
+		if err != nil {
+			t.Fatalf("the node's user, its node's pods with another term: %v", err)
 		}
 	})
 	t.Run("kubelet's /pods", func(t *testing.T) {

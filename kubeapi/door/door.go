@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 
 	"github.com/podsapi/podsapi/guard"
@@ -170,6 +172,7 @@ func (d *Door) allowed(w http.ResponseWriter, r *http.Request, accesses []kubeap
 			attrs.Namespace, attrs.APIVersion, attrs.Resource, attrs.Subresource, attrs.Name =
 				a.Namespace, "v1", a.Resource, a.Subresource, a.Name
 			attrs.ResourceRequest, attrs.Path = true, r.URL.Path
+			selectors(&attrs, a)
 		}
 		decision, why, err := d.auth.authorizer.Authorize(r.Context(), attrs)
 		if decision == authorizer.DecisionAllow {
@@ -229,4 +232,26 @@ func hasToken(r *http.Request) bool {
 		}
 	}
 	return false
+}
+
+// selectors gives attrs the field and label selectors of a list or watch,
+// parsed as the API server parses them for its own authorizers, so that a
+// SubjectAccessReview carries them (KEP-4601): an authorizer that allows a
+// caller only the pods of its node (the Node authorizer, a webhook) allows
+// it here as it would there.
+func selectors(attrs *authorizer.AttributesRecord, a kubeapi.Access) {
+	if a.FieldSelector != "" {
+		if sel, err := fields.ParseSelector(a.FieldSelector); err != nil {
+			attrs.FieldSelectorParsingErr = err
+		} else {
+			attrs.FieldSelectorRequirements = sel.Requirements()
+		}
+	}
+	if a.LabelSelector != "" {
+		if sel, err := labels.Parse(a.LabelSelector); err != nil {
+			attrs.LabelSelectorParsingErr = err
+		} else {
+			attrs.LabelSelectorRequirements, _ = sel.Requirements()
+		}
+	}
 }
