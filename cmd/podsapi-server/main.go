@@ -243,6 +243,15 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}()
 	kubeDone := make(chan struct{})
 	if kube != nil {
+		if kube.auth != nil {
+			go func() {
+				cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+				defer cancel()
+				if err := kube.auth.Check(cctx); err != nil {
+					logger.Warn("the Kubernetes API cannot verify its callers", "error", err)
+				}
+			}()
+		}
 		go func() {
 			defer close(kubeDone)
 			if err := kube.server.Serve(ctx, kube.door); err != nil {

@@ -139,6 +139,21 @@ func TestDoorAPIServer(t *testing.T) {
 	reader := clientOf(cp, s, cp.Token(nsReader))
 	lister := clientOf(cp, s, cp.Token(nsLister))
 
+	t.Run("podsapi's own rights checked", func(t *testing.T) {
+		for user, want := range map[string]string{
+			kubetest.AdminUser: "",
+			nsReader:           "may not create tokenreviews.authentication.k8s.io or create subjectaccessreviews.authorization.k8s.io: bind it to the ClusterRole system:auth-delegator",
+		} {
+			auth, err := door.NewAuth(cp.Config(user, cp.Host()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = auth.Check(ctx)
+			if (want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), want)) {
+				t.Fatalf("%s: Check = %v, want %q", user, err, want)
+			}
+		}
+	})
 	t.Run("allowed namespace served locally", func(t *testing.T) {
 		list, err := reader.CoreV1().Pods(nsAllowed).List(ctx, metav1.ListOptions{})
 		if err != nil {

@@ -5,8 +5,11 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authentication/group"
@@ -63,6 +66,7 @@ func reviewBackoff() *wait.Backoff {
 type Auth struct {
 	authenticator authenticator.Request
 	authorizer    authorizer.UnconditionalAuthorizer
+	self          authorizationv1client.SelfSubjectAccessReviewInterface
 }
 
 // AuthOption configures NewAuth.
@@ -137,7 +141,7 @@ func NewAuth(cfg *rest.Config, opts ...AuthOption) (*Auth, error) {
 		chain = append(chain, x509request.NewDynamic(func() (x509.VerifyOptions, bool) { return ca.get(), true }, x509request.CommonNameUserConversion))
 	}
 	chain = append(chain, bearertoken.New(cached), websocket.NewProtocolAuthenticator(cached))
-	a := &Auth{authenticator: group.NewAuthenticatedGroupAdder(union.New(chain...))}
+	a := &Auth{authenticator: group.NewAuthenticatedGroupAdder(union.New(chain...)), self: authz.SelfSubjectAccessReviews()}
 	sar := authorizerfactory.DelegatingAuthorizerConfig{
 		SubjectAccessReviewClient: authz,
 		AllowCacheTTL:             c.allow,
@@ -160,4 +164,29 @@ func parseClientCA(data [][]byte) (x509.VerifyOptions, error) {
 	opts := x509request.DefaultVerifyOptions()
 	opts.Roots = pool
 	return opts, nil
+}
+
+// Check asks the API server whether podsapi's own account may create the
+// TokenReviews and SubjectAccessReviews that Auth sends (the ClusterRole
+// system:auth-delegator), and returns an error that says what it lacks:
+// without them every caller is refused 401 or 503.
+func (a *Auth) Check(ctx context.Context) error {
+	var missing []string
+	for _, r := range []struct{ group, resource string }{
+		{"authentication.k8s.io", "tokenreviews"}, {"authorization.k8s.io", "subjectaccessreviews"},
+	} {
+		review, err := a.self.Create(ctx, &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "create", Group: r.group, Resource: r.resource},
+		}}, metav1.CreateOptions{})
+		if err != nil {
+			return fmt.Errorf("ask the API server what podsapi may do: %w", err)
+		}
+		if !review.Status.Allowed {
+			missing = append(missing, "create "+r.resource+"."+r.group)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("podsapi's account may not %s: bind it to the ClusterRole system:auth-delegator (deploy/components/kube-api)", strings.Join(missing, " or "))
+	}
+	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/fields"
@@ -11,6 +12,7 @@ import (
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 
 	"github.com/podsapi/podsapi/guard"
+	"github.com/podsapi/podsapi/internal/loglimit"
 	"github.com/podsapi/podsapi/kubeapi"
 )
 
@@ -36,6 +38,9 @@ type Door struct {
 	logger  *slog.Logger
 	// watches holds a slot per local watch open; nil: no limit.
 	watches chan struct{}
+	// warnings limits the warnings of failed reviews to one per kind every
+	// 10 s.
+	warnings *loglimit.Limiter[string]
 }
 
 // DefaultMaxWatches is the number of local watches open at once by
@@ -97,6 +102,7 @@ func New(local Local, opts ...Option) *Door {
 	if d.logger == nil {
 		d.logger = slog.New(slog.DiscardHandler)
 	}
+	d.warnings = loglimit.New[string](10 * time.Second)
 	return d
 }
 
@@ -180,7 +186,10 @@ func (d *Door) allowed(w http.ResponseWriter, r *http.Request, accesses []kubeap
 		}
 		if err != nil {
 			unavailable = true
-			d.logger.Debug("kube API: authorization failed", "user", resp.User.GetName(), "verb", a.Verb, "resource", a.Resource, "error", err)
+			if ok, suppressed := d.warnings.Allow("authorization"); ok {
+				d.logger.Warn("Kubernetes API: a SubjectAccessReview failed; the request is refused 503", "user", resp.User.GetName(),
+					"verb", a.Verb, "resource", a.Resource, "error", err, "suppressed", suppressed)
+			}
 		}
 		if i == 0 {
 			reason = why
