@@ -20,6 +20,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/podsapi/podsapi/internal/rigs/podstest"
+	"github.com/podsapi/podsapi/kubeapi"
+	"github.com/podsapi/podsapi/kubeapi/door"
 	"github.com/podsapi/podsapi/server"
 	"github.com/podsapi/podsapi/source"
 	"github.com/podsapi/podsapi/store"
@@ -94,7 +96,10 @@ func TestDocsMetricsTable(t *testing.T) {
 			t.Fatalf("source %s: %v", r.Name, err)
 		}
 	}
-	podstest.Start(t, store.New(), server.Config{Registry: reg, Metrics: server.MetricsConfig{Address: "127.0.0.1:0"}})
+	st := store.New()
+	podstest.Start(t, st, server.Config{Registry: reg, Metrics: server.MetricsConfig{Address: "127.0.0.1:0"}})
+	// The front door's, as --kube-api-address registers them.
+	door.New(kubeapi.New(st, "node-1"), door.WithRegisterer(reg))
 
 	type metric struct{ name, typ, labels, help string }
 	metrics := map[string]*metric{}

@@ -116,7 +116,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.Float64Var(&cfg.Limits.PerClientQPS, "per-client-qps", 0, "requests per second allowed to ListPods and GetPod per client (its pod, systemd unit, or else its UID), before the shared limit; 0: a fair share of --qps and --burst among the clients calling (a client alone has them all); negative disables it")
 	fs.IntVar(&cfg.Limits.PerClientBurst, "per-client-burst", server.DefaultPerClientBurst, "burst of each client's rate limit")
 	fs.DurationVar(&cfg.Limits.RateLimitDelay, "rate-limit-delay", server.DefaultRateLimitDelay, "how long a call refused by a rate limit, or a watch refused before its first message, waits before it is answered (at most half its deadline), so that clients retrying at once cannot take the CPUs from the watchers; negative answers at once")
-	fs.IntVar(&cfg.Limits.MaxWatchers, "max-watchers", server.DefaultMaxWatchers, "watches open at once; beyond it WatchPods returns RESOURCE_EXHAUSTED; negative disables the limit")
+	fs.IntVar(&cfg.Limits.MaxWatchers, "max-watchers", server.DefaultMaxWatchers, "watches open at once; beyond it WatchPods returns RESOURCE_EXHAUSTED; the Kubernetes API (--kube-api-address, --kube-api-socket) bounds its watches of the node's pods to as many more (429 beyond); negative disables the limit")
 	fs.IntVar(&cfg.Limits.MaxWatchersPerClient, "max-watchers-per-client", server.DefaultMaxWatchersPerClient, "watches one client (its pod, systemd unit, or else its UID) may hold open at once; beyond it WatchPods returns RESOURCE_EXHAUSTED; negative disables the share")
 	fs.IntVar(&cfg.Limits.MaxConnections, "max-connections", server.DefaultMaxConnections, "connections open at once; more are closed as soon as accepted; negative disables the limit")
 	fs.IntVar(&cfg.Limits.MaxStreams, "max-streams", server.DefaultMaxStreams, "concurrent calls and watches per connection")
@@ -153,6 +153,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		deletedPods   = fs.Int("max-deleted-pods", store.DefaultDeletedPods, "deleted pods kept findable at once; the oldest deletions go first; negative keeps none")
 		deletedBytes  = fs.Int64("max-deleted-pods-bytes", store.DefaultDeletedPodsBytes, "bytes (pod encodings and overhead) the deleted pods kept may hold; negative keeps none")
 		srcFlags      = addSourceFlags(fs)
+		kubeFlags     = addKubeAPIFlags(fs)
 	)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: podsapi-server [--source manifest] --manifest-dir DIR [flags]\n"+
@@ -219,16 +220,37 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	cfg.Logger, cfg.Registry = logger, reg
+	if err := kubeFlags.check(); err != nil {
+		return usageError{err, serverHint}
+	}
+	if kubeFlags.enabled() {
+		// The door's API server is --kubeconfig's whatever the source.
+		srcFlags.share("kubeconfig")
+	}
 	src, err := srcFlags.newSource(fs, source.Env{NodeName: *nodeName, Socket: cfg.Socket, MaxPodBytes: *maxPodBytes, Logger: logger, Registerer: reg})
 	if err != nil {
 		return usageError{err, serverHint}
 	}
 	st := store.New(store.WithErrorHandler(storeErrors(logger)), store.WithMaxPodBytes(*maxPodBytes), store.WithBudget(budget.ForSetting(*budgetBytes)),
 		store.WithHistory(*history, *historyMem), store.WithDeletedPods(*deletedRetain, *deletedPods, *deletedBytes))
+	var kube *kubeAPI
+	if kubeFlags.enabled() {
+		kubeconfig := fs.Lookup("kubeconfig").Value.String()
+		if kube, err = kubeFlags.newKubeAPI(st, *nodeName, kubeconfig, cfg.Access, cfg.Limits.MaxWatchers, cfg.Transport.ShutdownTimeout, logger, reg); err != nil {
+			return err
+		}
+	}
 	srv, err := server.New(st, cfg)
 	if err != nil {
+		if kube != nil {
+			kube.server.Close()
+		}
 		// The libraries name no flags: say here which ones to change.
 		return fmt.Errorf("%w (choose another --socket or --metrics-address)", err)
+	}
+	if kube != nil {
+		logger.Info("serving the node's pods through the Kubernetes API", "address", addrString(kube.server.Addr()),
+			"socket", kubeFlags.socket, "upstream", kube.auth != nil)
 	}
 	l := cfg.Limits
 	logger.Info("serving the Pods API", "version", buildinfo.Get(),
@@ -248,9 +270,30 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		srcDone <- err
 	}()
+	kubeDone := make(chan struct{})
+	if kube != nil {
+		if kube.auth != nil {
+			go func() {
+				cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+				defer cancel()
+				if err := kube.auth.Check(cctx); err != nil {
+					logger.Warn("the Kubernetes API cannot verify its callers", "error", err)
+				}
+			}()
+		}
+		go func() {
+			defer close(kubeDone)
+			if err := kube.server.Serve(ctx, kube.door); err != nil {
+				cancel(fmt.Errorf("Kubernetes API: %w", err))
+			}
+		}()
+	} else {
+		close(kubeDone)
+	}
 	start := time.Now()
 	serr := srv.Serve(ctx)
 	cancel(nil)
+	<-kubeDone
 	<-srcDone
 	logger.Info("stopped", "uptime", time.Since(start).Round(time.Millisecond))
 	if serr != nil {

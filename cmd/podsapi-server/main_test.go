@@ -109,6 +109,10 @@ func TestRunUsageErrors(t *testing.T) {
 		{"ProgressIntervalTooShort", []string{"--manifest-dir", ".", "--watch-progress-interval", "1ms"}, "--watch-progress-interval 1ms is below its minimum, 1s"},
 		{"SameSocketThroughLink", []string{"--source", "kubelet-grpc", "--source-socket", sameSocketLink(t), "--socket", "/tmp/podsapi-test-absent/k.sock"}, "serve on another path"},
 		{"CertWithoutKey", []string{"--source", "kubelet-http", "--kubelet-client-cert", "c.pem"}, "go together"},
+		{"KubeAPIWithoutCert", []string{"--manifest-dir", ".", "--kube-api-address", "127.0.0.1:0"}, "--kube-api-address needs --kube-api-tls-cert-file"},
+		{"KubeAPICertWithoutAddress", []string{"--manifest-dir", ".", "--kube-api-tls-cert-file", "c.pem"}, "need --kube-api-address"},
+		{"KubeAPIClientCAOnSocket", []string{"--manifest-dir", ".", "--kube-api-socket", "/tmp/k.sock", "--kube-api-client-ca-file", "ca.pem"}, "--kube-api-client-ca-file needs --kube-api-address"},
+		{"KubeAPINegativeTTL", []string{"--manifest-dir", ".", "--kube-api-socket", "/tmp/k.sock", "--kube-api-authentication-cache-ttl", "-1s"}, "must be positive"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

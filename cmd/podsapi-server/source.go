@@ -29,6 +29,16 @@ type sourceFlags struct {
 	kind   *string
 	owners map[string]string // source of each flag
 	makers map[string]func(source.Env) (source.Source, error)
+	shared map[string]bool // flags of a source that others use too
+}
+
+// share lets the flag name of a source be set whatever the source, for
+// another user of it (the Kubernetes API's --kubeconfig).
+func (f *sourceFlags) share(name string) {
+	if f.shared == nil {
+		f.shared = map[string]bool{}
+	}
+	f.shared[name] = true
 }
 
 // addSourceFlags defines --source and the flags of every source on fs.
@@ -61,7 +71,7 @@ func (f *sourceFlags) newSource(fs *pflag.FlagSet, env source.Env) (source.Sourc
 	}
 	var err error
 	fs.Visit(func(fl *pflag.Flag) {
-		if owner, ok := f.owners[fl.Name]; ok && owner != *f.kind && err == nil {
+		if owner, ok := f.owners[fl.Name]; ok && owner != *f.kind && !f.shared[fl.Name] && err == nil {
 			err = fmt.Errorf("--%s is a flag of --source=%s, not of --source=%s", fl.Name, owner, *f.kind)
 		}
 	})

@@ -49,7 +49,7 @@ func (a *app) command() *cobra.Command {
 	root.SetErr(a.stderr)
 	a.o.addGlobalFlags(root)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{error: err} })
-	root.AddCommand(a.listCommand(), a.getCommand(), a.watchCommand(), a.findCommand(), a.versionCommand())
+	root.AddCommand(a.listCommand(), a.getCommand(), a.watchCommand(), a.findCommand(), a.versionCommand(), a.kubeconfigCommand())
 	root.Version = buildinfo.Get()
 	root.SetVersionTemplate("podsctl {{.Version}}\n")
 	root.InitDefaultCompletionCmd()

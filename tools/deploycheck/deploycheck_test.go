@@ -55,6 +55,9 @@ type rendering struct {
 	roles       []rbacv1.ClusterRole
 	podMonitors []monitoringv1.PodMonitor
 	kinds       []string
+	// delegators counts the ClusterRoleBindings to system:auth-delegator,
+	// localService the Services with internalTrafficPolicy: Local.
+	delegators, localService int
 }
 
 func render(t *testing.T, v deploycheck.Variant) rendering {
@@ -78,6 +81,24 @@ func render(t *testing.T, v deploycheck.Variant) rendering {
 		case "ClusterRole":
 			r.roles = append(r.roles, rbacv1.ClusterRole{})
 			dst = &r.roles[len(r.roles)-1]
+		case "ClusterRoleBinding":
+			var b rbacv1.ClusterRoleBinding
+			if err := yaml.UnmarshalStrict(o.Raw, &b); err != nil {
+				t.Fatalf("%s %s: %v", o.Kind, o.Name, err)
+			}
+			if b.RoleRef.Name == "system:auth-delegator" {
+				r.delegators++
+			}
+			continue
+		case "Service":
+			var svc corev1.Service
+			if err := yaml.UnmarshalStrict(o.Raw, &svc); err != nil {
+				t.Fatalf("%s %s: %v", o.Kind, o.Name, err)
+			}
+			if p := svc.Spec.InternalTrafficPolicy; p != nil && *p == corev1.ServiceInternalTrafficPolicyLocal {
+				r.localService++
+			}
+			continue
 		case "PodMonitor":
 			r.podMonitors = append(r.podMonitors, monitoringv1.PodMonitor{})
 			dst = &r.podMonitors[len(r.podMonitors)-1]
@@ -172,6 +193,19 @@ func TestVariants(t *testing.T) {
 			},
 		},
 		{
+			variant: deploycheck.Variant{Name: "kube-api", Base: ".", Components: []string{"components/kube-api"}},
+			check:   checkKubeAPI,
+		},
+		{
+			variant: deploycheck.Variant{Name: "apiserver-kube-api", Base: "apiserver", Components: []string{"components/kube-api"}},
+			check: func(t *testing.T, r rendering) {
+				checkKubeAPI(t, r)
+				if !slices.Contains(r.container().Args, "--source=apiserver") {
+					t.Errorf("args %q: want --source=apiserver", r.container().Args)
+				}
+			},
+		},
+		{
 			variant: deploycheck.Variant{Name: "apiserver", Base: "apiserver"},
 			check: func(t *testing.T, r rendering) {
 				if r.allows("nodes/proxy") || r.allows("nodes/pods") || !r.allows("pods") {
@@ -204,6 +238,37 @@ func TestVariants(t *testing.T) {
 			}
 			tt.check(t, r)
 		})
+	}
+}
+
+// checkKubeAPI checks the component kube-api: the flags of the Kubernetes
+// API with the Secret's certificate mounted where they say, its port, the
+// Service local to each node, and the auth-delegator binding.
+func checkKubeAPI(t *testing.T, r rendering) {
+	t.Helper()
+	c := r.container()
+	for _, want := range []string{"--kube-api-address=:10266", "--kube-api-tls-cert-file=/etc/podsapi/kube-api-tls/tls.crt",
+		"--kube-api-tls-private-key-file=/etc/podsapi/kube-api-tls/tls.key", "--kube-api-socket=/var/lib/kubelet/pods-api/kube-api.sock"} {
+		if !slices.Contains(c.Args, want) {
+			t.Errorf("args %q: want %s", c.Args, want)
+		}
+	}
+	if !slices.ContainsFunc(c.Ports, func(p corev1.ContainerPort) bool { return p.Name == "kube-api" && p.ContainerPort == 10266 }) {
+		t.Errorf("ports %+v: want kube-api 10266", c.Ports)
+	}
+	if !slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return m.MountPath == "/etc/podsapi/kube-api-tls" }) {
+		t.Errorf("volume mounts %+v: want the serving certificate at /etc/podsapi/kube-api-tls", c.VolumeMounts)
+	}
+	if !slices.ContainsFunc(r.daemonSets[0].Spec.Template.Spec.Volumes, func(v corev1.Volume) bool {
+		return v.Secret != nil && v.Secret.SecretName == "podsapi-kube-api-tls"
+	}) {
+		t.Errorf("want the Secret podsapi-kube-api-tls as a volume")
+	}
+	if !slices.Contains(r.kinds, "Service") || r.delegators == 0 {
+		t.Errorf("kinds %q, %d bindings to system:auth-delegator: want the Service and one binding", r.kinds, r.delegators)
+	}
+	if r.localService == 0 {
+		t.Errorf("want the Service with internalTrafficPolicy: Local")
 	}
 }
 

@@ -54,8 +54,15 @@ type ControlPlane struct {
 	flags      []string
 }
 
+// NodeUserPrefix starts the name of a node's user (system:node:NAME): given
+// to Start, it belongs to the group system:nodes, which the API server's
+// Node authorizer allows, among others, the lists and watches of the pods
+// of its node (fieldSelector=spec.nodeName=NAME), and RBAC nothing.
+const NodeUserPrefix = "system:node:"
+
 // Start starts etcd and the API server, with a bearer token for AdminUser
-// and for each of users (who belong to no group but system:authenticated),
+// and for each of users (who belong to no group but system:authenticated,
+// but nodes' users: see NodeUserPrefix),
 // and stops them at the end of the test. It skips the test when EnvBin is
 // unset.
 func Start(t testing.TB, users ...string) *ControlPlane {
@@ -103,8 +110,11 @@ func StartWith(t testing.TB, opts Options) *ControlPlane {
 	for _, user := range append([]string{AdminUser}, users...) {
 		c.tokens[user] = newToken(t)
 		group := ""
-		if user == AdminUser {
+		switch {
+		case user == AdminUser:
 			group = "system:masters"
+		case strings.HasPrefix(user, NodeUserPrefix):
+			group = "system:nodes"
 		}
 		fmt.Fprintf(&csv, "%s,%s,uid-%s,%q\n", c.tokens[user], user, user, group)
 	}
@@ -206,7 +216,7 @@ func (c *ControlPlane) apiserverArgs() []string {
 		"--tls-cert-file=" + f("apiserver.crt"),
 		"--tls-private-key-file=" + f("apiserver.key"),
 		"--token-auth-file=" + f("tokens.csv"),
-		"--authorization-mode=RBAC",
+		"--authorization-mode=Node,RBAC", // Node: for the users of NodeUserPrefix.
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
 		"--service-account-key-file=" + f("sa.pub"),
 		"--service-account-signing-key-file=" + f("sa.key"),

@@ -1,0 +1,192 @@
+package door
+
+import (
+	"context"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apiserver/pkg/authentication/authenticator"
+	"k8s.io/apiserver/pkg/authentication/group"
+	"k8s.io/apiserver/pkg/authentication/request/bearertoken"
+	"k8s.io/apiserver/pkg/authentication/request/union"
+	"k8s.io/apiserver/pkg/authentication/request/websocket"
+	x509request "k8s.io/apiserver/pkg/authentication/request/x509"
+	tokencache "k8s.io/apiserver/pkg/authentication/token/cache"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
+	webhooktoken "k8s.io/apiserver/plugin/pkg/authenticator/token/webhook"
+	authenticationv1client "k8s.io/client-go/kubernetes/typed/authentication/v1"
+	authorizationv1client "k8s.io/client-go/kubernetes/typed/authorization/v1"
+	"k8s.io/client-go/rest"
+)
+
+// The kubelet's defaults for its own cached TokenReviews and
+// SubjectAccessReviews (its --authentication-token-webhook-cache-ttl,
+// --authorization-webhook-cache-authorized-ttl and
+// --authorization-webhook-cache-unauthorized-ttl). They are also how long
+// a decision keeps working while the API server is unreachable: an answer
+// is kept for its TTL from when the API server gave it, whatever happens to
+// the API server meanwhile, and never longer.
+const (
+	DefaultTokenCacheTTL = 2 * time.Minute
+	DefaultAllowCacheTTL = 5 * time.Minute
+	DefaultDenyCacheTTL  = 30 * time.Second
+)
+
+// DefaultReviewTimeout bounds each TokenReview and SubjectAccessReview sent
+// to the API server (before the library's retries, about 4 s more of
+// backoff in all).
+const DefaultReviewTimeout = 10 * time.Second
+
+// reviewBackoff is the retries of a review that failed: the API server's
+// own for its webhooks (k8s.io/apiserver's DefaultAuthWebhookRetryBackoff,
+// whose package would link the whole generic API server): 5 tries, 0.5 s
+// apart growing by half each time, about 4 s in all.
+func reviewBackoff() *wait.Backoff {
+	return &wait.Backoff{Duration: 500 * time.Millisecond, Factor: 1.5, Jitter: 0.2, Steps: 5}
+}
+
+// Auth authenticates the callers of the door and authorizes their
+// requests for the node's pods, as the kubelet does, with the pieces of
+// k8s.io/apiserver that its delegating authenticator and authorizer are
+// made of: bearer tokens reviewed by TokenReviews with their answers
+// cached, x509 client certificates signed by a client CA, the group
+// system:authenticated added (what authenticatorfactory's
+// DelegatingAuthenticatorConfig assembles, without its front-proxy
+// authenticator, which links client-go's whole clientset, every API
+// group's types: 6 MB more of idle memory), and authorizerfactory's
+// DelegatingAuthorizerConfig: SubjectAccessReviews with their answers
+// cached.
+type Auth struct {
+	authenticator authenticator.Request
+	authorizer    authorizer.UnconditionalAuthorizer
+	self          authorizationv1client.SelfSubjectAccessReviewInterface
+}
+
+// AuthOption configures NewAuth.
+type AuthOption func(*authConfig)
+
+type authConfig struct {
+	clientCAFile          string
+	tokenTTL, allow, deny time.Duration
+	reviewTimeout         time.Duration
+}
+
+// WithClientCAFile accepts client certificates signed by a CA of the PEM
+// file at path (read again when it changes), naming their user by the
+// certificate's common name and groups by its organizations, as the
+// kubelet's --client-ca-file. By default client certificates are not
+// accepted.
+func WithClientCAFile(path string) AuthOption { return func(c *authConfig) { c.clientCAFile = path } }
+
+// WithCacheTTLs sets how long an answer of the API server is cached: a
+// TokenReview's (default DefaultTokenCacheTTL), a SubjectAccessReview that
+// allowed (DefaultAllowCacheTTL) and one that did not (DefaultDenyCacheTTL).
+// Zero keeps a default.
+func WithCacheTTLs(token, allow, deny time.Duration) AuthOption {
+	return func(c *authConfig) {
+		for _, p := range []struct {
+			dst *time.Duration
+			v   time.Duration
+		}{{&c.tokenTTL, token}, {&c.allow, allow}, {&c.deny, deny}} {
+			if p.v != 0 {
+				*p.dst = p.v
+			}
+		}
+	}
+}
+
+// NewAuth returns the authentication and authorization of the door, asking
+// the API server of cfg, with cfg's credentials (podsapi's own, which need
+// the rights of the ClusterRole system:auth-delegator), for TokenReviews
+// and SubjectAccessReviews.
+func NewAuth(cfg *rest.Config, opts ...AuthOption) (*Auth, error) {
+	c := authConfig{tokenTTL: DefaultTokenCacheTTL, allow: DefaultAllowCacheTTL, deny: DefaultDenyCacheTTL, reviewTimeout: DefaultReviewTimeout}
+	for _, o := range opts {
+		o(&c)
+	}
+	if cfg == nil {
+		return nil, errors.New("no API server to send TokenReviews and SubjectAccessReviews to")
+	}
+	authn, err := authenticationv1client.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("client of TokenReviews: %w", err)
+	}
+	authz, err := authorizationv1client.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("client of SubjectAccessReviews: %w", err)
+	}
+	tokens, err := webhooktoken.NewFromInterface(authn, nil, *reviewBackoff(), c.reviewTimeout, webhooktoken.AuthenticatorMetrics{
+		RecordRequestTotal:   func(context.Context, string) {},
+		RecordRequestLatency: func(context.Context, string, float64) {},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("TokenReviews: %w", err)
+	}
+	// Answers cached for the TTL, rejections too; errors (the API server
+	// unreachable) are not.
+	cached := tokencache.New(tokens, false, c.tokenTTL, c.tokenTTL)
+	var chain []authenticator.Request
+	if c.clientCAFile != "" {
+		ca, err := newReloaded(parseClientCA, c.clientCAFile)
+		if err != nil {
+			return nil, fmt.Errorf("client CA: %w", err)
+		}
+		chain = append(chain, x509request.NewDynamic(func() (x509.VerifyOptions, bool) { return ca.get(), true }, x509request.CommonNameUserConversion))
+	}
+	chain = append(chain, bearertoken.New(cached), websocket.NewProtocolAuthenticator(cached))
+	a := &Auth{authenticator: group.NewAuthenticatedGroupAdder(union.New(chain...)), self: authz.SelfSubjectAccessReviews()}
+	sar := authorizerfactory.DelegatingAuthorizerConfig{
+		SubjectAccessReviewClient: authz,
+		AllowCacheTTL:             c.allow,
+		DenyCacheTTL:              c.deny,
+		WebhookRetryBackoff:       reviewBackoff(),
+	}
+	if a.authorizer, err = sar.New(); err != nil {
+		return nil, fmt.Errorf("authorizer: %w", err)
+	}
+	return a, nil
+}
+
+// parseClientCA returns the verification of client certificates against
+// the CAs of a PEM file.
+func parseClientCA(data [][]byte) (x509.VerifyOptions, error) {
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(data[0]) {
+		return x509.VerifyOptions{}, errors.New("no PEM certificate")
+	}
+	opts := x509request.DefaultVerifyOptions()
+	opts.Roots = pool
+	return opts, nil
+}
+
+// Check asks the API server whether podsapi's own account may create the
+// TokenReviews and SubjectAccessReviews that Auth sends (the ClusterRole
+// system:auth-delegator), and returns an error that says what it lacks:
+// without them every caller is refused 401 or 503.
+func (a *Auth) Check(ctx context.Context) error {
+	var missing []string
+	for _, r := range []struct{ group, resource string }{
+		{"authentication.k8s.io", "tokenreviews"}, {"authorization.k8s.io", "subjectaccessreviews"},
+	} {
+		review, err := a.self.Create(ctx, &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "create", Group: r.group, Resource: r.resource},
+		}}, metav1.CreateOptions{})
+		if err != nil {
+			return fmt.Errorf("ask the API server what podsapi may do: %w", err)
+		}
+		if !review.Status.Allowed {
+			missing = append(missing, "create "+r.resource+"."+r.group)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("podsapi's account may not %s: bind it to the ClusterRole system:auth-delegator (deploy/components/kube-api)", strings.Join(missing, " or "))
+	}
+	return nil
+}

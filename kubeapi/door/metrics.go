@@ -1,0 +1,128 @@
+package door
+
+import (
+	"bufio"
+	"net"
+	"net/http"
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// The values of the route label: the node's pods answered by the door
+// itself, or a request passed to the API server.
+const (
+	routeLocal   = "local"
+	routeProxied = "proxied"
+)
+
+// metrics counts the door's requests.
+type metrics struct {
+	requests *prometheus.CounterVec
+	inFlight *prometheus.GaugeVec
+}
+
+// newMetrics creates the door's metrics and registers them with reg, if
+// not nil.
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "podsapi_kube_api_requests_total",
+			Help: "Number of requests to podsapi's Kubernetes API (--kube-api-address, --kube-api-socket), by route (local: the node's pods, answered by podsapi; proxied: passed to the API server), verb (get, list, watch, create, update, patch, delete, or other) and HTTP status code (499: the client left first), counted when answered: a watch when it ends.",
+		}, []string{"route", "verb", "code"}),
+		inFlight: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "podsapi_kube_api_requests_in_flight",
+			Help: "Number of requests to podsapi's Kubernetes API being answered now (open watches and upgraded connections included), by route.",
+		}, []string{"route"}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.requests, m.inFlight)
+	}
+	return m
+}
+
+// start counts a request of route in flight, and returns what counts it
+// answered.
+func (m *metrics) start(route string) func(verb string, code int) {
+	g := m.inFlight.WithLabelValues(route)
+	g.Inc()
+	return func(verb string, code int) {
+		g.Dec()
+		m.requests.WithLabelValues(route, verb, strconv.Itoa(code)).Inc()
+	}
+}
+
+// verbOf names the Kubernetes verb of r from its method and parameters
+// alone (a bounded set of values): a GET is a get, a list or a watch by the
+// shape of its path, which is good enough to count by.
+func verbOf(r *http.Request) string {
+	switch r.Method {
+	case http.MethodGet, http.MethodHead:
+		q := r.URL.Query()
+		if w := q.Get("watch"); w == "true" || w == "1" {
+			return "watch"
+		}
+		return "get"
+	case http.MethodPost:
+		return "create"
+	case http.MethodPut:
+		return "update"
+	case http.MethodPatch:
+		return "patch"
+	case http.MethodDelete:
+		return "delete"
+	}
+	return "other"
+}
+
+// recorder remembers the status code written through it. It keeps the
+// Flusher of the writer it wraps, and Unwrap gives http.ResponseController
+// the rest (hijacking, for upgrades; deadlines).
+type recorder struct {
+	http.ResponseWriter
+	code int
+}
+
+func (r *recorder) WriteHeader(code int) {
+	if r.code == 0 {
+		r.code = code
+	}
+	if code == statusClientClosed {
+		return // Counted, never sent.
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *recorder) Write(b []byte) (int, error) {
+	if r.code == 0 {
+		r.code = http.StatusOK
+	}
+	return r.ResponseWriter.Write(b)
+}
+
+// Flush sends what is buffered, for the watches of the Local side.
+func (r *recorder) Flush() {
+	if r.code == 0 {
+		r.code = http.StatusOK
+	}
+	_ = http.NewResponseController(r.ResponseWriter).Flush()
+}
+
+// Hijack takes the connection over, for upgrades passed through.
+func (r *recorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	if r.code == 0 {
+		r.code = http.StatusSwitchingProtocols
+	}
+	return http.NewResponseController(r.ResponseWriter).Hijack()
+}
+
+// Unwrap returns the wrapped writer, for http.ResponseController.
+func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// status returns the code written, or 200 when none was.
+func (r *recorder) status() int {
+	if r.code == 0 {
+		return http.StatusOK
+	}
+	return r.code
+}
