@@ -50,7 +50,7 @@ var (
 	apiserverLoad = flag.String("apiserver-load", "", "measure the API server's load (needs PODSAPI_KUBE_BIN) and write the markdown to this file")
 	loadAgents    = flag.String("apiserver-agents", "10,50", "agent counts N of the one-node measurement")
 	fleetNodes    = flag.Int("apiserver-fleet-nodes", 50, "nodes K of the fleet measurement, each with a front door of its own (0 skips the fleet)")
-	fleetAgents   = flag.Int("apiserver-fleet-agents", 4, "informers M per node of the fleet measurement")
+	fleetAgents   = flag.Int("apiserver-fleet-agents", 5, "informers M per node of the fleet measurement")
 	fleetPods     = flag.Int("apiserver-fleet-pods", 4, "pods per node of the fleet")
 	fleetUpdates  = flag.Int("apiserver-fleet-updates", 500, "status updates of the fleet's pods (at 50/s)")
 )
@@ -93,7 +93,7 @@ type cpResult struct {
 	syncCPU  float64 // API server CPU seconds from the agents' start to their sync (their lists).
 	churnCPU float64 // API server CPU seconds during the churn.
 	rss      float64 // API server resident memory at the end of the churn, bytes.
-	heap     float64 // API server heap in use at the end of the churn (go_memstats_heap_inuse_bytes), bytes.
+	heap     float64 // API server live heap at the end of the churn (go_gc_heap_live_bytes: marked by the last GC), bytes.
 	// The front doors' CPU seconds (from /proc of their processes) from the
 	// agents' start to their sync, and during the churn; their resident
 	// memory at the end of the churn.
@@ -442,7 +442,7 @@ func measureLoad(t *testing.T, cp *kubetest.ControlPlane, sc loadScenario) cpRes
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := cpResult{feed: sc.feed, nodes: len(sc.nodes), agents: n, rss: float64(rss), heap: during.gauge("go_memstats_heap_inuse_bytes", nil)}
+	r := cpResult{feed: sc.feed, nodes: len(sc.nodes), agents: n, rss: float64(rss), heap: during.gauge("go_gc_heap_live_bytes", nil)}
 	if doors != nil {
 		r.doorSyncCPU = doorCPUSynced - doorCPU0
 		r.doorChurnCPU = doorsCPU(t, doors) - doorCPUSynced

@@ -43,7 +43,7 @@ into internal/rigs/bench/apiserver.md, which docs/benchmarks.md embeds.
 		fmt.Fprintf(&sb, "| %d | %s | %.0f | %.0f | %s | %.2f s | %s | %s | %d |\n", r.agents, r.feed, r.watchers, r.requests,
 			fmtBytes(r.bytes), r.cpu, r.p50.Round(10*time.Microsecond), r.p99.Round(10*time.Microsecond), r.events)
 	}
-	sb.WriteString("\n| agents | feed ÷ direct | watches ÷ | requests ÷ | bytes ÷ | API server CPU ÷ | p50 ÷ | p99 ÷ |\n|---:|---|---:|---:|---:|---:|---:|---:|\n")
+	sb.WriteString("\n| agents | feed ÷ direct | watches ÷ | requests ÷ | bytes ÷ | API server CPU ÷ | p50 ÷ | p99 ÷ |\n|---:|---|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, n := range counts {
 		d := byKey[fmt.Sprintf("%s-%d", feedDirect, n)]
 		for _, feed := range []string{feedPodsAPI, feedFrontDoor} {
@@ -89,16 +89,17 @@ over all of them in turn. Some of the nodes (K) each run M informers (the same i
 selector spec.nodeName of their node), either on the API server (**direct**: K×M pod watches) or on a front door
 of their node's own (**front door**: K child processes, each a podsapi with its own API-server source and
 Kubernetes API, and its M informers). Each row runs on a control plane of its own, started and seeded the
-same way, so that the API server's memory at the end of the churn (its resident memory, VmRSS from /proc, and its Go
-heap in use, go_memstats_heap_inuse_bytes, which holds garbage not yet collected too) is the row's own; the
-other figures are above the baseline row's (no agent, same churn), and the memory is given with its
-difference from the baseline's in parentheses: a fresh API server's memory moves by about 10 MiB from start to
-start, so a difference below that is noise. The front doors' CPU and RSS are all K processes together.
+same way, so that the API server's memory at the end of the churn (its resident memory, VmRSS from /proc, and its live
+Go heap, go_gc_heap_live_bytes: what its last garbage collection marked) is the row's own; the other figures
+are above the baseline row's (no agent, same churn), and the memory is given with its difference from the
+baseline's in parentheses (a fresh API server's RSS moves by about 10 MiB from start to start, so an RSS
+difference below that is noise). The API server's CPU is of the whole row, and of its first phase alone, from
+the agents' start to their sync (their lists; in the front-door rows the front doors' own start and lists). The front doors' CPU and RSS are all K processes together.
 
-| nodes K | informers per node M | informers | feed | pod watches | LIST+WATCH requests | bytes sent | API server CPU | API server RSS | API server heap in use | front doors' CPU | front doors' RSS | event delay p50 | p99 | events |
-|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|
+| nodes K | informers per node M | informers | feed | pod watches | LIST+WATCH requests | bytes sent | API server CPU | of which lists | API server RSS | API server live heap | front doors' CPU | front doors' RSS | event delay p50 | p99 | events |
+|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|
 `, base.nodes, *fleetPods, base.nodes*max(*fleetPods, 1), *fleetUpdates, loadUpdateRate)
-	fmt.Fprintf(sb, "| 0 | 0 | 0 | baseline (no agent; not subtracted) | %.0f | %.0f | %s | %.2f s | %s | %s | | | | | |\n",
+	fmt.Fprintf(sb, "| 0 | 0 | 0 | baseline (no agent; not subtracted) | %.0f | %.0f | %s | %.2f s | | %s | %s | | | | | |\n",
 		base.watchers, base.requests, fmtBytes(base.bytes), base.cpu, fmtBytes(base.rss), fmtBytes(base.heap))
 	type shape struct{ k, m int }
 	byKey := make(map[string]cpResult)
@@ -113,20 +114,20 @@ start, so a difference below that is noise. The front doors' CPU and RSS are all
 		if r.feed == feedFrontDoor {
 			doorCPU, doorRSS = fmt.Sprintf("%.2f s", r.doorSyncCPU+r.doorChurnCPU), fmtBytes(r.doorRSS)
 		}
-		fmt.Fprintf(sb, "| %d | %d | %d | %s | %.0f | %.0f | %s | %.2f s | %s (%s) | %s (%s) | %s | %s | %s | %s | %d |\n", s.k, s.m, r.agents, r.feed,
-			r.watchers, r.requests, fmtBytes(r.bytes), r.cpu, fmtBytes(r.rss+base.rss), signedBytes(r.rss),
+		fmt.Fprintf(sb, "| %d | %d | %d | %s | %.0f | %.0f | %s | %.2f s | %.2f s | %s (%s) | %s (%s) | %s | %s | %s | %s | %d |\n", s.k, s.m, r.agents, r.feed,
+			r.watchers, r.requests, fmtBytes(r.bytes), r.cpu, r.syncCPU, fmtBytes(r.rss+base.rss), signedBytes(r.rss),
 			fmtBytes(r.heap+base.heap), signedBytes(r.heap), doorCPU, doorRSS,
 			r.p50.Round(10*time.Microsecond), r.p99.Round(10*time.Microsecond), r.events)
 	}
-	sb.WriteString("\nFront door ÷ direct, the same K and M:\n\n| K×M | watches ÷ | requests ÷ | bytes ÷ | API server CPU ÷ | RSS over baseline ÷ | heap over baseline ÷ |\n|---|---:|---:|---:|---:|---:|---:|\n")
+	sb.WriteString("\nFront door ÷ direct, the same K and M:\n\n| K×M | watches ÷ | requests ÷ | bytes ÷ | API server CPU ÷ | of lists ÷ | RSS over baseline ÷ | live heap over baseline ÷ |\n|---|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, s := range shapes {
 		d, f := byKey[fmt.Sprintf("%s-%d-%d", feedDirect, s.k, s.m)], byKey[fmt.Sprintf("%s-%d-%d", feedFrontDoor, s.k, s.m)]
-		fmt.Fprintf(sb, "| %d×%d | %s | %s | %s | %s | %s | %s |\n", s.k, s.m, div(f.watchers, d.watchers), div(f.requests, d.requests),
-			div(f.bytes, d.bytes), cpuDiv(f.cpu, d.cpu), cpuDiv(f.rss, d.rss), cpuDiv(f.heap, d.heap))
+		fmt.Fprintf(sb, "| %d×%d | %s | %s | %s | %s | %s | %s | %s |\n", s.k, s.m, div(f.watchers, d.watchers), div(f.requests, d.requests),
+			div(f.bytes, d.bytes), cpuDiv(f.cpu, d.cpu), cpuDiv(f.syncCPU, d.syncCPU), cpuDiv(f.rss, d.rss), cpuDiv(f.heap, d.heap))
 	}
 	sb.WriteString("\nHow each feed's cost grows with the nodes (K, the same M) and with the informers per node (M, the same K), " +
 		"in the same run: the informers' count grows by the first ratio.\n\n" +
-		"| from → to | informers ÷ | feed | watches ÷ | requests ÷ | bytes ÷ | API server CPU ÷ | RSS over baseline ÷ | heap over baseline ÷ |\n|---|---:|---|---:|---:|---:|---:|---:|---:|\n")
+		"| from → to | informers ÷ | feed | watches ÷ | requests ÷ | bytes ÷ | API server CPU ÷ | of lists ÷ | RSS over baseline ÷ | live heap over baseline ÷ |\n|---|---:|---|---:|---:|---:|---:|---:|---:|---:|\n")
 	for i, from := range shapes {
 		for _, to := range shapes[i+1:] {
 			if from.k != to.k && from.m != to.m {
@@ -134,9 +135,9 @@ start, so a difference below that is noise. The front doors' CPU and RSS are all
 			}
 			for _, feed := range []string{feedDirect, feedFrontDoor} {
 				a, b := byKey[fmt.Sprintf("%s-%d-%d", feed, from.k, from.m)], byKey[fmt.Sprintf("%s-%d-%d", feed, to.k, to.m)]
-				fmt.Fprintf(sb, "| %d×%d → %d×%d | %s | %s | %s | %s | %s | %s | %s | %s |\n", from.k, from.m, to.k, to.m,
+				fmt.Fprintf(sb, "| %d×%d → %d×%d | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", from.k, from.m, to.k, to.m,
 					div(float64(b.agents), float64(a.agents)), feed, div(b.watchers, a.watchers), div(b.requests, a.requests),
-					div(b.bytes, a.bytes), cpuDiv(b.cpu, a.cpu), cpuDiv(b.rss, a.rss), cpuDiv(b.heap, a.heap))
+					div(b.bytes, a.bytes), cpuDiv(b.cpu, a.cpu), cpuDiv(b.syncCPU, a.syncCPU), cpuDiv(b.rss, a.rss), cpuDiv(b.heap, a.heap))
 			}
 		}
 	}
