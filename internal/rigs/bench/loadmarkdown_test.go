@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 	"strings"
+	"testing"
 	"time"
 )
 
@@ -194,4 +195,35 @@ func signedBytes(b float64) string {
 		return "−" + fmtBytes(-b)
 	}
 	return "+" + fmtBytes(b)
+}
+
+// TestLoadMarkdown checks the writer's arithmetic on figures made up for it:
+// baselines taken off, ratios of the same run, growth between shapes.
+func TestLoadMarkdown(t *testing.T) {
+	one := []cpResult{
+		{feed: feedNone, bytes: 100, cpu: 1},
+		{feed: feedDirect, agents: 10, watchers: 10, requests: 10, bytes: 1100, cpu: 2, syncCPU: 0.05, churnCPU: 1.5, events: 1000},
+		{feed: feedPodsAPI, agents: 10, watchers: 1, requests: 1, bytes: 200, cpu: 1.1, events: 1000},
+		{feed: feedFrontDoor, agents: 10, watchers: 1, requests: 1, bytes: 200, cpu: 1.1, doorSyncCPU: 0.02, doorChurnCPU: 0.1, events: 1000},
+	}
+	fleet := []cpResult{
+		{feed: feedNone, nodes: 4, rss: 100 << 20, heap: 50 << 20, cpu: 1},
+		{feed: feedDirect, nodes: 4, agents: 8, watchers: 8, requests: 8, bytes: 800, cpu: 1.8, rss: 108 << 20, heap: 58 << 20},
+		{feed: feedFrontDoor, nodes: 4, agents: 8, watchers: 4, requests: 4, bytes: 400, cpu: 1.4, rss: 104 << 20, heap: 54 << 20},
+		{feed: feedDirect, nodes: 4, agents: 16, watchers: 16, requests: 16, bytes: 1600, cpu: 2.6, rss: 116 << 20, heap: 66 << 20},
+		{feed: feedFrontDoor, nodes: 4, agents: 16, watchers: 4, requests: 4, bytes: 400, cpu: 1.4, rss: 104 << 20, heap: 54 << 20},
+	}
+	got := loadMarkdown([]int{10}, one, fleet)
+	for _, want := range []string{
+		"| 10 | front door | 0.10 | 0.10 | 0.10 | 0.10 | — | — |", // 1 of 10 watches; 0.1 s of 1 s CPU over the baseline.
+		"| 10 | 5ms | 2ms | 0.40 | 1.5ms | 100µs | 0.07 |",        // 1.5 s of churn CPU (the baseline's is 0) for 1000 events.
+		"| 4 | 2 | 8 | direct | 8 | 8 | 800 B | 0.80 s | 0.00 s | 108.0 MiB (+8.0 MiB) | 58.0 MiB (+8.0 MiB) |",
+		"| 4×2 | 0.50 | 0.50 | 0.50 | 0.50 | within noise | 0.50 | 0.50 |", // Front door ÷ direct.
+		"| 4×2 → 4×4 | 2.00 | direct | 2.00 | 2.00 | 2.00 | 2.00 | within noise | 2.00 | 2.00 |",
+		"| 4×2 → 4×4 | 2.00 | front door | 1.00 | 1.00 | 1.00 | 1.00 | within noise | 1.00 | 1.00 |",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the markdown lacks %q:\n%s", want, got)
+		}
+	}
 }
