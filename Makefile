@@ -155,7 +155,7 @@ docs-check: ## Run the shell blocks of the README and docs/ as written against a
 BENCH_APISERVER_ARGS ?=
 
 .PHONY: bench-apiserver
-bench-apiserver: kube-bin ## Measure the API server's load, 10 and 50 agents direct, through podsapi or through its front door, and a fleet of 50 nodes (BENCH_APISERVER_ARGS sizes it down), into internal/rigs/bench/apiserver.md (docs/benchmarks.md embeds it; about N minutes).
+bench-apiserver: kube-bin ## Measure the API server's load, 10 and 50 agents direct, through podsapi or through its front door, and a fleet of 50 nodes (BENCH_APISERVER_ARGS sizes it down), into internal/rigs/bench/apiserver.md (docs/benchmarks.md embeds it; about 4 minutes).
 	PODSAPI_KUBE_BIN='$(KUBE_BIN)' go test -count=1 -timeout 20m -run '^TestAPIServerLoad$$' -v ./internal/rigs/bench \
 		-args -apiserver-load='$(CURDIR)/internal/rigs/bench/apiserver.md' $(BENCH_APISERVER_ARGS)
 

@@ -44,7 +44,7 @@ into internal/rigs/bench/apiserver.md, which docs/benchmarks.md embeds.
 		fmt.Fprintf(&sb, "| %d | %s | %.0f | %.0f | %s | %.2f s | %s | %s | %d |\n", r.agents, r.feed, r.watchers, r.requests,
 			fmtBytes(r.bytes), r.cpu, r.p50.Round(10*time.Microsecond), r.p99.Round(10*time.Microsecond), r.events)
 	}
-	sb.WriteString("\n| agents | feed ÷ direct | watches ÷ | requests ÷ | bytes ÷ | API server CPU ÷ | p50 ÷ | p99 ÷ |\n|---:|---|---:|---:|---:|---:|---:|---:|---:|\n")
+	sb.WriteString("\n| agents | feed ÷ direct | watches ÷ | requests ÷ | bytes ÷ | API server CPU ÷ | p50 ÷ | p99 ÷ |\n|---:|---|---:|---:|---:|---:|---:|---:|\n")
 	for _, n := range counts {
 		d := byKey[fmt.Sprintf("%s-%d", feedDirect, n)]
 		for _, feed := range []string{feedPodsAPI, feedFrontDoor} {
