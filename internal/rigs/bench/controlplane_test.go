@@ -344,8 +344,8 @@ func measureLoad(t *testing.T, cp *kubetest.ControlPlane, sc loadScenario) cpRes
 			startInformer(t, ctx, &wg, cp.AdminConfig, sc.nodes[a/sc.perNode], func(p *corev1.Pod) { arr.record(a, p.Status.Message) }, synced)
 		}
 	case feedFrontDoor:
+		// Stopped below, after the informers, or at the test's end.
 		doors = startFrontDoors(t, cp.Kubeconfig(t, kubetest.AdminUser, cp.Host()), sc.nodes)
-		defer stopFrontDoors(t, doors)
 		doorCPU0 = doorsCPU(t, doors)
 		for a := range n {
 			startInformer(t, ctx, &wg, doors[a/sc.perNode].cfg, sc.nodes[a/sc.perNode], func(p *corev1.Pod) { arr.record(a, p.Status.Message) }, synced)

@@ -69,8 +69,9 @@ func frontDoorMain(args []string, stdin io.Reader, stdout io.Writer) error {
 		return err
 	}
 	_, _ = io.Copy(io.Discard, stdin) // Until the parent closes it.
-	// The informers are stopped first: closing the server ends no watch
-	// that is still open on a live connection of theirs.
+	// No new connection, then none left: Close waits for the handlers, and
+	// a watch's handler returns once its connection is gone.
+	_ = srv.Listener.Close()
 	srv.CloseClientConnections()
 	srv.Close()
 	cancel()
