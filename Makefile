@@ -148,10 +148,16 @@ docs-check: ## Run the shell blocks of the README and docs/ as written against a
 	go build -modfile=tools/go.mod -o bin/grpcurl github.com/fullstorydev/grpcurl/cmd/grpcurl
 	PODSAPI_DOCS_CHECK=1 PODSAPI_GRPCURL='$(CURDIR)/bin/grpcurl' go test -count=1 -timeout 20m -v ./internal/rigs/docscheck
 
+# BENCH_APISERVER_ARGS sizes make bench-apiserver down, or up: the test's
+# flags -apiserver-agents (default 10,50), -apiserver-fleet-nodes (50; 0
+# skips the fleet), -apiserver-fleet-agents (4), -apiserver-fleet-pods (4)
+# and -apiserver-fleet-updates (500).
+BENCH_APISERVER_ARGS ?=
+
 .PHONY: bench-apiserver
-bench-apiserver: kube-bin ## Measure the API server's load, 10 and 50 agents direct or through podsapi, into internal/rigs/bench/apiserver.md (docs/benchmarks.md embeds it; about a minute).
+bench-apiserver: kube-bin ## Measure the API server's load, 10 and 50 agents direct, through podsapi or through its front door, and a fleet of 50 nodes (BENCH_APISERVER_ARGS sizes it down), into internal/rigs/bench/apiserver.md (docs/benchmarks.md embeds it; about 4 minutes).
 	PODSAPI_KUBE_BIN='$(KUBE_BIN)' go test -count=1 -timeout 20m -run '^TestAPIServerLoad$$' -v ./internal/rigs/bench \
-		-args -apiserver-load='$(CURDIR)/internal/rigs/bench/apiserver.md'
+		-args -apiserver-load='$(CURDIR)/internal/rigs/bench/apiserver.md' $(BENCH_APISERVER_ARGS)
 
 # KUBELET_BIN is where make kubelet-tools builds the kubelet (k8s.io/kubernetes
 # v1.37.2 cmd/kubelet) and fakecri: a directory named by a digest of

@@ -15,6 +15,9 @@ import (
 func TestMain(m *testing.M) {
 	// The harness re-executes its own binary as server children: in a test,
 	// that binary is the test binary.
+	if child, code := frontDoorChild(); child {
+		os.Exit(code)
+	}
 	if child, code := ChildMain(); child {
 		os.Exit(code)
 	}
