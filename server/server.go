@@ -25,6 +25,7 @@ import (
 	"github.com/podsapi/podsapi/gen/podsapi/pods/v1alpha1/podsv1alpha1connect"
 	"github.com/podsapi/podsapi/guard"
 	"github.com/podsapi/podsapi/internal/buildinfo"
+	"github.com/podsapi/podsapi/nri"
 	"github.com/podsapi/podsapi/podcgroup"
 	"github.com/podsapi/podsapi/server/internal/transport"
 	"github.com/podsapi/podsapi/service"
@@ -50,6 +51,7 @@ type Server struct {
 	metrics   *transport.Metrics // nil: no metrics endpoint
 	health    *health
 	shutdown  chan struct{}
+	nri       *nri.Observer // nil: no NRI
 }
 
 // New listens on cfg.Socket (and cfg.MetricsAddress) and returns a Server
@@ -163,6 +165,7 @@ func New(st Pods, cfg Config) (*Server, error) {
 		http:      httpServer,
 		health:    h,
 		shutdown:  shutdown,
+		nri:       newObserver(cfg, st),
 	}
 	if cfg.Metrics.Address != "" {
 		s.metrics, err = transport.ListenMetrics(transport.MetricsConfig{
@@ -271,7 +274,7 @@ func newBudget(cfg Config, st Pods) *budget.Budget {
 	for k, name := range budget.KindNames {
 		cfg.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name:        "podsapi_memory_used_bytes",
-			Help:        "Bytes counted against the memory budget, by kind: views (masked pods and enveloped events cached by the pods), lists (cached ListPods responses), snapshots (enveloped watch snapshots in flight), replays (enveloped blocks of the history for resumed watches), queued (live events queued for watchers) and history.",
+			Help:        "Bytes counted against the memory budget, by kind: views (masked pods and enveloped events cached by the pods), lists (cached ListPods responses), snapshots (enveloped watch snapshots in flight), replays (enveloped blocks of the history for resumed watches), queued (live events queued for watchers), history and runtime (the container runtime's facts from NRI, for FindPods).",
 			ConstLabels: prometheus.Labels{"kind": name},
 		}, func() float64 { return float64(b.Used(budget.Kind(k))) }))
 		cfg.Registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
@@ -364,6 +367,11 @@ func (s *Server) Serve(ctx context.Context) error {
 	}
 	stopReaper := make(chan struct{})
 	wg.Go(func() { s.transport.Run(stopReaper) })
+	nctx, stopNRI := context.WithCancel(context.Background())
+	defer stopNRI()
+	if s.nri != nil {
+		wg.Go(func() { s.nri.Run(nctx) })
+	}
 	wg.Go(func() {
 		select {
 		case <-s.pods.SyncedC():
@@ -392,6 +400,7 @@ func (s *Server) Serve(ctx context.Context) error {
 	}
 	s.listener.Close()
 	close(stopReaper)
+	stopNRI()
 	wg.Wait()
 	return err
 }

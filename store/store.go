@@ -40,6 +40,8 @@ type Store struct {
 	// included (find.go, tombstones.go).
 	index index
 	tombs tombstones
+	// rt are the runtime's facts (runtime.go).
+	rt runtimeFacts
 	// budget counts the views of the pods (BudgetViews); queued counts
 	// the events queued for watchers, and historyBytes mirrors
 	// history.bytes, both read without the lock.
@@ -81,6 +83,7 @@ func New(opts ...Option) *Store {
 		maxPodBytes: DefaultMaxPodBytes,
 		index:       newIndex(),
 		tombs:       newTombstones(),
+		rt:          newRuntimeFacts(),
 	}
 	for _, opt := range opts {
 		opt(s)

@@ -15,6 +15,7 @@ import (
 	"github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1/v1alpha1connect"
 	"github.com/podsapi/podsapi/gen/podsapi/pods/v1alpha1/podsv1alpha1connect"
 	"github.com/podsapi/podsapi/guard"
+	"github.com/podsapi/podsapi/nri"
 	"github.com/podsapi/podsapi/socket"
 )
 
@@ -46,4 +47,9 @@ type Hooks struct {
 	// it has closed one and freed its slot.
 	ConnAccepted func()
 	ConnClosed   func()
+	// NRIOptions configure the observer of the NRI socket (its backoff,
+	// for tests that restart the runtime's side), and NRISink wraps what
+	// it feeds (to stall it).
+	NRIOptions []nri.Option
+	NRISink    func(nri.Sink) nri.Sink
 }
