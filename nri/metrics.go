@@ -73,7 +73,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	}
 	refused := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "podsapi_nri_facts_refused_total",
-		Help: "Number of pods and containers of NRI events not kept, by reason: invalid (an ID, name or UID missing, too long or not printable) or bound (over --nri-max-bytes or the memory budget).",
+		Help: "Number of pods and containers of NRI events not kept, by reason: invalid (an ID, name or UID missing, too long or not printable) or bound (over the 16 MiB the store keeps of the runtime's facts, or the memory budget).",
 	}, []string{"reason"})
 	for i, name := range reasonNames {
 		m.refused[i] = refused.WithLabelValues(name)
