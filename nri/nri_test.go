@@ -151,20 +151,21 @@ type podsapi struct {
 }
 
 // startPodsapi starts a server with --nri-socket socket and --host-proc
-// proc, sink wrapping what the observer feeds when not nil.
-func startPodsapi(t *testing.T, socket, proc string, sink func(nri.Sink) nri.Sink, opts ...store.Option) *podsapi {
+// proc, serving wrap(the store) when wrap is not nil.
+func startPodsapi(t *testing.T, socket, proc string, wrap func(*store.Store) server.Pods, opts ...store.Option) *podsapi {
 	t.Helper()
 	st := store.New(opts...)
 	st.MarkSynced()
 	reg := prometheus.NewRegistry()
-	srv := podstest.Start(t, st, server.Config{
+	var served server.Pods = st
+	if wrap != nil {
+		served = wrap(st)
+	}
+	srv := podstest.Start(t, served, server.Config{
 		NRISocket: socket, HostProc: proc, Registry: reg,
 		Logger: slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn})),
 		Limits: server.LimitsConfig{QPS: -1},
-		Hooks: &hooks.Hooks{
-			NRIOptions: []nri.Option{nri.WithBackoff(5*time.Millisecond, 50*time.Millisecond)},
-			NRISink:    sink,
-		},
+		Hooks:  &hooks.Hooks{NRIBackoff: [2]time.Duration{5 * time.Millisecond, 50 * time.Millisecond}},
 	})
 	c, err := client.New(srv.SocketPath())
 	if err != nil {
@@ -611,21 +612,23 @@ func TestMisbehavingRuntime(t *testing.T) {
 	}
 }
 
-// stalledSink is a sink whose containers block until released.
-type stalledSink struct {
-	nri.Sink
+// stalledStore is a store whose runtime containers block until released.
+type stalledStore struct {
+	*store.Store
 	entered chan struct{}
 	release chan struct{}
 }
 
-func (s *stalledSink) PutRuntimeContainer(c store.RuntimeContainer) bool {
+func (s *stalledStore) PutRuntimeContainer(c store.RuntimeContainer) bool {
 	select {
 	case s.entered <- struct{}{}:
 	default:
 	}
 	<-s.release
-	return s.Sink.PutRuntimeContainer(c)
+	return s.Store.PutRuntimeContainer(c)
 }
+
+var _ nri.Sink = (*stalledStore)(nil)
 
 // TestStalledPodsapiDoesNotHoldTheRuntime: a podsapi that stops answering
 // delays the runtime no longer than NRI's plugin request timeout; the
@@ -638,11 +641,11 @@ func TestStalledPodsapiDoesNotHoldTheRuntime(t *testing.T) {
 	id := containerID(40)
 	socket := nriSocket(t)
 	rt := startRuntime(t, socket, nil, nil)
-	stalled := &stalledSink{entered: make(chan struct{}, 1), release: make(chan struct{})}
+	stalled := &stalledStore{entered: make(chan struct{}, 1), release: make(chan struct{})}
 	var once sync.Once
 	unstall := func() { once.Do(func() { close(stalled.release) }) }
 	t.Cleanup(unstall)
-	p := startPodsapi(t, socket, t.TempDir(), func(s nri.Sink) nri.Sink { stalled.Sink = s; return stalled })
+	p := startPodsapi(t, socket, t.TempDir(), func(st *store.Store) server.Pods { stalled.Store = st; return stalled })
 	rt.waitSynced(t)
 
 	ctx := t.Context()

@@ -20,11 +20,8 @@ func newObserver(cfg Config, st Pods) *nri.Observer {
 		r.ObserveReports(m.ObserveReport)
 	}
 	opts := []nri.Option{nri.WithLogger(cfg.Logger), nri.WithMetrics(m)}
-	if h := cfg.Hooks; h != nil {
-		opts = append(opts, h.NRIOptions...)
-		if h.NRISink != nil {
-			sink = h.NRISink(sink)
-		}
+	if h := cfg.Hooks; h != nil && h.NRIBackoff[0] > 0 {
+		opts = append(opts, nri.WithBackoff(h.NRIBackoff[0], h.NRIBackoff[1]))
 	}
 	return nri.New(cfg.NRISocket, sink, opts...)
 }

@@ -11,11 +11,11 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"time"
 
 	"github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1/v1alpha1connect"
 	"github.com/podsapi/podsapi/gen/podsapi/pods/v1alpha1/podsv1alpha1connect"
 	"github.com/podsapi/podsapi/guard"
-	"github.com/podsapi/podsapi/nri"
 	"github.com/podsapi/podsapi/socket"
 )
 
@@ -47,9 +47,8 @@ type Hooks struct {
 	// it has closed one and freed its slot.
 	ConnAccepted func()
 	ConnClosed   func()
-	// NRIOptions configure the observer of the NRI socket (its backoff,
-	// for tests that restart the runtime's side), and NRISink wraps what
-	// it feeds (to stall it).
-	NRIOptions []nri.Option
-	NRISink    func(nri.Sink) nri.Sink
+	// NRIBackoff, when not zero, are the first and longest waits between
+	// the NRI observer's connection attempts, so that tests that restart
+	// the runtime's side wait little.
+	NRIBackoff [2]time.Duration
 }
