@@ -66,7 +66,7 @@ type runtimeSide struct {
 // startRuntime starts the runtime side on socket, listing pods and
 // containers to the plugins that connect, and stops it at the end of the
 // test.
-func startRuntime(t *testing.T, socket string, pods []*api.PodSandbox, containers []*api.Container) *runtimeSide {
+func startRuntime(t testing.TB, socket string, pods []*api.PodSandbox, containers []*api.Container) *runtimeSide {
 	t.Helper()
 	r := &runtimeSide{socket: socket, synced: make(chan struct{}, 16), pods: pods, containers: containers}
 	syncFn := func(ctx context.Context, cb adaptation.SyncCB) error {
@@ -121,7 +121,7 @@ func (m *syncedMetrics) UpdatePluginCount(int) {
 }
 
 // waitSynced waits for podsapi to have connected and synchronised.
-func (r *runtimeSide) waitSynced(t *testing.T) {
+func (r *runtimeSide) waitSynced(t testing.TB) {
 	t.Helper()
 	select {
 	case <-r.synced:
@@ -131,7 +131,7 @@ func (r *runtimeSide) waitSynced(t *testing.T) {
 }
 
 // nriSocket returns a short socket path in a new temporary directory.
-func nriSocket(t *testing.T) string {
+func nriSocket(t testing.TB) string {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "nri")
 	if err != nil {
@@ -152,7 +152,7 @@ type podsapi struct {
 
 // startPodsapi starts a server with --nri-socket socket and --host-proc
 // proc, serving wrap(the store) when wrap is not nil.
-func startPodsapi(t *testing.T, socket, proc string, wrap func(*store.Store) server.Pods, opts ...store.Option) *podsapi {
+func startPodsapi(t testing.TB, socket, proc string, wrap func(*store.Store) server.Pods, opts ...store.Option) *podsapi {
 	t.Helper()
 	st := store.New(opts...)
 	st.MarkSynced()
@@ -177,7 +177,7 @@ func startPodsapi(t *testing.T, socket, proc string, wrap func(*store.Store) ser
 
 // find returns "source namespace/name[/container][ (deleted)]" of each
 // match of key, or the error.
-func (p *podsapi) find(t *testing.T, key client.FindKey, opts ...client.CallOption) string {
+func (p *podsapi) find(t testing.TB, key client.FindKey, opts ...client.CallOption) string {
 	t.Helper()
 	ms, _, err := p.client.FindPods(t.Context(), key, opts...)
 	if err != nil {
@@ -205,7 +205,7 @@ func (p *podsapi) find(t *testing.T, key client.FindKey, opts ...client.CallOpti
 
 // metric returns the value of the metric name with the labels, summed, or
 // the count of a histogram.
-func (p *podsapi) metric(t *testing.T, name string, labels ...string) float64 {
+func (p *podsapi) metric(t testing.TB, name string, labels ...string) float64 {
 	t.Helper()
 	mfs, err := p.reg.Gather()
 	if err != nil {
@@ -432,7 +432,7 @@ type runtimeProxy struct {
 	wg    sync.WaitGroup
 }
 
-func startProxy(t *testing.T, socket, inner string) *runtimeProxy {
+func startProxy(t testing.TB, socket, inner string) *runtimeProxy {
 	t.Helper()
 	l, err := net.Listen("unix", socket)
 	if err != nil {
