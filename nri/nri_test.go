@@ -55,8 +55,10 @@ type runtimeSide struct {
 	*adaptation.Adaptation
 	socket string
 	// synced receives each time a plugin has taken the synchronisation
-	// and was added to the runtime's plugins.
-	synced chan struct{}
+	// and was added to the runtime's plugins; attempts each time the
+	// runtime has tried to synchronise a plugin, in vain or not.
+	synced   chan struct{}
+	attempts chan struct{}
 
 	mu         sync.Mutex
 	pods       []*api.PodSandbox
@@ -68,7 +70,7 @@ type runtimeSide struct {
 // test.
 func startRuntime(t testing.TB, socket string, pods []*api.PodSandbox, containers []*api.Container) *runtimeSide {
 	t.Helper()
-	r := &runtimeSide{socket: socket, synced: make(chan struct{}, 16), pods: pods, containers: containers}
+	r := &runtimeSide{socket: socket, synced: make(chan struct{}, 16), attempts: make(chan struct{}, 64), pods: pods, containers: containers}
 	syncFn := func(ctx context.Context, cb adaptation.SyncCB) error {
 		r.mu.Lock()
 		pods, containers := r.pods, r.containers
@@ -86,7 +88,7 @@ func startRuntime(t testing.TB, socket string, pods []*api.PodSandbox, container
 	dir := t.TempDir()
 	a, err := adaptation.New("containerd", "v2.4.2", syncFn, updateFn,
 		adaptation.WithSocketPath(socket), adaptation.WithPluginPath(dir), adaptation.WithPluginConfigPath(dir),
-		adaptation.WithMetrics(&syncedMetrics{synced: r.synced}))
+		adaptation.WithMetrics(&syncedMetrics{synced: r.synced, attempts: r.attempts}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,13 +104,21 @@ func startRuntime(t testing.TB, socket string, pods []*api.PodSandbox, container
 // has synchronised and joined the runtime's plugins: the runtime counts
 // its plugins right after it adds one that took its synchronisation.
 type syncedMetrics struct {
-	synced  chan<- struct{}
-	pending atomic.Bool
+	synced   chan<- struct{}
+	attempts chan<- struct{}
+	pending  atomic.Bool
 }
 
 func (m *syncedMetrics) RecordPluginInvocation(_, op string, err error) {
-	if op == "Synchronize" && err == nil {
+	if op != "Synchronize" {
+		return
+	}
+	if err == nil {
 		m.pending.Store(true)
+	}
+	select {
+	case m.attempts <- struct{}{}:
+	default:
 	}
 }
 func (m *syncedMetrics) RecordPluginLatency(string, string, time.Duration) {}
@@ -647,6 +657,7 @@ func TestStalledPodsapiDoesNotHoldTheRuntime(t *testing.T) {
 	t.Cleanup(unstall)
 	p := startPodsapi(t, socket, t.TempDir(), func(st *store.Store) server.Pods { stalled.Store = st; return stalled })
 	rt.waitSynced(t)
+	<-rt.attempts // the synchronisation just taken
 
 	ctx := t.Context()
 	s, c := pod.sandbox(), pod.container(id, "app", 0)
@@ -675,9 +686,22 @@ func TestStalledPodsapiDoesNotHoldTheRuntime(t *testing.T) {
 	rt.mu.Lock()
 	rt.pods, rt.containers = []*api.PodSandbox{s}, []*api.Container{c}
 	rt.mu.Unlock()
+	// podsapi, dropped by the runtime, connects again while its stalled
+	// handler still holds: the runtime tries to synchronise it before
+	// the handler returns.
+	select {
+	case <-rt.attempts:
+	case <-time.After(30 * time.Second):
+		t.Fatal("podsapi did not connect again within 30s")
+	}
 	unstall()
 	rt.waitSynced(t)
 	if got := p.find(t, client.ByContainerID(id)); got != "RUNTIME default/web-4/app" {
 		t.Errorf("after the stall: %s", got)
+	}
+	// The stalled handler's facts (PID 0, from before the start) never
+	// land after the synchronisation's (PID 77).
+	if _, ms := p.st.FindPID(77, false); len(ms) != 1 {
+		t.Errorf("the started container's PID 77 finds %d pods after the resynchronisation, want 1", len(ms))
 	}
 }

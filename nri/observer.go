@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/containerd/nri/pkg/stub"
@@ -40,6 +41,11 @@ type Observer struct {
 	name, idx string
 	first     time.Duration
 	max       time.Duration
+
+	// gen numbers the connections; mu orders the events' effects on the
+	// sink (plugin.apply).
+	gen atomic.Uint64
+	mu  sync.Mutex
 }
 
 // Option configures an Observer.
@@ -120,7 +126,7 @@ func (o *Observer) session(ctx context.Context) (synced bool, err error) {
 		once sync.Once
 	)
 	syncedC := make(chan struct{})
-	p := &plugin{o: o, synced: func() {
+	p := &plugin{o: o, gen: o.gen.Add(1), synced: func() {
 		once.Do(func() {
 			o.metrics.setConnected(true)
 			close(syncedC)

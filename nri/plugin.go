@@ -34,8 +34,22 @@ type Sink interface {
 // updated or evicted.
 type plugin struct {
 	o *Observer
+	// gen is the connection's number (Observer.gen).
+	gen uint64
 	// synced is called once the initial synchronisation is taken.
 	synced func()
+}
+
+// apply runs f, what an event does to the sink, one event at a time, and
+// not at all once a newer connection has started: a handler that outlived
+// the runtime's timeout (the runtime then dropped the connection) never
+// lands its facts after the synchronisation of the next connection.
+func (p *plugin) apply(f func()) {
+	p.o.mu.Lock()
+	defer p.o.mu.Unlock()
+	if p.gen == p.o.gen.Load() {
+		f()
+	}
 }
 
 // Configure logs the runtime and subscribes to the events plugin handles.
@@ -67,16 +81,18 @@ func (p *plugin) Synchronize(ctx context.Context, pods []*api.PodSandbox, contai
 		}
 	}
 	p.o.metrics.refuse(reasonInvalid, invalid)
-	p.o.metrics.refuse(reasonBound, p.o.sink.SyncRuntime(rps, rcs))
-	p.o.logger.Debug("synchronised with the container runtime", "pods", len(rps), "containers", len(rcs), "invalid", invalid)
-	p.synced()
+	p.apply(func() {
+		p.o.metrics.refuse(reasonBound, p.o.sink.SyncRuntime(rps, rcs))
+		p.o.logger.Debug("synchronised with the container runtime", "pods", len(rps), "containers", len(rcs), "invalid", invalid)
+		p.synced()
+	})
 	return nil, nil
 }
 
 // RunPodSandbox takes a new pod.
 func (p *plugin) RunPodSandbox(ctx context.Context, s *api.PodSandbox) error {
 	p.o.metrics.event(eventRunPodSandbox)
-	p.putPod(s)
+	p.apply(func() { p.putPod(s) })
 	return nil
 }
 
@@ -86,7 +102,7 @@ func (p *plugin) StopPodSandbox(ctx context.Context, s *api.PodSandbox) error {
 	p.o.metrics.event(eventStopPodSandbox)
 	if rp, ok := podOf(s); ok {
 		rp.IPs = nil
-		p.o.metrics.refuse(reasonBound, b2i(!p.o.sink.PutRuntimePod(rp)))
+		p.apply(func() { p.o.metrics.refuse(reasonBound, b2i(!p.o.sink.PutRuntimePod(rp))) })
 	} else {
 		p.o.metrics.refuse(reasonInvalid, 1)
 	}
@@ -97,7 +113,7 @@ func (p *plugin) StopPodSandbox(ctx context.Context, s *api.PodSandbox) error {
 func (p *plugin) RemovePodSandbox(ctx context.Context, s *api.PodSandbox) error {
 	p.o.metrics.event(eventRemovePodSandbox)
 	if id := s.GetId(); validString(id, maxIDLen, true) {
-		p.o.sink.RemoveRuntimePod(id)
+		p.apply(func() { p.o.sink.RemoveRuntimePod(id) })
 	}
 	return nil
 }
@@ -106,14 +122,14 @@ func (p *plugin) RemovePodSandbox(ctx context.Context, s *api.PodSandbox) error 
 // starts), after the runtime created it: it does not hold the creation.
 func (p *plugin) PostCreateContainer(ctx context.Context, s *api.PodSandbox, c *api.Container) error {
 	p.o.metrics.event(eventPostCreateContainer)
-	p.putContainer(s, c)
+	p.apply(func() { p.putContainer(s, c) })
 	return nil
 }
 
 // PostStartContainer takes a started container and its PID.
 func (p *plugin) PostStartContainer(ctx context.Context, s *api.PodSandbox, c *api.Container) error {
 	p.o.metrics.event(eventPostStartContainer)
-	p.putContainer(s, c)
+	p.apply(func() { p.putContainer(s, c) })
 	return nil
 }
 
@@ -121,7 +137,7 @@ func (p *plugin) PostStartContainer(ctx context.Context, s *api.PodSandbox, c *a
 func (p *plugin) RemoveContainer(ctx context.Context, s *api.PodSandbox, c *api.Container) error {
 	p.o.metrics.event(eventRemoveContainer)
 	if id := c.GetId(); validString(id, maxIDLen, true) {
-		p.o.sink.RemoveRuntimeContainer(id)
+		p.apply(func() { p.o.sink.RemoveRuntimeContainer(id) })
 	}
 	return nil
 }
