@@ -1,6 +1,7 @@
 package podcgroup_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/podsapi/podsapi/podcgroup"
@@ -46,4 +47,25 @@ func TestFromRuntimeParses(t *testing.T) {
 			t.Errorf("Parse(FromRuntime(%q)) = %+v, %v", in, p, ok)
 		}
 	}
+}
+
+// FuzzFromRuntime checks that any cgroups path translates to "" or to an
+// absolute path of one line, bounded, which Parse never fails on.
+func FuzzFromRuntime(f *testing.F) {
+	for _, s := range []string{
+		"kubepods-besteffort-pod1234_5678.slice:cri-containerd:abc", "/kubepods/pod1/abc", "a:b:c", "-.slice::x",
+		"kubepods.slice::kubepods-x.slice", "x.slice:p:", "::", "/../..", "kubepods-.slice:a:b",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		out := podcgroup.FromRuntime(in)
+		if out == "" {
+			return
+		}
+		if out[0] != '/' || strings.ContainsAny(out, "\n\x00") || len(out) > 2*podcgroup.MaxPathBytes+64 {
+			t.Fatalf("FromRuntime(%q) = %q", in, out)
+		}
+		podcgroup.Parse("0::" + out)
+	})
 }
