@@ -705,3 +705,22 @@ func TestStalledPodsapiDoesNotHoldTheRuntime(t *testing.T) {
 		t.Errorf("the started container's PID 77 finds %d pods after the resynchronisation, want 1", len(ms))
 	}
 }
+
+// TestNoRuntime: with --nri-socket naming a socket nobody serves, the
+// server serves the pod source's pods unchanged, says it is not connected,
+// and stops at once.
+func TestNoRuntime(t *testing.T) {
+	pod := newTestPod(5)
+	id := containerID(50)
+	p := startPodsapi(t, nriSocket(t), t.TempDir(), nil)
+	p.st.Upsert(pod.reported(map[string]string{"app": id}))
+	if got := p.find(t, client.ByContainerID(id)); got != "POD_SOURCE default/web-5/app" {
+		t.Errorf("without a runtime: %s", got)
+	}
+	if got := p.metric(t, "podsapi_nri_connected"); got != 0 {
+		t.Errorf("podsapi_nri_connected = %v without a runtime", got)
+	}
+	if got := p.metric(t, "podsapi_nri_last_event_age_seconds"); got != -1 {
+		t.Errorf("podsapi_nri_last_event_age_seconds = %v without an event, want -1", got)
+	}
+}
