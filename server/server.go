@@ -153,6 +153,10 @@ func New(st Pods, cfg Config) (*Server, error) {
 		})
 	}
 
+	observer, err := newObserver(cfg, st)
+	if err != nil {
+		return nil, err
+	}
 	l, err := socket.Listen(cfg.Socket, socketOpts...)
 	if err != nil {
 		return nil, err
@@ -165,7 +169,7 @@ func New(st Pods, cfg Config) (*Server, error) {
 		http:      httpServer,
 		health:    h,
 		shutdown:  shutdown,
-		nri:       newObserver(cfg, st),
+		nri:       observer,
 	}
 	if cfg.Metrics.Address != "" {
 		s.metrics, err = transport.ListenMetrics(transport.MetricsConfig{
