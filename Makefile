@@ -13,6 +13,9 @@ METRICS ?= 127.0.0.1:10265
 # NODE_NAME is the node `make run` says its pods run on: node-1, that of
 # the example manifests (and of the README's sample outputs).
 NODE_NAME ?= node-1
+# Further flags of make run's server, such as --watch-queue 16 for the
+# conformance suite's features file.
+SERVER_ARGS ?=
 
 # BUILD_VERSION is the version make build, make run and make image stamp
 # on the binaries (--version, podsctl version, the server's
@@ -58,11 +61,11 @@ install: build ## Install the three commands into DESTDIR/PREFIX/bin (PREFIX=/us
 	install -m 0755 $(addprefix bin/,$(COMMANDS)) '$(DESTDIR)$(PREFIX)/bin/'
 
 .PHONY: run
-run: ## Build and run the server on the example manifests (SOCKET=..., MANIFESTS=..., METRICS=..., NODE_NAME=...).
+run: ## Build and run the server on the example manifests (SOCKET=..., MANIFESTS=..., METRICS=..., NODE_NAME=..., SERVER_ARGS=... more flags).
 	go build -ldflags '$(LDFLAGS)' -o bin/podsapi-server ./cmd/podsapi-server
 	@# The server names its flags when the socket or the metrics address is
 	@# taken; a make user changes the variables instead.
-	./bin/podsapi-server --manifest-dir "$(MANIFESTS)" --socket "$(SOCKET)" --metrics-address "$(METRICS)" --node-name "$(NODE_NAME)" || { \
+	./bin/podsapi-server --manifest-dir "$(MANIFESTS)" --socket "$(SOCKET)" --metrics-address "$(METRICS)" --node-name "$(NODE_NAME)" $(SERVER_ARGS) || { \
 		rc=$$?; [ $$rc -ne 1 ] || echo "make run: if the socket or the metrics address is taken (another make run?), give this one its own:" \
 			"make run SOCKET=/tmp/pods-2.sock METRICS=127.0.0.1:10266 (METRICS= serves no metrics)" >&2; exit $$rc; }
 
@@ -108,33 +111,37 @@ conformance: ## Run the conformance suite against our server, started and restar
 		--features conformance/features/podsapi-server-kubelet.yaml --known-failing conformance/features/podsapi-server-kubelet.known-failing \
 		--junit build/conformance-kubelet.xml --json build/conformance-kubelet.json
 
-# KUBE_BIN is where make kube-bin caches kube-apiserver and etcd, built from
-# tools/kube: a directory per hash of tools/kube's go.mod, go.sum and
-# etcd/main.go, so that a version change builds them again (about 7 minutes
-# cold on 2 cores, seconds warm).
+# KUBE_BIN is where make kube-bin caches kube-apiserver, etcd and kubectl,
+# built from tools/kube: a directory per hash of tools/kube's go.mod, go.sum
+# and etcd/main.go, so that a version change builds them again (about 8
+# minutes cold on 2 cores, seconds warm).
 KUBE_KEY := $(shell cat tools/kube/go.mod tools/kube/go.sum tools/kube/etcd/main.go 2>/dev/null | sha256sum | cut -c1-16)
 KUBE_BIN ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/podsapi/kube-$(KUBE_KEY)
 
 .PHONY: kube-bin
-kube-bin: ## Build kube-apiserver and etcd (tools/kube) once, cached in KUBE_BIN by the hash of tools/kube's go.sum.
-	@if [ -x '$(KUBE_BIN)/kube-apiserver' ] && [ -x '$(KUBE_BIN)/etcd' ]; then \
-		echo "kube-apiserver and etcd: cached in $(KUBE_BIN)"; \
+kube-bin: ## Build kube-apiserver, etcd and kubectl v1.37.2 (tools/kube) once, cached in KUBE_BIN by the hash of tools/kube's go.sum.
+	@if [ -x '$(KUBE_BIN)/kube-apiserver' ] && [ -x '$(KUBE_BIN)/etcd' ] && [ -x '$(KUBE_BIN)/kubectl' ]; then \
+		echo "kube-apiserver, etcd and kubectl: cached in $(KUBE_BIN)"; \
 	else \
-		echo "building kube-apiserver and etcd into $(KUBE_BIN)"; \
+		echo "building kube-apiserver, etcd and kubectl into $(KUBE_BIN)"; \
 		mkdir -p '$(dir $(KUBE_BIN))' && tmp=$$(mktemp -d '$(KUBE_BIN).XXXXXX') && \
 		trap 'rm -rf "$$tmp"' EXIT && \
-		(cd tools/kube && time go build -o "$$tmp/" k8s.io/kubernetes/cmd/kube-apiserver ./etcd) && \
+		(cd tools/kube && time go build -o "$$tmp/" k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kubectl ./etcd) && \
 		rm -rf '$(KUBE_BIN)' && mv "$$tmp" '$(KUBE_BIN)'; \
 	fi
 
 .PHONY: test-apiserver
 test-apiserver: kube-bin ## Run the tests against a real kube-apiserver and etcd (started on loopback by the tests, stopped by PID).
-	PODSAPI_KUBE_BIN='$(KUBE_BIN)' go test -race -count=1 -timeout 20m -run 'APIServer' -v ./internal/rigs/kubetest ./source/apiserver ./cmd/podsapi-server
+	PODSAPI_KUBE_BIN='$(KUBE_BIN)' go test -race -count=1 -timeout 20m -run 'APIServer' -v ./internal/rigs/kubetest ./source/apiserver ./kubeapi ./cmd/podsapi-server
 
 .PHONY: test-grpcurl
-test-grpcurl: ## Build the real grpcurl (pinned in tools/go.mod) into bin/ and run FindPods through it over the socket (issue 22).
+test-grpcurl: ## Build the real grpcurl (pinned in tools/go.mod) into bin/ and run FindPods through it over the socket (issue 22), and health as a denied and an allowed user (issue 36).
 	go build -modfile=tools/go.mod -o bin/grpcurl github.com/fullstorydev/grpcurl/cmd/grpcurl
 	PODSAPI_GRPCURL='$(CURDIR)/bin/grpcurl' go test -race -count=1 -timeout 10m -run 'RealGrpcurl' -v ./server
+
+.PHONY: docs
+docs: ## Rewrite the tables of docs/ that the code defines: the flags of docs/server.md, the metrics of docs/metrics.md, the image's files (make test fails when they drift).
+	go test -count=1 -run '^TestDocs' ./cmd/podsapi-server -update
 
 .PHONY: docs-check
 docs-check: ## Run the shell blocks of the README and docs/ as written against a temporary server, make run twice and make install (internal/rigs/docscheck; CI runs it).
@@ -174,6 +181,38 @@ conformance-kubelet: kubelet-tools ## Judge a real kubelet v1.37.2 (standalone, 
 	cd internal/rigs/realkubelet && PODSAPI_KUBE_BIN="$(KUBELET_BIN)" CONFORMANCE_RUN='$(CONFORMANCE_RUN)' \
 		go test -count=1 -timeout 40m
 
+# E2E_NODE_BIN is where make e2e-node-bin caches upstream's node end-to-end
+# test binary (k8s.io/kubernetes v1.37.2 test/e2e_node, built unchanged
+# from the module cache by tools/e2enode): a directory named by a digest of
+# tools/e2enode's go.mod and go.sum, so a build is reused until they change
+# (a cold build takes about 10 minutes of both cores, a warm one seconds).
+E2E_NODE_DIGEST := $(shell cat tools/e2enode/go.mod tools/e2enode/go.sum 2>/dev/null | sha256sum | cut -c1-16)
+E2E_NODE_BIN ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/podsapi/e2enode-$(E2E_NODE_DIGEST)
+
+.PHONY: e2e-node-bin
+e2e-node-bin: ## Build upstream's node e2e test binary (k8s.io/kubernetes v1.37.2 test/e2e_node, tools/e2enode) into E2E_NODE_BIN, once per digest.
+	@if [ -x "$(E2E_NODE_BIN)/e2e_node.test" ]; then \
+		echo "e2e-node-bin: $(E2E_NODE_BIN) is up to date"; \
+	else \
+		rm -rf "$(E2E_NODE_BIN).tmp" && mkdir -p "$(E2E_NODE_BIN).tmp" && \
+		echo "go test -c k8s.io/kubernetes/test/e2e_node -> $(E2E_NODE_BIN)" && \
+		(cd tools/e2enode && time go test -c -o "$(E2E_NODE_BIN).tmp/e2e_node.test" k8s.io/kubernetes/test/e2e_node) && \
+		rm -rf "$(E2E_NODE_BIN)" && mv "$(E2E_NODE_BIN).tmp" "$(E2E_NODE_BIN)"; \
+	fi
+
+# E2E_NODE_TARGET, when set, selects the targets of make e2e-node (a
+# regular expression over kubelet, podsapi-kubelet-grpc,
+# podsapi-kubelet-http and podsapi-apiserver).
+E2E_NODE_TARGET ?=
+
+.PHONY: e2e-node
+e2e-node: kube-bin kubelet-tools e2e-node-bin ## Run upstream's node e2e "Kubelet Pods API" specs, unchanged, on a real node (kube-apiserver, etcd, a registered kubelet; in namespaces of its own; Linux, root) against the kubelet, then podsapi through each source; output in build/e2e-node (E2E_NODE_TARGET=regexp).
+	@mkdir -p build/e2e-node
+	@# In the package's directory, so that go test streams the progress.
+	cd internal/rigs/e2enode && PODSAPI_E2E_NODE_BIN='$(E2E_NODE_BIN)' PODSAPI_KUBE_BIN='$(KUBE_BIN)' \
+		PODSAPI_KUBELET_BIN='$(KUBELET_BIN)' PODSAPI_E2E_NODE_OUT='$(CURDIR)/build/e2e-node' \
+		go test -count=1 -v -timeout 60m -run '^TestUpstreamPodsAPI$$/$(E2E_NODE_TARGET)'
+
 # SOAK is how long make soak-kubelet keeps podsapi's kubelet-grpc
 # connections to a real kubelet open (a duration).
 SOAK ?= 1h
@@ -200,6 +239,7 @@ fuzz: ## Run each fuzz target for a count of inputs (30 s or less each on a busy
 	go test -run '^$$' -fuzz '^FuzzWatchPromise$$' -fuzztime $(call fuzztime,20000x) -timeout 10m ./store
 	go test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(call fuzztime,50000x) -timeout 10m ./podcgroup
 	go test -run '^$$' -fuzz '^FuzzFromRuntime$$' -fuzztime $(call fuzztime,50000x) -timeout 10m ./podcgroup
+	go test -run '^$$' -fuzz '^FuzzServeHTTP$$' -fuzztime $(call fuzztime,20000x) -timeout 10m ./kubeapi
 
 STRESS_FLAGS ?=
 .PHONY: stress

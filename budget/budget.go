@@ -61,6 +61,19 @@ func Bytes(limit int64) int64 {
 	return int64(float64(limit) * DefaultFraction)
 }
 
+// ForSetting returns the budget a setting of n bytes asks for (the flag
+// --memory-budget-bytes): n bytes; for 0, the default, Bytes of the
+// runtime's memory limit (Limit); nil, no budget, for a negative n.
+func ForSetting(n int64) *Budget {
+	switch {
+	case n < 0:
+		return nil
+	case n == 0:
+		return New(Bytes(Limit()))
+	}
+	return New(n)
+}
+
 // Budget counts the bytes the server keeps on behalf of its clients against
 // one bound. The caches ask it before they keep bytes (Reserve) and return
 // them when they drop them (Release); what is bounded elsewhere (the

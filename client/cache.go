@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -51,6 +52,11 @@ type Cache struct {
 	synced  chan struct{}
 	started atomic.Bool
 
+	// failed is closed when Run stops for an error retrying cannot fix,
+	// which err then holds.
+	failed chan struct{}
+	err    error
+
 	onAdd    []func(pod *corev1.Pod)
 	onUpdate []func(old, new *corev1.Pod)
 	onDelete []func(pod *corev1.Pod)
@@ -63,7 +69,7 @@ func NewCache(c *Client, opts ...CacheOption) *Cache {
 	for _, opt := range opts {
 		opt.applyCache(&o)
 	}
-	return &Cache{client: c, opts: o, idx: newIndex(), synced: make(chan struct{})}
+	return &Cache{client: c, opts: o, idx: newIndex(), synced: make(chan struct{}), failed: make(chan struct{})}
 }
 
 // OnAdd registers f to be called with every pod added to the cache. Handlers
@@ -109,13 +115,34 @@ func (c *Cache) HasSynced() bool {
 }
 
 // WaitForSync waits until the cache has synced, its handlers having been
-// called for the initial state, or returns ctx's error.
+// called for the initial state, and returns nil. It returns the error with
+// which Run stopped when Run stops before (an error retrying cannot fix:
+// see Run), and ctx's error when ctx ends first.
 func (c *Cache) WaitForSync(ctx context.Context) error {
 	select {
 	case <-c.synced:
 		return nil
+	case <-c.failed:
+		return c.err
 	case <-ctx.Done():
-		return ctx.Err()
+		// A failure and ctx's end at once: the failure says more.
+		select {
+		case <-c.failed:
+			return c.err
+		default:
+			return ctx.Err()
+		}
+	}
+}
+
+// Err returns the error with which Run stopped, nil while it runs, when it
+// stopped because its context ended, or before it is called.
+func (c *Cache) Err() error {
+	select {
+	case <-c.failed:
+		return c.err
+	default:
+		return nil
 	}
 }
 
@@ -165,8 +192,15 @@ func (c *Cache) ByPodIP(ip string) []*corev1.Pod {
 }
 
 // Run keeps the cache up to date until ctx is done, then returns nil. It
-// returns an error only for one that retrying cannot fix: an invalid field
-// mask or selector (INVALID_ARGUMENT). Run may be called once.
+// stops early and returns an error only for one that retrying cannot fix
+// (see Terminal): an invalid field mask or selector (INVALID_ARGUMENT;
+// a selector's wraps ErrInvalidSelector), a peer the server
+// does not allow (PERMISSION_DENIED, ErrPermissionDenied), an
+// UNAUTHENTICATED one, or a socket whose permissions refuse this user. WaitForSync and Err then return that error too, so
+// that a caller who runs Run in its own goroutine sees it. Every other
+// error (the server not running, not synced yet, restarting, rate
+// limiting, dropping the watcher) is retried after a backoff and given to
+// WithErrorHandler's function. Run may be called once.
 func (c *Cache) Run(ctx context.Context) error {
 	if !c.started.CompareAndSwap(false, true) {
 		return errors.New("client: Cache.Run called twice")
@@ -177,7 +211,9 @@ func (c *Cache) Run(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return nil
 		}
-		if connect.CodeOf(err) == connect.CodeInvalidArgument {
+		if Terminal(err) {
+			c.err = err
+			close(c.failed)
 			return err
 		}
 		c.opts.onError(err)
@@ -189,6 +225,21 @@ func (c *Cache) Run(ctx context.Context) error {
 		case <-t.C:
 		}
 	}
+}
+
+// Terminal reports whether err is one that retrying the same call cannot
+// fix: INVALID_ARGUMENT (a bad field mask, selector or revision),
+// PERMISSION_DENIED (the server does not allow this peer: --allowed-uids,
+// --allowed-gids), UNAUTHENTICATED, or a socket this user may not connect
+// to (its file permissions, or its directory's: EACCES, EPERM, which
+// errors.Is reports as fs.ErrPermission). A Cache stops on such an error;
+// every other one (a socket that does not exist yet included) it retries.
+func Terminal(err error) bool {
+	switch connect.CodeOf(err) {
+	case connect.CodeInvalidArgument, connect.CodePermissionDenied, connect.CodeUnauthenticated:
+		return err != nil
+	}
+	return errors.Is(err, fs.ErrPermission)
 }
 
 // watchOnce watches until the watch fails, reconciling the cache with the

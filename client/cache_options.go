@@ -39,7 +39,9 @@ func WithBackoff(min, max time.Duration) CacheOption {
 // WithErrorHandler sets a function told about every error after which the
 // cache watches again (a server that is not running, not synced yet, or
 // that shut down; a dropped watch), for logging. It is called from the
-// goroutine of Run. By default these errors are dropped.
+// goroutine of Run. By default these errors are dropped. An error the cache
+// does not retry (Terminal) is not given to it: Run, WaitForSync and Err
+// return that one.
 func WithErrorHandler(f func(error)) CacheOption {
 	return cacheOptionFunc(func(o *cacheOptions) { o.onError = f })
 }

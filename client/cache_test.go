@@ -4,6 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"syscall"
 	"slices"
 	"testing"
 	"time"
@@ -334,5 +338,96 @@ func TestCacheStops(t *testing.T) {
 				t.Fatal("Run did not return after cancellation")
 			}
 		})
+	}
+}
+
+// TestCacheTerminalError is the pattern of docs/client.md as a user hits it
+// with a misspelt field or as a user the server denies: Run stops with the
+// error at once, and WaitForSync returns it rather than waiting until its
+// context ends; the error handler is not told about it.
+func TestCacheTerminalError(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		cfg    server.Config
+		fields []string
+		want   error
+		code   connect.Code
+	}{
+		{name: "misspelt field", fields: []string{"spec.nodname"}, code: connect.CodeInvalidArgument},
+		{name: "peer denied", cfg: server.Config{Access: server.AccessConfig{AllowedUIDs: []uint32{4242}}},
+			want: client.ErrPermissionDenied, code: connect.CodePermissionDenied},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := startClient(t, newStore(false, samplePods()...), tc.cfg)
+			rec := newRecorder()
+			cache := client.NewCache(c, client.WithFields(tc.fields...), client.WithBackoff(time.Millisecond, 20*time.Millisecond), client.WithErrorHandler(rec.onError))
+			ctx := testCtx(t)
+			done := make(chan error, 1)
+			go func() { done <- cache.Run(ctx) }()
+			err := cache.WaitForSync(ctx)
+			if connect.CodeOf(err) != tc.code || (tc.want != nil && !errors.Is(err, tc.want)) {
+				t.Fatalf("WaitForSync = %v, want %v (%v)", err, tc.code, tc.want)
+			}
+			if runErr := <-done; runErr != err {
+				t.Errorf("Run = %v, want the error of WaitForSync, %v", runErr, err)
+			}
+			if cache.Err() != err {
+				t.Errorf("Err = %v, want %v", cache.Err(), err)
+			}
+			if !client.Terminal(err) {
+				t.Errorf("Terminal(%v) = false", err)
+			}
+			select {
+			case e := <-rec.errs:
+				t.Errorf("the error handler was told %v, a terminal error", e)
+			default:
+			}
+		})
+	}
+}
+
+// TestTerminal names the errors a Cache stops on and those it retries.
+func TestTerminal(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"nil", nil, false},
+		{"invalid argument", connect.NewError(connect.CodeInvalidArgument, errors.New("x")), true},
+		{"permission denied", connect.NewError(connect.CodePermissionDenied, errors.New("x")), true},
+		{"unauthenticated", connect.NewError(connect.CodeUnauthenticated, errors.New("x")), true},
+		{"unavailable", connect.NewError(connect.CodeUnavailable, errors.New("x")), false},
+		{"socket refuses this user", connect.NewError(connect.CodeUnavailable, &net.OpError{Op: "dial", Net: "unix", Err: os.NewSyscallError("connect", syscall.EACCES)}), true},
+		{"socket missing", connect.NewError(connect.CodeUnavailable, &net.OpError{Op: "dial", Net: "unix", Err: os.NewSyscallError("connect", syscall.ENOENT)}), false},
+		{"not synced", connect.NewError(connect.CodeFailedPrecondition, errors.New("x")), false},
+		{"rate limited", connect.NewError(connect.CodeResourceExhausted, errors.New("x")), false},
+		{"out of range", connect.NewError(connect.CodeOutOfRange, errors.New("x")), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := client.Terminal(tc.err); got != tc.want {
+				t.Errorf("Terminal(%v) = %v, want %v", tc.err, got, tc.want)
+			}
+		})
+	}
+}
+
+// TestCacheSocketPermissionDenied is the cache of a user the socket's file
+// permissions refuse (a non-root agent on a root-only socket): Run stops
+// and WaitForSync returns the error, EACCES. Root passes every file
+// permission, so it runs only as another user.
+func TestCacheSocketPermissionDenied(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("root connects to any socket whatever its permissions; TestTerminal covers EACCES")
+	}
+	srv := podstest.Start(t, newStore(false, samplePods()...), server.Config{})
+	if err := os.Chmod(srv.SocketPath(), 0); err != nil {
+		t.Fatal(err)
+	}
+	cache := client.NewCache(dial(t, srv.SocketPath()), client.WithBackoff(time.Millisecond, 20*time.Millisecond))
+	ctx := testCtx(t)
+	go cache.Run(ctx)
+	if err := cache.WaitForSync(ctx); !errors.Is(err, fs.ErrPermission) {
+		t.Fatalf("WaitForSync = %v, want the socket's permission error", err)
 	}
 }

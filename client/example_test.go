@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -111,7 +112,10 @@ func ExampleCache() {
 		panic(err)
 	}
 	defer c.Close()
-	cache := client.NewCache(c, client.WithFields("metadata.labels", "status.podIPs"))
+	cache := client.NewCache(c, client.WithFields("metadata.labels", "status.podIPs"),
+		// The errors the cache retries after (the server restarting, not
+		// synced yet, dropping the watch), for the logs.
+		client.WithErrorHandler(func(err error) { log.Printf("pods cache: %v (retrying)", err) }))
 	deleted := make(chan struct{})
 	cache.OnAdd(func(p *corev1.Pod) { fmt.Println("added", p.Namespace+"/"+p.Name) })
 	cache.OnDelete(func(p *corev1.Pod) {
@@ -122,6 +126,8 @@ func ExampleCache() {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- cache.Run(ctx) }()
+	// WaitForSync returns Run's error when Run stops for good (a bad field
+	// or selector, a user the server denies): the cache will never sync.
 	if err := cache.WaitForSync(ctx); err != nil {
 		panic(err)
 	}

@@ -84,14 +84,15 @@ type Config struct {
 	// success, but any other failure does. Prefer KnownFailing: a case
 	// belongs here only with evidence that it does both.
 	KnownIntermittent []Intermittent
-	// CaseTimeout bounds each case. Default 60s.
+	// CaseTimeout bounds each case; Features.CaseTimeout raises it.
+	// Default 60s.
 	CaseTimeout time.Duration
 	// EventTimeout bounds each call of the suite (its answer, or the
 	// response headers of a stream) and the wait for one expected watch
 	// event. What an implementation failed to do within it (answer at all,
 	// send INITIAL_SYNC_COMPLETE, send a change on a synced stream) fails
 	// the case, and the later cases that need it fail at once instead of
-	// waiting again. Default 20s.
+	// waiting again. Features.EventTimeout raises it. Default 20s.
 	EventTimeout time.Duration
 	// StartTimeout bounds how long the implementation may take to answer
 	// on its socket: beyond it, a harness error if nothing accepts
@@ -332,6 +333,12 @@ func withDefaults(cfg Config) Config {
 	}
 	if d := cfg.Features.StartTimeout.Duration; d > cfg.StartTimeout {
 		cfg.StartTimeout = d
+	}
+	if d := cfg.Features.CaseTimeout.Duration; d > cfg.CaseTimeout {
+		cfg.CaseTimeout = d
+	}
+	if d := cfg.Features.EventTimeout.Duration; d > cfg.EventTimeout {
+		cfg.EventTimeout = d
 	}
 	return cfg
 }

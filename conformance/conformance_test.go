@@ -383,3 +383,34 @@ func TestEnds(t *testing.T) {
 		})
 	}
 }
+
+// TestTimeoutHint checks that a failure says which timeout ran out and how
+// to raise it, and that a features file's caseTimeout and eventTimeout
+// raise the configured ones: against a watch that stalls, the case timeout
+// runs out first when it is the shorter, the event timeout otherwise.
+func TestTimeoutHint(t *testing.T) {
+	for _, tc := range []struct {
+		name                string
+		caseT, eventT       time.Duration
+		featCase, featEvent time.Duration
+		want                string
+	}{
+		{"case timeout", 2 * time.Second, time.Minute, 0, 0, "timeout: the case timeout (2s) ran out: raise it with --case-timeout or the features file's caseTimeout"},
+		{"case timeout raised by the features", 2 * time.Second, time.Minute, 3 * time.Second, 0, "timeout: the case timeout (3s) ran out"},
+		{"event timeout", time.Minute, 2 * time.Second, 0, 0, "timeout: the event timeout (2s) ran out: raise it with --event-timeout or the features file's eventTimeout"},
+		{"event timeout raised by the features", time.Minute, time.Second, 0, 3 * time.Second, "timeout: the event timeout (3s) ran out"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			im := testimpl.Start(t, testimpl.StalledWatch)
+			cfg := config(im, "^WatchPods/Events$")
+			cfg.CaseTimeout, cfg.EventTimeout = tc.caseT, tc.eventT
+			cfg.Features.CaseTimeout.Duration, cfg.Features.EventTimeout.Duration = tc.featCase, tc.featEvent
+			rep := runCases(t, cfg)
+			res, ok := rep.Result("WatchPods/Events")
+			if !ok || res.Status != conformance.Failed || !strings.Contains(res.Message, tc.want) {
+				t.Errorf("WatchPods/Events: %s %q, want FAILED with %q", res.Status, res.Message, tc.want)
+			}
+		})
+	}
+}

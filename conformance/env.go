@@ -299,8 +299,12 @@ func (e *env) runCase(ctx context.Context, tc *Case) (res Result) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	res.Status, res.Message, res.Log = c.status, c.msg, append([]string(nil), c.log...)
-	if res.Status == Failed && cctx.Err() == context.DeadlineExceeded && !strings.Contains(res.Message, "timed out") {
-		res.Message = fmt.Sprintf("the case timed out after %s\n%s", timeout, res.Message)
+	if res.Status == Failed {
+		if hint := e.timeoutHint(cctx.Err() == context.DeadlineExceeded, timeout, slices.Contains(tc.Needs, NeedLifecycle)); hint != "" {
+			res.Message += hint
+		} else {
+			res.Message += e.eventTimeoutHint(res.Message)
+		}
 	}
 	return res
 }
@@ -363,4 +367,27 @@ func (e *env) missing(tc *Case) string {
 		}
 	}
 	return ""
+}
+
+// timeoutHint says which timeout a failure ran into and how to raise it:
+// the case timeout when the case's context ran out, the event timeout when
+// the message names it.
+func (e *env) timeoutHint(caseExpired bool, timeout time.Duration, lifecycle bool) string {
+	switch {
+	case !caseExpired:
+		return ""
+	case lifecycle:
+		return fmt.Sprintf("\ntimeout: the case's %s (the case timeout, %s, plus the start timeout, %s) ran out: raise them with --case-timeout and --start-timeout, or the features file's caseTimeout and startTimeout (an implementation that needs longer declares it there)",
+			timeout, e.cfg.CaseTimeout, e.cfg.StartTimeout)
+	default:
+		return fmt.Sprintf("\ntimeout: the case timeout (%s) ran out: raise it with --case-timeout or the features file's caseTimeout (an implementation that needs longer declares it there)", timeout)
+	}
+}
+
+// eventTimeoutHint is added to a failure that names the event timeout.
+func (e *env) eventTimeoutHint(msg string) string {
+	if !strings.Contains(msg, "within "+e.cfg.EventTimeout.String()) {
+		return ""
+	}
+	return fmt.Sprintf("\ntimeout: the event timeout (%s) ran out: raise it with --event-timeout or the features file's eventTimeout (an implementation that needs longer declares it there)", e.cfg.EventTimeout)
 }

@@ -80,6 +80,15 @@ type Features struct {
 	// Config.StartTimeout when longer; the lifecycle cases are bounded by
 	// the case timeout plus the start timeout. Zero: Config.StartTimeout.
 	StartTimeout metav1.Duration `json:"startTimeout"`
+	// CaseTimeout is how long one case may take against the implementation
+	// (a kubelet: minutes, as WatchPods/SlowConsumer waits for about a
+	// hundred status changes of its pods). It raises Config.CaseTimeout
+	// when longer. Zero: Config.CaseTimeout.
+	CaseTimeout metav1.Duration `json:"caseTimeout"`
+	// EventTimeout is how long the implementation may take to answer a
+	// call or send an expected watch event. It raises Config.EventTimeout
+	// when longer. Zero: Config.EventTimeout.
+	EventTimeout metav1.Duration `json:"eventTimeout"`
 }
 
 // The values of Features.WatchReports.
@@ -150,6 +159,10 @@ func (f Features) validate() error {
 		return errors.New("features: maxPods must be 0 (no limit) or more than 10")
 	case f.StartTimeout.Duration < 0:
 		return errors.New("features: startTimeout must not be negative")
+	case f.CaseTimeout.Duration < 0:
+		return errors.New("features: caseTimeout must not be negative")
+	case f.EventTimeout.Duration < 0:
+		return errors.New("features: eventTimeout must not be negative")
 	}
 	return nil
 }

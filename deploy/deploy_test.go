@@ -503,7 +503,7 @@ func serverFlags(t *testing.T) map[string]bool {
 			return
 		}
 		helpFlags = make(map[string]bool)
-		for _, m := range regexp.MustCompile(`(?m)^\s+-([a-z0-9-]+)`).FindAllSubmatch(out, -1) {
+		for _, m := range regexp.MustCompile(`(?m)^\s+--?([a-z0-9][a-z0-9-]*)`).FindAllSubmatch(out, -1) {
 			helpFlags[string(m[1])] = true
 		}
 	})

@@ -10,10 +10,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/podsapi/podsapi/budget"
 	"github.com/podsapi/podsapi/fieldmask"
 	podsv1alpha1 "github.com/podsapi/podsapi/gen/podsapi/pods/v1alpha1"
 	"github.com/podsapi/podsapi/internal/rigs/podstest"
 	"github.com/podsapi/podsapi/server"
+	"github.com/podsapi/podsapi/store"
 )
 
 // TestCachesWithinBudget is issue 25's finding 3, scaled down: ListPods
@@ -23,8 +25,8 @@ import (
 // the budget, every list is still answered whole, and the gauges say so.
 func TestCachesWithinBudget(t *testing.T) {
 	const (
-		pods   = 100
-		budget = 8 << 20
+		pods         = 100
+		memoryBudget = 8 << 20
 	)
 	var initial []*corev1.Pod
 	for k := range pods {
@@ -33,7 +35,7 @@ func TestCachesWithinBudget(t *testing.T) {
 		initial = append(initial, p)
 	}
 	reg := prometheus.NewRegistry()
-	f := startWith(t, server.Config{Registry: reg, Limits: server.LimitsConfig{QPS: -1, MemoryBudgetBytes: budget}}, nil, initial...)
+	f := startWith(t, server.Config{Registry: reg, Limits: server.LimitsConfig{QPS: -1}}, []store.Option{store.WithBudget(budget.New(memoryBudget))}, initial...)
 	c := dialReq(t, 0, f.socket)
 	fields := []string{"metadata.name", "metadata.namespace", "metadata.uid", "metadata.labels", "spec.nodeName"}
 	heap := func() uint64 {
@@ -64,19 +66,19 @@ func TestCachesWithinBudget(t *testing.T) {
 	views := gaugeWith(t, reg, "podsapi_memory_used_bytes", "views")
 	lists := gaugeWith(t, reg, "podsapi_memory_used_bytes", "lists")
 	t.Logf("heap grew %.1f MiB; views %.1f MiB, lists %.1f MiB counted", float64(grown)/(1<<20), views/(1<<20), lists/(1<<20))
-	if views+lists > budget {
-		t.Errorf("views and lists count %v bytes, over the budget of %d", views+lists, budget)
+	if views+lists > memoryBudget {
+		t.Errorf("views and lists count %v bytes, over the memoryBudget of %d", views+lists, memoryBudget)
 	}
 	if views == 0 || lists == 0 {
 		t.Errorf("views %v, lists %v bytes counted: the caches kept nothing", views, lists)
 	}
-	// The caches held 96 MiB before the budget; allow the client's
+	// The caches held 96 MiB before the memoryBudget; allow the client's
 	// connection and garbage the collector has not returned.
-	if limit := int64(3 * budget); grown > limit {
-		t.Errorf("the heap grew by %d bytes after 32 masked lists, over %d: the caches are not bounded by the budget", grown, limit)
+	if limit := int64(3 * memoryBudget); grown > limit {
+		t.Errorf("the heap grew by %d bytes after 32 masked lists, over %d: the caches are not bounded by the memoryBudget", grown, limit)
 	}
-	if v := gaugeValue(t, reg, "podsapi_memory_budget_bytes"); v != budget {
-		t.Errorf("podsapi_memory_budget_bytes = %v, want %d", v, budget)
+	if v := gaugeValue(t, reg, "podsapi_memory_budget_bytes"); v != memoryBudget {
+		t.Errorf("podsapi_memory_budget_bytes = %v, want %d", v, memoryBudget)
 	}
 }
 

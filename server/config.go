@@ -9,7 +9,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
-	"github.com/podsapi/podsapi/budget"
 	"github.com/podsapi/podsapi/internal/hooks"
 	"github.com/podsapi/podsapi/podcgroup"
 	"github.com/podsapi/podsapi/service"
@@ -166,17 +165,6 @@ type LimitsConfig struct {
 	// request at once; more are refused RESOURCE_EXHAUSTED before anything
 	// is read. Default DefaultMaxPendingPerClient; negative means no limit.
 	MaxPendingPerClient int
-	// MemoryBudgetBytes bounds in bytes what the server keeps on behalf of
-	// its clients: masked views, cached lists, snapshots in flight, the
-	// replays of resumed watches, and the history (counted, bounded by its
-	// own flag), and queued events (counted, bounded by Watch.Queue).
-	// Beyond it the caches keep nothing more (answers are built for their
-	// call alone), and a resumed watch whose shared replay would take more
-	// than its client's fair share (a quarter) is refused
-	// RESOURCE_EXHAUSTED MEMORY_BUDGET_EXCEEDED.
-	// Default budget.Bytes of the runtime's memory limit: half of
-	// it, 512 MiB without one; negative means no budget.
-	MemoryBudgetBytes int64
 }
 
 // Defaults of LimitsConfig.
@@ -214,7 +202,6 @@ func (l LimitsConfig) withDefaults() LimitsConfig {
 	l.MaxConnections = orDefault(l.MaxConnections, DefaultMaxConnections)
 	l.MaxStreams = orDefault(l.MaxStreams, DefaultMaxStreams)
 	l.MaxPendingPerClient = orDefault(l.MaxPendingPerClient, DefaultMaxPendingPerClient)
-	l.MemoryBudgetBytes = orDefault(l.MemoryBudgetBytes, budget.Bytes(budget.Limit()))
 	return l
 }
 

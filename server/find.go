@@ -3,8 +3,6 @@ package server
 import (
 	"context"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/podsapi/podsapi/guard"
 )
 
@@ -18,19 +16,4 @@ func callerPID(ctx context.Context) (int32, bool) {
 		return 0, false
 	}
 	return p.PID, true
-}
-
-// registerDeleted registers the gauges of the deleted pods the store keeps
-// for FindPods, read from deleted.
-func registerDeleted(reg prometheus.Registerer, deleted func() (int, int64)) {
-	reg.MustRegister(
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "podsapi_deleted_pods",
-			Help: "Number of deleted pods kept findable by FindPods with include_deleted (bounded by --max-deleted-pods, for --deleted-pod-retention).",
-		}, func() float64 { n, _ := deleted(); return float64(n) }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "podsapi_deleted_pods_bytes",
-			Help: "Bytes counted against --max-deleted-pods-bytes by the deleted pods kept: their last encodings plus 512 bytes each.",
-		}, func() float64 { _, b := deleted(); return float64(b) }),
-	)
 }

@@ -29,7 +29,20 @@ type fixture struct {
 // start serves pods from a fresh store, synced unless unsynced is set.
 func start(t *testing.T, cfg server.Config, unsynced bool, pods ...*corev1.Pod) *fixture {
 	t.Helper()
-	st := store.New()
+	return startStore(t, cfg, nil, unsynced, pods...)
+}
+
+// startWith is start for a synced store built with opts.
+func startWith(t *testing.T, cfg server.Config, opts []store.Option, pods ...*corev1.Pod) *fixture {
+	t.Helper()
+	return startStore(t, cfg, opts, false, pods...)
+}
+
+// startStore serves pods from a store built with opts, synced unless
+// unsynced, with cfg, counting the server's events.
+func startStore(t *testing.T, cfg server.Config, opts []store.Option, unsynced bool, pods ...*corev1.Pod) *fixture {
+	t.Helper()
+	st := store.New(opts...)
 	for _, p := range pods {
 		st.Upsert(p)
 	}

@@ -11,11 +11,13 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/podsapi/podsapi/budget"
 	"github.com/podsapi/podsapi/errinfo"
 	podsv1alpha1 "github.com/podsapi/podsapi/gen/podsapi/pods/v1alpha1"
 	"github.com/podsapi/podsapi/gen/podsapi/pods/v1alpha1/podsv1alpha1connect"
 	"github.com/podsapi/podsapi/internal/rigs/podstest"
 	"github.com/podsapi/podsapi/server"
+	"github.com/podsapi/podsapi/store"
 )
 
 // TestUnreadResponsesBounded: a client that asks for lists and never reads
@@ -38,15 +40,14 @@ func TestUnreadResponsesBounded(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	// A budget of 8 MiB: 4 MiB of responses in flight, 1 MiB per client;
 	// the list is 1.3 MB.
-	f := start(t, server.Config{
+	f := startStore(t, server.Config{
 		Registry: reg,
-		Limits:   server.LimitsConfig{MemoryBudgetBytes: 8 << 20},
 		Hooks: rootClients(
 			"0::/system.slice/attacker.service\n",
 			"0::/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod0b7e1f6c_1111_4222_8333_444455556666.slice/cri-containerd-0123abcd.scope\n",
 			"0::/system.slice/attacker.service\n",
 		),
-	}, false, pods...)
+	}, []store.Option{store.WithBudget(budget.New(8 << 20))}, false, pods...)
 
 	// The attacker's first connection asks for the list and reads only the
 	// response's HEADERS: the server has built the list and blocks on the

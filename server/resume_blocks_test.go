@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/podsapi/podsapi/budget"
 	"github.com/podsapi/podsapi/errinfo"
 	"github.com/podsapi/podsapi/fieldmask"
 	podsv1alpha1 "github.com/podsapi/podsapi/gen/podsapi/pods/v1alpha1"
@@ -96,7 +97,7 @@ func TestResumeOverShare(t *testing.T) {
 	for i, kind := range clientKinds {
 		t.Run(kind.name, func(t *testing.T) {
 			// A share of 64 KiB; a block of 128 changes of 3 KB is 384 KB.
-			f := startWith(t, server.Config{Limits: server.LimitsConfig{MemoryBudgetBytes: 256 << 10}}, []store.Option{store.WithHistory(4000, 1<<30)})
+			f := startWith(t, server.Config{}, []store.Option{store.WithHistory(4000, 1<<30), store.WithBudget(budget.New(256 << 10))})
 			start := f.revision()
 			for k := range 400 {
 				p := podstest.Pod("ns", fmt.Sprintf("p%d", k%7), k%7)

@@ -14,7 +14,6 @@ import (
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/status"
-	corev1 "k8s.io/api/core/v1"
 
 	"github.com/podsapi/podsapi/errinfo"
 	podsv1alpha1 "github.com/podsapi/podsapi/gen/podsapi/pods/v1alpha1"
@@ -95,18 +94,6 @@ func errorMetadata(err error) map[string]string {
 		}
 	}
 	return nil
-}
-
-// startWith serves pods from a synced store made with opts.
-func startWith(t *testing.T, cfg server.Config, opts []store.Option, pods ...*corev1.Pod) *fixture {
-	t.Helper()
-	st := store.New(opts...)
-	for _, p := range pods {
-		st.Upsert(p)
-	}
-	st.MarkSynced()
-	srv := podstest.Start(t, st, cfg)
-	return &fixture{store: st, srv: srv, socket: srv.SocketPath()}
 }
 
 // revision returns the store's current revision.

@@ -39,6 +39,13 @@ type Pods interface {
 	service.PodReader
 	// SyncedC returns a channel that is closed when the store has synced.
 	SyncedC() <-chan struct{}
+	// Budget returns the memory budget that the pods count what they keep
+	// for clients against, and that the service's caches count against
+	// too; nil for none.
+	Budget() *budget.Budget
+	// Collectors returns the metrics of the pods, which the server
+	// registers with its own.
+	Collectors() []prometheus.Collector
 }
 
 // Server serves the Pods API of the pods of one Pods.
@@ -68,7 +75,7 @@ func New(st Pods, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	registerStoreMetrics(cfg.Registry, st)
+	cfg.Registry.MustRegister(st.Collectors()...)
 
 	// The one access check: the transport's gate, in front of every
 	// service but health.
@@ -97,7 +104,6 @@ func New(st Pods, cfg Config) (*Server, error) {
 	})
 
 	metrics := service.NewMetrics(cfg.Registry)
-	memory := newBudget(cfg, st)
 	opts := service.HandlerOptions(interceptors(cfg, metrics, newGuards(cfg, st))...)
 	shutdown := make(chan struct{})
 	handlers := service.NewHandlers(st,
@@ -108,7 +114,7 @@ func New(st Pods, cfg Config) (*Server, error) {
 		service.WithLogger(cfg.Logger),
 		service.WithProcesses(podcgroup.NewReader(cfg.HostProc)),
 		service.WithCaller(callerPID),
-		service.WithBudget(memory),
+		service.WithBudget(st.Budget()),
 		service.WithClient(func(ctx context.Context) string { return guard.PeerFrom(ctx).Client(ctx) }),
 		service.WithStreams(func(ctx context.Context) service.Stream {
 			if s := tr.Stream(ctx); s != nil {
@@ -220,74 +226,6 @@ func socketOptions(cfg Config) ([]socket.Option, error) {
 		opts = append(opts, socket.WithGroup(gid))
 	}
 	return opts, nil
-}
-
-// registerStoreMetrics registers the metrics of what st tells about
-// itself, when it does.
-func registerStoreMetrics(reg prometheus.Registerer, st Pods) {
-	if enc, ok := st.(interface{ Encodes() uint64 }); ok {
-		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "podsapi_pod_encodes_total",
-			Help: "Number of pod versions encoded by the store: each is encoded once, whatever the number of requests and watchers.",
-		}, func() float64 { return float64(enc.Encodes()) }))
-	}
-	if big, ok := st.(interface{ TooLarge() uint64 }); ok {
-		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "podsapi_pods_too_large_total",
-			Help: "Number of pod versions a source sent that the store refused for an encoding over --max-pod-bytes.",
-		}, func() float64 { return float64(big.TooLarge()) }))
-	}
-	if d, ok := st.(interface{ DeletedLen() (int, int64) }); ok {
-		registerDeleted(reg, d.DeletedLen)
-	}
-	if h, ok := st.(interface{ HistoryLen() (int, int64) }); ok {
-		reg.MustRegister(
-			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-				Name: "podsapi_watch_history_events",
-				Help: "Number of changes the store keeps for watches that resume (bounded by --watch-history).",
-			}, func() float64 { n, _ := h.HistoryLen(); return float64(n) }),
-			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-				Name: "podsapi_watch_history_bytes",
-				Help: "Bytes counted against --watch-history-bytes by the changes the store keeps: their pods' encodings plus 512 bytes each.",
-			}, func() float64 { _, b := h.HistoryLen(); return float64(b) }),
-		)
-	}
-}
-
-// newBudget returns the memory budget of cfg, counting the history of st
-// and the views its pods cache, and registers its gauges; nil when cfg has
-// none.
-func newBudget(cfg Config, st Pods) *budget.Budget {
-	if cfg.Limits.MemoryBudgetBytes < 0 {
-		return nil
-	}
-	b := budget.New(cfg.Limits.MemoryBudgetBytes)
-	if h, ok := st.(interface{ HistoryBytes() int64 }); ok {
-		b.Track(budget.History, h.HistoryBytes)
-	}
-	if q, ok := st.(interface{ QueuedBytes() int64 }); ok {
-		b.Track(budget.Queued, q.QueuedBytes)
-	}
-	if v, ok := st.(interface{ BudgetViews(*budget.Budget) }); ok {
-		v.BudgetViews(b)
-	}
-	cfg.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "podsapi_memory_budget_bytes",
-		Help: "The memory budget (--memory-budget-bytes): the bytes the server may keep on behalf of its clients.",
-	}, func() float64 { return float64(b.Total()) }))
-	for k, name := range budget.KindNames {
-		cfg.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name:        "podsapi_memory_used_bytes",
-			Help:        "Bytes counted against the memory budget, by kind: views (masked pods and enveloped events cached by the pods), lists (cached ListPods responses), snapshots (enveloped watch snapshots in flight), replays (enveloped blocks of the history for resumed watches), queued (live events queued for watchers), history and runtime (the container runtime's facts from NRI, for FindPods).",
-			ConstLabels: prometheus.Labels{"kind": name},
-		}, func() float64 { return float64(b.Used(budget.Kind(k))) }))
-		cfg.Registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name:        "podsapi_memory_refused_total",
-			Help:        "Number of times the memory budget refused to keep bytes, by kind: the cache kept nothing more, or the request was refused.",
-			ConstLabels: prometheus.Labels{"kind": name},
-		}, func() float64 { return float64(b.Refused(budget.Kind(k))) }))
-	}
-	return b
 }
 
 // newGuards returns the guards of the Pods API, registering their gauges.

@@ -102,8 +102,7 @@ func errResume(revision string, err error) error {
 
 // The errors of FindPods.
 var (
-	errFindUnimplemented = connect.NewError(connect.CodeUnimplemented, errors.New("this server's store cannot find pods"))
-	errCallerUnknown     = errinfo.New(connect.CodeFailedPrecondition, errinfo.CallerUnknown,
+	errCallerUnknown = errinfo.New(connect.CodeFailedPrecondition, errinfo.CallerUnknown,
 		errors.New("the server does not know the PID of the caller: the connection is not a UNIX socket, or the caller's PID namespace is not visible from the server's (run the server with hostPID, or look up by pid)"), nil)
 )
 

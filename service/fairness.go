@@ -26,44 +26,6 @@ const (
 	DefaultMaxWatchMasks = 256
 )
 
-// WithClient sets how the handlers name the client of a request, by which
-// the snapshot turns, the masks of watches and the fair shares of the
-// memory budget are shared out: the server names it by its pod, its
-// systemd unit or its UID (guard.Peer.Client). By default every request is
-// of one client, "".
-func WithClient(client func(ctx context.Context) string) Option {
-	return func(h *handler) { h.client = client }
-}
-
-// WithSnapshotsPerClient sets how many watches of one client send their
-// snapshot at once, each keeping its turn until it ends it or writes nothing
-// for turn (DefaultSnapshotsPerClient and DefaultSnapshotTurn by default;
-// n <= 0 or turn <= 0 keeps the default).
-func WithSnapshotsPerClient(n int, turn time.Duration) Option {
-	return func(h *handler) {
-		if n > 0 {
-			h.turns.perClient = n
-		}
-		if turn > 0 {
-			h.turns.slice = turn
-		}
-	}
-}
-
-// WithMasksPerClient bounds the distinct field masks of the open watches of
-// one client (perClient) and of all (total); DefaultMasksPerClient and
-// DefaultMaxWatchMasks by default, a value <= 0 keeps its default.
-func WithMasksPerClient(perClient, total int) Option {
-	return func(h *handler) {
-		if perClient > 0 {
-			h.masks.perClient = perClient
-		}
-		if total > 0 {
-			h.masks.total = total
-		}
-	}
-}
-
 // clientOf returns the name of the client of ctx.
 func (h *handler) clientOf(ctx context.Context) string {
 	if h.client == nil {

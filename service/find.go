@@ -19,8 +19,7 @@ import (
 )
 
 // Finder is what FindPods looks pods up in: an index of the store, kept as
-// pod versions are written. *store.Store implements it. A Store that does
-// not answers FindPods with UNIMPLEMENTED.
+// pod versions are written. *store.Store implements it.
 type Finder interface {
 	// FindContainer returns the pods with a container whose ID is id or
 	// starts with it (at least store.ContainerIDPrefix characters), or
@@ -53,19 +52,6 @@ type Processes interface {
 	Read(ctx context.Context, pid int) (podcgroup.Pod, error)
 }
 
-// WithProcesses sets where FindPods reads the cgroups of processes (the
-// keys pid and caller). The default is podcgroup.NewReader("") (/proc).
-func WithProcesses(p Processes) Option {
-	return func(h *handler) { h.processes = p }
-}
-
-// WithCaller sets how FindPods learns the PID of the calling process (the
-// key caller): pid returns it and true, or false when the connection told
-// nothing about its peer. By default the caller is unknown.
-func WithCaller(pid func(ctx context.Context) (int32, bool)) Option {
-	return func(h *handler) { h.caller = pid }
-}
-
 // The numbers of the fields of PodFindResponse and PodMatch.
 const (
 	findMatchesField      protowire.Number = 1
@@ -83,10 +69,7 @@ const maxContainerIDLen = 256
 // FindPods returns the pods a container ID, IP, process, cgroup or the
 // caller itself belongs to, from the store's index.
 func (h podsHandler) FindPods(ctx context.Context, req *connect.Request[podsv1alpha1.PodFindRequest]) (*connect.Response[podsv1alpha1.PodFindResponse], error) {
-	f, ok := h.store.(Finder)
-	if !ok {
-		return nil, errFindUnimplemented
-	}
+	f := h.store
 	deleted := req.Msg.GetIncludeDeleted()
 	var (
 		version uint64

@@ -2,7 +2,6 @@ package service
 
 import (
 	"container/list"
-	"context"
 	"errors"
 	"strconv"
 	"sync"
@@ -176,48 +175,49 @@ func (c *replayCache) release(e *replayEntry) {
 	}
 }
 
-// sendReplay sends the changes of r that the watch selects, after *last, and
-// moves *last to each change it handled. The first message goes through
-// connect, which writes the response headers; after it, with raw (the Stream
+// sendReplay sends the changes of r that the watch selects, after c.last,
+// and moves c.last to each change it handled. The first message goes through
+// connect, which writes the response headers; after it, with c.raw (the Stream
 // of a binary protobuf watch), every complete block of the history is written
 // from the blocks shared between watches; the rest goes one change at a time.
-func (h *handler) sendReplay(ctx context.Context, f eventEncoding, wire watchWire, raw Stream, w *store.Watcher, r store.Replay, pr *projection, sel *selector, client string, last *uint64, fellBehind func() error) error {
+func (c *watchCall) sendReplay(r store.Replay) error {
+	h := c.h
 	buf := make([]store.Event, 0, replayBlock)
 	headersSent := false
 	// unshared is the block the budget or the history refused to share:
 	// it goes one change at a time.
 	unshared := ^uint64(0)
-	for *last < r.Until {
-		if err := h.check(ctx, w, fellBehind); err != nil {
+	for c.last < r.Until {
+		if err := c.check(); err != nil {
 			return err
 		}
-		block := *last / replayBlock
+		block := c.last / replayBlock
 		end := (block + 1) * replayBlock
-		shareable := raw != nil && end <= r.Until && block != unshared
+		shareable := c.raw != nil && end <= r.Until && block != unshared
 		if shareable && headersSent {
-			done, err := h.writeReplayBlock(ctx, f, wire, raw, w, pr, sel, client, block, last, fellBehind)
+			done, err := c.writeReplayBlock(block)
 			if err != nil {
 				return err
 			}
 			if done {
-				*last = end
+				c.last = end
 				continue
 			}
 			unshared, shareable = block, false
 		}
-		events, err := h.store.ReadHistory(*last, min(end, r.Until), buf)
+		events, err := h.store.ReadHistory(c.last, min(end, r.Until), buf)
 		if err != nil {
-			return errReplayTooOld(h.store.Revision(*last), err)
+			return errReplayTooOld(h.store.Revision(c.last), err)
 		}
 		for _, ev := range events {
-			if err := h.check(ctx, w, fellBehind); err != nil {
+			if err := c.check(); err != nil {
 				return err
 			}
-			sent, err := h.deliver(ctx, f, wire.send, ev, pr, sel)
+			sent, err := c.deliver(ev)
 			if err != nil {
 				return err
 			}
-			*last = ev.Version
+			c.last = ev.Version
 			if sent && !headersSent {
 				headersSent = true
 				if shareable {
@@ -232,15 +232,15 @@ func (h *handler) sendReplay(ctx context.Context, f eventEncoding, wire watchWir
 }
 
 // writeReplayBlock writes the messages of block after the change at store
-// version *last, from the shared enveloped block, moving *last to the last
+// version c.last, from the shared enveloped block, moving c.last to the last
 // change written, and reports whether it wrote the block to its end:
 // not when the block left the history or the budget has no room for it, in
 // which case the watch sends it one change at a time.
-func (h *handler) writeReplayBlock(ctx context.Context, f eventEncoding, wire watchWire, raw Stream, w *store.Watcher, pr *projection, sel *selector, client string, block uint64, last *uint64, fellBehind func() error) (bool, error) {
-	after := *last
-	key := f.name + "|" + pr.view + "|" + sel.cacheKey() + "|" + strconv.FormatUint(block, 10)
-	r, release, err := h.replays.get(key, client, func() (*envelopedReplay, int64, error) {
-		return h.envelopeReplay(f, wire, pr, sel, block)
+func (c *watchCall) writeReplayBlock(block uint64) (bool, error) {
+	h, after := c.h, c.last
+	key := c.f.name + "|" + c.pr.view + "|" + c.sel.cacheKey() + "|" + strconv.FormatUint(block, 10)
+	r, release, err := h.replays.get(key, c.client, func() (*envelopedReplay, int64, error) {
+		return c.envelopeReplay(block)
 	})
 	switch {
 	case errors.Is(err, budget.ErrOverShare):
@@ -261,38 +261,39 @@ func (h *handler) writeReplayBlock(ctx context.Context, f eventEncoding, wire wa
 		if end == pos || (end-pos < snapshotChunk && j < replayBlock-1) {
 			continue
 		}
-		if err := h.check(ctx, w, fellBehind); err != nil {
+		if err := c.check(); err != nil {
 			return false, err
 		}
-		if err := raw.WriteRaw(r.b[pos:end]); err != nil {
-			return false, sendErr(ctx, errWrite)
+		if err := c.raw.WriteRaw(r.b[pos:end]); err != nil {
+			return false, sendErr(c.ctx, errWrite)
 		}
 		// Every change up to the j-th of the block was sent: a watch
 		// dropped now resumes after it.
-		pos, *last = end, block*replayBlock+uint64(j)+1
+		pos, c.last = end, block*replayBlock+uint64(j)+1
 	}
 	return true, nil
 }
 
-// envelopeReplay envelopes the changes of block as a watch with pr and sel sees
-// them, and returns the block and its size in bytes.
-func (h *handler) envelopeReplay(f eventEncoding, wire watchWire, pr *projection, sel *selector, block uint64) (*envelopedReplay, int64, error) {
+// envelopeReplay envelopes the changes of block as the call's mask and
+// selector see them, and returns the block and its size in bytes.
+func (c *watchCall) envelopeReplay(block uint64) (*envelopedReplay, int64, error) {
+	h := c.h
 	events, err := h.store.ReadHistory(block*replayBlock, (block+1)*replayBlock, make([]store.Event, 0, replayBlock))
 	if err != nil || len(events) != replayBlock {
 		return nil, 0, errBlockTooOld
 	}
 	r := &envelopedReplay{}
 	for i, ev := range events {
-		t, p, ok, err := h.eventFor(ev, pr, sel)
+		t, p, ok, err := h.eventFor(ev, c.pr, c.sel)
 		if err != nil {
 			return nil, 0, err
 		}
 		if ok {
-			msg, err := h.event(f, t, p, pr)
+			msg, err := h.event(c.f, t, p, c.pr)
 			if err != nil {
 				return nil, 0, err
 			}
-			if r.b, err = appendEnvelope(r.b, func(b []byte) ([]byte, error) { return wire.appendMessage(b, msg, ev.Version) }); err != nil {
+			if r.b, err = appendEnvelope(r.b, func(b []byte) ([]byte, error) { return c.wire.appendMessage(b, msg, ev.Version) }); err != nil {
 				return nil, 0, err
 			}
 		}

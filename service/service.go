@@ -3,7 +3,6 @@ package service
 import (
 	"context"
 	"log/slog"
-	"time"
 
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/encoding/protowire"
@@ -28,53 +27,6 @@ const DefaultWatchQueue = 1000
 // GetPodResponse (pod): a list or a pod is encoded the same way in all four,
 // so that both wires share their responses byte for byte.
 const podField protowire.Number = 1
-
-// Option configures the handler New returns.
-type Option func(*handler)
-
-// WithWatchQueue sets how many live events a watcher may have queued before
-// it is dropped for falling behind. The default is DefaultWatchQueue.
-func WithWatchQueue(n int) Option {
-	return func(h *handler) { h.queue = max(n, 1) }
-}
-
-// WithMetrics sets the metrics that count dropped watch events and the use
-// of shared views. By default nothing is counted.
-func WithMetrics(m *Metrics) Option {
-	return func(h *handler) { h.metrics = m }
-}
-
-// WithShutdown sets a channel whose closing ends every open watch with
-// UNAVAILABLE. By default watches end only when their client leaves.
-func WithShutdown(ch <-chan struct{}) Option {
-	return func(h *handler) { h.shutdown = ch }
-}
-
-// WithProgressInterval sets the interval between the progress marks
-// (EVENT_TYPE_PROGRESS) of the typed watches that set progress_notify. The
-// default is DefaultProgressInterval.
-func WithProgressInterval(d time.Duration) Option {
-	return func(h *handler) {
-		if d > 0 {
-			h.progress.interval = d
-		}
-	}
-}
-
-// WithLogger sets the logger of errors the client cannot be told about in
-// detail. The default is slog.Default().
-func WithLogger(l *slog.Logger) Option {
-	return func(h *handler) { h.logger = l }
-}
-
-// WithBudget sets the memory budget that the caches of the service count
-// their bytes against: masked views, lists, snapshots and the replays of
-// resumed watches. Half of it, besides, bounds the unary responses in
-// flight (Handlers.TrackResponses). The default, nil, counts nothing and
-// bounds the caches only by their fixed limits.
-func WithBudget(b *budget.Budget) Option {
-	return func(h *handler) { h.budget = b }
-}
 
 // handler serves the pods of a PodReader to both wires: the typed
 // kubelet.pods.v1alpha1.Pods (podsHandler) and the kubelet's own

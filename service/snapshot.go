@@ -1,7 +1,6 @@
 package service
 
 import (
-	"context"
 	"sync"
 
 	"github.com/podsapi/podsapi/budget"
@@ -216,17 +215,18 @@ func (c *snapshotCache) drop(key string, e *snapshotEntry) {
 	e.bytes = 0
 }
 
-// sendSnapshot sends an ADDED event for every pod of the snapshot sel
-// selects, at store version version. With raw, the Stream of a binary
+// sendSnapshot sends an ADDED event for every pod of the snapshot the call
+// selects, at the store version c.last. With c.raw, the Stream of a binary
 // protobuf watch, it writes the shared snapshot of version in chunks, or
 // streams the snapshot when it is not shared (streamSnapshot); otherwise it
 // sends the events one at a time through connect. Either way the client
 // receives the same messages, and the watch checks between writes whether it
 // fell behind or its client left.
-func (h *handler) sendSnapshot(ctx context.Context, f eventEncoding, wire watchWire, raw Stream, w *store.Watcher, pods []*store.Pod, pr *projection, sel *selector, version uint64, fellBehind func() error) error {
-	if raw != nil && len(pods) > 0 {
-		s, built, release, err := h.snapshots.get(version, f.name+"|"+pr.view+"|"+sel.cacheKey(), func(reserve func(int) bool) (*envelopedSnapshot, error) {
-			return h.buildSnapshot(f, wire, pods, pr, sel, version, reserve)
+func (c *watchCall) sendSnapshot(pods []*store.Pod) error {
+	h := c.h
+	if c.raw != nil && len(pods) > 0 {
+		s, built, release, err := h.snapshots.get(c.last, c.f.name+"|"+c.pr.view+"|"+c.sel.cacheKey(), func(reserve func(int) bool) (*envelopedSnapshot, error) {
+			return c.buildSnapshot(pods, reserve)
 		})
 		// A snapshot that failed to build is streamed, which ends the
 		// watch at the failing pod as it always has.
@@ -235,19 +235,19 @@ func (h *handler) sendSnapshot(ctx context.Context, f eventEncoding, wire watchW
 			// failed: the watchers starting meanwhile share it.
 			defer release()
 			h.metrics.viewUsed(viewSnapshot, built)
-			return h.writeSnapshot(ctx, raw, wire, w, s, version, fellBehind)
+			return c.writeSnapshot(s)
 		}
 		release()
-		return h.streamSnapshot(ctx, f, wire, raw, w, pods, pr, sel, version, fellBehind)
+		return c.streamSnapshot(pods)
 	}
 	for _, p := range pods {
-		if !sel.matches(p) {
+		if !c.sel.matches(p) {
 			continue
 		}
-		if err := h.check(ctx, w, fellBehind); err != nil {
+		if err := c.check(); err != nil {
 			return err
 		}
-		if err := h.send(ctx, f, wire.send, store.Added, p, pr, version); err != nil {
+		if err := c.send(store.Added, p, c.last); err != nil {
 			return err
 		}
 	}
@@ -271,7 +271,8 @@ var streamBuffers = sync.Pool{New: func() any { b := make([]byte, 0, streamChunk
 // writes whether it fell behind or its client left. A pod whose event fails
 // to build ends the watch after the events before it, as when the events are
 // sent one at a time.
-func (h *handler) streamSnapshot(ctx context.Context, f eventEncoding, wire watchWire, raw Stream, w *store.Watcher, pods []*store.Pod, pr *projection, sel *selector, version uint64, fellBehind func() error) error {
+func (c *watchCall) streamSnapshot(pods []*store.Pod) error {
+	version := c.last
 	bp := streamBuffers.Get().(*[]byte)
 	b := (*bp)[:0]
 	defer func() {
@@ -284,34 +285,34 @@ func (h *handler) streamSnapshot(ctx context.Context, f eventEncoding, wire watc
 		if len(b) == 0 {
 			return nil
 		}
-		if err := h.check(ctx, w, fellBehind); err != nil {
+		if err := c.check(); err != nil {
 			return err
 		}
-		if err := raw.WriteRaw(b); err != nil {
-			return sendErr(ctx, errWrite)
+		if err := c.raw.WriteRaw(b); err != nil {
+			return sendErr(c.ctx, errWrite)
 		}
 		b = b[:0]
 		return nil
 	}
 	first := true
 	for _, p := range pods {
-		if !sel.matches(p) {
+		if !c.sel.matches(p) {
 			continue
 		}
 		if first {
 			first = false
-			if err := h.check(ctx, w, fellBehind); err != nil {
+			if err := c.check(); err != nil {
 				return err
 			}
-			if err := h.send(ctx, f, wire.send, store.Added, p, pr, version); err != nil {
+			if err := c.send(store.Added, p, version); err != nil {
 				return err
 			}
 			continue
 		}
-		ev, err := h.event(f, store.Added, p, pr)
+		ev, err := c.h.event(c.f, store.Added, p, c.pr)
 		if err == nil {
 			var next []byte
-			if next, err = appendEnvelope(b, func(b []byte) ([]byte, error) { return wire.appendMessage(b, ev, version) }); err == nil {
+			if next, err = appendEnvelope(b, func(b []byte) ([]byte, error) { return c.wire.appendMessage(b, ev, version) }); err == nil {
 				b = next
 			}
 		}
@@ -331,40 +332,42 @@ func (h *handler) streamSnapshot(ctx context.Context, f eventEncoding, wire watc
 }
 
 // writeSnapshot sends s: its first event through connect, the others in
-// chunks through raw.
-func (h *handler) writeSnapshot(ctx context.Context, raw Stream, wire watchWire, w *store.Watcher, s *envelopedSnapshot, version uint64, fellBehind func() error) error {
+// chunks through c.raw.
+func (c *watchCall) writeSnapshot(s *envelopedSnapshot) error {
 	if s.first == nil {
 		return nil
 	}
-	if err := h.check(ctx, w, fellBehind); err != nil {
+	if err := c.check(); err != nil {
 		return err
 	}
-	if err := sendErr(ctx, wire.send(s.first, version)); err != nil {
+	if err := sendErr(c.ctx, c.wire.send(s.first, c.last)); err != nil {
 		return err
 	}
 	start := 0
 	for _, end := range s.chunks {
-		if err := h.check(ctx, w, fellBehind); err != nil {
+		if err := c.check(); err != nil {
 			return err
 		}
-		if err := raw.WriteRaw(s.rest[start:end]); err != nil {
-			return sendErr(ctx, errWrite)
+		if err := c.raw.WriteRaw(s.rest[start:end]); err != nil {
+			return sendErr(c.ctx, errWrite)
 		}
 		start = end
 	}
 	return nil
 }
 
-// buildSnapshot builds the enveloped snapshot of the pods sel selects, or
+// buildSnapshot builds the enveloped snapshot of the pods the call selects,
+// at the store version c.last, or
 // returns nil when reserve finds no room for it.
-func (h *handler) buildSnapshot(f eventEncoding, wire watchWire, pods []*store.Pod, pr *projection, sel *selector, version uint64, reserve func(int) bool) (*envelopedSnapshot, error) {
+func (c *watchCall) buildSnapshot(pods []*store.Pod, reserve func(int) bool) (*envelopedSnapshot, error) {
+	version, wire := c.last, c.wire
 	var events [][]byte
 	size := 0
 	for _, p := range pods {
-		if !sel.matches(p) {
+		if !c.sel.matches(p) {
 			continue
 		}
-		ev, err := h.event(f, store.Added, p, pr)
+		ev, err := c.h.event(c.f, store.Added, p, c.pr)
 		if err != nil {
 			return nil, err
 		}

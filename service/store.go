@@ -31,4 +31,6 @@ type PodReader interface {
 	ReadHistory(after, until uint64, buf []store.Event) ([]store.Event, error)
 	// Revision returns the opaque revision of a store version.
 	Revision(version uint64) string
+	// Finder is the index FindPods reads.
+	Finder
 }

@@ -20,15 +20,6 @@ type Stream interface {
 	WriteRaw(b []byte) error
 }
 
-// WithStreams sets how a watch finds the Stream of its response: streams
-// returns it for the context the watch is served with, or nil. With a
-// Stream, a watch flushes the events that are ready together once, and
-// writes the shared snapshot of a binary protobuf stream in a few large
-// writes. The default is none: every event is flushed as connect sends it.
-func WithStreams(streams func(context.Context) Stream) Option {
-	return func(h *handler) { h.streams = streams }
-}
-
 // stream returns the Stream of the watch served with ctx, or one that holds
 // nothing and writes nothing raw.
 func (h *handler) stream(ctx context.Context) (s Stream, raw bool) {

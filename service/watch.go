@@ -64,7 +64,6 @@ func newWatchWire[R any, M interface {
 // the sync marker, then every change, each encoded by f and sent through
 // wire together with the store version it reflects.
 func (h *handler) watch(ctx context.Context, f eventEncoding, opts watchOptions, wire watchWire) error {
-	send := wire.send
 	pr, err := h.watchProjection(maskFrom(ctx))
 	if err != nil {
 		return errFieldMask(err)
@@ -101,19 +100,9 @@ func (h *handler) watch(ctx context.Context, f eventEncoding, opts watchOptions,
 		snapshot, w = h.store.Watch(h.queue, h.metrics.droppedEvents)
 	}
 	defer w.Stop()
-	// last is the store version up to which the watcher has been sent every
-	// change it selects; resumable says the client can resume from it,
-	// which it cannot while it has only part of a snapshot.
-	last, resumable := w.Since(), opts.resumeFrom != ""
-	if resumable {
-		last = replay.After
-	}
-	fellBehind := func() error {
-		rev := ""
-		if opts.revisions && resumable {
-			rev = h.store.Revision(last)
-		}
-		return errFellBehind(w.Lost(), rev)
+	c := &watchCall{h: h, ctx: ctx, f: f, wire: wire, w: w, pr: pr, sel: opts.sel, client: client, revisions: opts.revisions, last: w.Since()}
+	if opts.resumeFrom != "" {
+		c.last, c.resumable = replay.After, true
 	}
 	var tick <-chan struct{}
 	if opts.progress {
@@ -127,66 +116,23 @@ func (h *handler) watch(ctx context.Context, f eventEncoding, opts watchOptions,
 	stream, raw := h.stream(ctx)
 	// The shared snapshot is written raw only to a stream of binary
 	// protobuf envelopes.
-	var rawSnapshot Stream
 	if raw && wire.binary {
-		rawSnapshot = turnStream{stream, turn}
+		c.raw = turnStream{stream, turn}
 	}
 	stream.Hold()
-	if err := h.sendSnapshot(ctx, f, wire, rawSnapshot, w, snapshot, pr, opts.sel, last, fellBehind); err != nil {
+	if err := c.sendSnapshot(snapshot); err != nil {
 		return err
 	}
-	if err := h.sendReplay(ctx, f, wire, rawSnapshot, w, replay, pr, opts.sel, h.clientOf(ctx), &last, fellBehind); err != nil {
+	if err := c.sendReplay(replay); err != nil {
 		return err
 	}
-	if err := sendErr(ctx, send(f.synced, last)); err != nil {
+	if err := sendErr(ctx, wire.send(f.synced, c.last)); err != nil {
 		return err
 	}
-	resumable = true
+	c.resumable = true
 	turn.end()
 	stream.Release()
-	var events []store.Event
-	for {
-		select {
-		case <-ctx.Done():
-			return sendErr(ctx, ctx.Err())
-		case <-h.shutdown:
-			return errShuttingDown
-		case <-w.Dropped():
-			return fellBehind()
-		case <-tick:
-			// The watcher has been sent every change it selects up to
-			// the last event it handled, which every change reaches.
-			tick = h.progress.next()
-			if err := sendErr(ctx, send(f.progress, last)); err != nil {
-				return err
-			}
-		case <-w.Ready():
-			// Every event taken here was queued before any drop, so it is
-			// delivered: the events a drop loses are those still queued.
-			events = w.Take(events)
-			stream.Hold()
-			for _, ev := range events {
-				if err := h.checkLive(ctx); err != nil {
-					return err
-				}
-				if _, err := h.deliver(ctx, f, send, ev, pr, opts.sel); err != nil {
-					return err
-				}
-				last = ev.Version
-			}
-			stream.Release()
-		}
-	}
-}
-
-// deliver sends ev as a watcher with sel sees it, unless a field mask hides
-// the whole change, and reports whether it sent it.
-func (h *handler) deliver(ctx context.Context, f eventEncoding, send func([]byte, uint64) error, ev store.Event, pr *projection, sel *selector) (bool, error) {
-	t, p, ok, err := h.eventFor(ev, pr, sel)
-	if err != nil || !ok {
-		return false, err
-	}
-	return true, h.send(ctx, f, send, t, p, pr, ev.Version)
+	return c.live(stream, tick)
 }
 
 // eventFor returns the type and pod of the event a watcher with sel and pr
@@ -221,42 +167,6 @@ func (h *handler) eventFor(ev store.Event, pr *projection, sel *selector) (store
 		}
 	}
 	return t, ev.Pod, true, nil
-}
-
-// check returns the error that ends the watch now, if any; fellBehind
-// builds the error of a dropped watcher.
-func (h *handler) check(ctx context.Context, w *store.Watcher, fellBehind func() error) error {
-	select {
-	case <-w.Dropped():
-		return fellBehind()
-	default:
-		return h.checkLive(ctx)
-	}
-}
-
-// checkLive returns the error that ends the watch now because its client
-// left or the server is shutting down, if any.
-func (h *handler) checkLive(ctx context.Context) error {
-	select {
-	case <-ctx.Done():
-		return sendErr(ctx, ctx.Err())
-	case <-h.shutdown:
-		return errShuttingDown
-	default:
-		return nil
-	}
-}
-
-// send sends one event about p, at store version version. The event encoded
-// by f is built once per pod version, event type, mask and wire, and
-// shared by every watcher; the pod's view inside it is shared by both
-// wires.
-func (h *handler) send(ctx context.Context, f eventEncoding, send func([]byte, uint64) error, t store.EventType, p *store.Pod, pr *projection, version uint64) error {
-	ev, err := h.event(f, t, p, pr)
-	if err != nil {
-		return err
-	}
-	return sendErr(ctx, send(ev, version))
 }
 
 // event returns the event of type t about p encoded by f, built once per pod

@@ -2,7 +2,6 @@ package store
 
 import (
 	"sync"
-	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
@@ -39,8 +38,8 @@ type Pod struct {
 	keys podKeys
 
 	// budget is the store's budget for the bytes of the views the version
-	// caches (Store.BudgetViews); nil, or nil inside, counts nothing.
-	budget *atomic.Pointer[budget.Budget]
+	// caches (WithBudget); nil counts nothing.
+	budget *budget.Budget
 
 	mu    sync.Mutex
 	views map[string]*view
@@ -57,15 +56,7 @@ func (p *Pod) shed() {
 	n := p.viewBytes
 	p.views, p.shedded, p.viewBytes = nil, true, 0
 	p.mu.Unlock()
-	p.viewBudget().Release(budget.Views, n)
-}
-
-// viewBudget returns the budget of the pod's views, or nil.
-func (p *Pod) viewBudget() *budget.Budget {
-	if p.budget == nil {
-		return nil
-	}
-	return p.budget.Load()
+	p.budget.Release(budget.Views, n)
 }
 
 // view is a lazily computed, shared derivation of a Pod's encoding.
@@ -92,7 +83,7 @@ func (p *Pod) Fields() fields.Fields { return p.fields }
 // caller of the same key. compute is called at most once per key while the
 // pod caches fewer than maxViews views; beyond that, views are computed for
 // each call, and so are views the memory budget has no room for
-// (Store.BudgetViews). The caller must not modify the returned bytes.
+// (WithBudget). The caller must not modify the returned bytes.
 func (p *Pod) View(key string, compute func(raw []byte) ([]byte, error)) ([]byte, error) {
 	p.mu.Lock()
 	v, ok := p.views[key]
@@ -120,7 +111,7 @@ func (p *Pod) View(key string, compute func(raw []byte) ([]byte, error)) ([]byte
 // it share it, later ones compute it again.
 func (p *Pod) count(key string, v *view) {
 	n := int64(cap(v.b)) + viewOverhead
-	b := p.viewBudget()
+	b := p.budget
 	fits := b.Reserve(budget.Views, n)
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -60,7 +60,7 @@ type RuntimeContainer struct {
 // bytes each. The store refuses facts beyond it (RuntimeRefused), dropping
 // the oldest removed ones first. The default is DefaultRuntimeBytes, which
 // 0 keeps; a negative value keeps none. The facts are also counted against
-// the server's memory budget (BudgetViews), kind budget.Runtime.
+// the store's memory budget (WithBudget), kind budget.Runtime.
 func WithRuntimeFacts(bytes int64) Option {
 	return func(s *Store) { s.rt.maxBytes = pick(bytes, DefaultRuntimeBytes) }
 }
@@ -331,11 +331,11 @@ func (s *Store) reserveRuntime(size, prev int64) bool {
 	s.expireRuntime()
 	for rt.bytes-prev+size > rt.maxBytes && s.dropOldestGone() {
 	}
-	if rt.bytes-prev+size > rt.maxBytes || !s.budget.Load().Reserve(budget.Runtime, size) {
+	if rt.bytes-prev+size > rt.maxBytes || !s.budget.Reserve(budget.Runtime, size) {
 		rt.refused++
 		return false
 	}
-	s.budget.Load().Release(budget.Runtime, prev)
+	s.budget.Release(budget.Runtime, prev)
 	rt.bytes += size - prev
 	return true
 }
@@ -407,7 +407,7 @@ func (s *Store) forgetRuntime(p *rtPod, c *rtContainer) {
 		delete(rt.pods, p.SandboxID)
 	}
 	rt.bytes -= size
-	s.budget.Load().Release(budget.Runtime, size)
+	s.budget.Release(budget.Runtime, size)
 }
 
 func (s *Store) unindexRuntimePod(p *rtPod) {

@@ -149,8 +149,7 @@ func TestSyncRuntimeDropsVanished(t *testing.T) {
 
 func TestRuntimeFactsBounded(t *testing.T) {
 	b := budget.New(1 << 30)
-	st := store.New(store.WithRuntimeFacts(64 << 10))
-	st.BudgetViews(b)
+	st := store.New(store.WithRuntimeFacts(64<<10), store.WithBudget(b))
 	refused := 0
 	for i := range 1000 {
 		p, c := runtimeFacts(fmt.Sprint(i), fmt.Sprintf("%064x", i), fmt.Sprintf("c%063x", i), "10.2.0.1")

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
-	"unsafe"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -42,25 +41,13 @@ type Store struct {
 	tombs tombstones
 	// rt are the runtime's facts (runtime.go).
 	rt runtimeFacts
-	// budget counts the views of the pods (BudgetViews); queued counts
-	// the events queued for watchers, and historyBytes mirrors
-	// history.bytes, both read without the lock.
-	budget       atomic.Pointer[budget.Budget]
+	// budget counts what the store keeps for its clients (WithBudget);
+	// queued counts the events queued for watchers, and historyBytes
+	// mirrors history.bytes, both read without the lock.
+	budget       *budget.Budget
 	queued       atomic.Int64
 	historyBytes atomic.Int64
 }
-
-// BudgetViews has the views the pods cache (masked pods, enveloped events)
-// counted against b, and not cached beyond it. Call it before the store is
-// served.
-func (s *Store) BudgetViews(b *budget.Budget) { s.budget.Store(b) }
-
-// QueuedBytes returns what the events queued for watchers cost: a slot
-// each (the pods they hold are those of the history, or current).
-func (s *Store) QueuedBytes() int64 { return s.queued.Load() * queuedEventBytes }
-
-// queuedEventBytes is what one queued event costs.
-const queuedEventBytes = int64(unsafe.Sizeof(Event{}))
 
 // Option configures a Store.
 type Option func(*Store)
@@ -84,10 +71,13 @@ func New(opts ...Option) *Store {
 		index:       newIndex(),
 		tombs:       newTombstones(),
 		rt:          newRuntimeFacts(),
+		budget:      budget.ForSetting(0),
 	}
 	for _, opt := range opts {
 		opt(s)
 	}
+	s.budget.Track(budget.History, s.HistoryBytes)
+	s.budget.Track(budget.Queued, s.queuedBytes)
 	return s
 }
 
@@ -116,7 +106,7 @@ func (s *Store) Upsert(pod *corev1.Pod) {
 	p := &Pod{
 		UID: pod.UID, Namespace: pod.Namespace, Name: pod.Name, Version: s.version, raw: raw,
 		labels: podLabels(pod, prev), fields: podtypes.FieldsOf(pod), keys: keys,
-		budget: &s.budget,
+		budget: s.budget,
 	}
 	s.pods[pod.UID] = p
 	s.indexPut(prev, p)

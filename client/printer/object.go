@@ -3,6 +3,7 @@ package printer
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -10,18 +11,24 @@ import (
 )
 
 // object returns pod as the generic JSON object kubectl prints: with
-// apiVersion and kind, keys sorted.
-func object(pod *corev1.Pod) (map[string]any, error) {
+// apiVersion and kind, keys sorted; with keep, only the paths it holds
+// (and apiVersion and kind).
+func object(pod *corev1.Pod, keep pathTree) (map[string]any, error) {
 	p := *pod
 	p.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}
-	return generic(&p)
+	o, err := generic(&p)
+	if err != nil || keep == nil {
+		return o, err
+	}
+	prune(o, keep)
+	return o, nil
 }
 
 // listObject returns pods as the List object kubectl prints.
-func listObject(pods []*corev1.Pod) (map[string]any, error) {
+func listObject(pods []*corev1.Pod, keep pathTree) (map[string]any, error) {
 	items := make([]any, 0, len(pods))
 	for _, p := range pods {
-		o, err := object(p)
+		o, err := object(p, keep)
 		if err != nil {
 			return nil, err
 		}
@@ -84,4 +91,58 @@ func marshalJSON(v any) ([]byte, error) {
 // marshalYAML returns v as YAML.
 func marshalYAML(v any) ([]byte, error) {
 	return yaml.Marshal(v)
+}
+
+// pathTree is a tree of the JSON names of the fields to keep: a nil
+// subtree keeps the whole value.
+type pathTree map[string]pathTree
+
+// newPathTree returns the tree of the dotted paths, which keeps apiVersion
+// and kind too, or nil (keep everything) for no paths.
+func newPathTree(paths []string) pathTree {
+	if len(paths) == 0 {
+		return nil
+	}
+	t := pathTree{"apiVersion": nil, "kind": nil}
+	for _, p := range paths {
+		node := t
+		names := strings.Split(p, ".")
+		for i, n := range names {
+			sub, seen := node[n]
+			if seen && sub == nil {
+				break // a shorter path keeps all of it
+			}
+			if i == len(names)-1 {
+				node[n] = nil
+				break
+			}
+			if sub == nil {
+				sub = pathTree{}
+				node[n] = sub
+			}
+			node = sub
+		}
+	}
+	return t
+}
+
+// prune removes from v the fields t does not hold, in every element of
+// lists; a value that is not an object (a time, a quantity) is kept whole.
+func prune(v any, t pathTree) {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, e := range v {
+			sub, ok := t[k]
+			switch {
+			case !ok:
+				delete(v, k)
+			case sub != nil:
+				prune(e, sub)
+			}
+		}
+	case []any:
+		for _, e := range v {
+			prune(e, t)
+		}
+	}
 }

@@ -57,12 +57,23 @@ func WithNow(now func() time.Time) Option {
 	return func(p *Printer) { p.now = now }
 }
 
+// WithFields makes JSON and YAML print only the fields at paths (in the
+// JSON shape of a pod, such as fieldmask.Mask.JSONPaths returns), besides
+// apiVersion and kind: the fields a field mask kept, as the server sent
+// them, without the zero values the Go type of a pod adds for the fields
+// it left out (a restartCount of 0 for a container that restarted). By
+// default, and with no paths, they print whole pods.
+func WithFields(paths ...string) Option {
+	return func(p *Printer) { p.keep = newPathTree(paths) }
+}
+
 // Printer prints pods to a writer in one Format. Each call writes its
 // output with one Write. A Printer is not safe for concurrent use.
 type Printer struct {
 	w      io.Writer
 	format Format
 	now    func() time.Time
+	keep   pathTree // nil: whole pods
 	table  table
 	synced bool       // whether a watch's SYNCED event was printed
 	held   [][]string // table rows of a watch's snapshot, held until SYNCED
@@ -82,7 +93,7 @@ func New(w io.Writer, f Format, opts ...Option) *Printer {
 func (p *Printer) PrintList(pods []*corev1.Pod) error {
 	switch p.format {
 	case JSON, YAML:
-		o, err := listObject(pods)
+		o, err := listObject(pods, p.keep)
 		if err != nil {
 			return err
 		}
@@ -110,7 +121,7 @@ func (p *Printer) PrintList(pods []*corev1.Pod) error {
 func (p *Printer) PrintPod(pod *corev1.Pod) error {
 	switch p.format {
 	case JSON, YAML:
-		o, err := object(pod)
+		o, err := object(pod, p.keep)
 		if err != nil {
 			return err
 		}
@@ -132,7 +143,7 @@ func (p *Printer) PrintEvent(ev client.Event) error {
 	case JSON, YAML:
 		doc := map[string]any{"type": typ}
 		if ev.Pod != nil {
-			o, err := object(ev.Pod)
+			o, err := object(ev.Pod, p.keep)
 			if err != nil {
 				return err
 			}

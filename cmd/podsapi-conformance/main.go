@@ -75,8 +75,8 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		output       = fs.String("output", "", "with --list: write to this file instead of stdout")
 		showVersion  = fs.Bool("version", false, "print the version of the runner and of the suite, and exit")
 		verbose      = fs.Bool("v", false, "verbose: print the cases' logs and the implementation's output")
-		caseTimeout  = fs.Duration("case-timeout", 60*time.Second, "bound of each case")
-		eventTimeout = fs.Duration("event-timeout", 20*time.Second, "bound of each call and of the wait for each expected watch event; what the implementation failed to do within it fails the later cases that need it at once")
+		caseTimeout  = fs.Duration("case-timeout", 60*time.Second, "bound of each case; a features file's caseTimeout raises it")
+		eventTimeout = fs.Duration("event-timeout", 20*time.Second, "bound of each call and of the wait for each expected watch event; what the implementation failed to do within it fails the later cases that need it at once; a features file's eventTimeout raises it")
 		startTimeout = fs.Duration("start-timeout", 30*time.Second, "how long the implementation may take to answer on its socket")
 	)
 	fs.Usage = func() {

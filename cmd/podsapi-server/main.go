@@ -8,7 +8,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	iofs "io/fs"
@@ -23,6 +22,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/spf13/pflag"
 
 	"github.com/podsapi/podsapi/budget"
 	"github.com/podsapi/podsapi/internal/buildinfo"
@@ -49,15 +49,24 @@ func main() {
 		}
 		budget.SetGCPercent(budget.DefaultGCPercent)
 	}
-	if err := run(ctx, args, os.Stdout, os.Stderr); err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(os.Stderr, "podsapi-server:", err)
-		}
-		var usage usageError
-		if errors.As(err, &usage) || errors.Is(err, flag.ErrHelp) {
-			os.Exit(2)
-		}
-		os.Exit(1)
+	os.Exit(exitCode(run(ctx, args, os.Stdout, os.Stderr), os.Stderr))
+}
+
+// exitCode reports err, the error of Run or Probe, on stderr and returns
+// the exit status: 0 for none and for --help (whose usage is on stdout),
+// 2 for an error in the command line (with a hint, not the whole usage),
+// 1 for any other.
+func exitCode(err error, stderr io.Writer) int {
+	var usage usageError
+	switch {
+	case err == nil, errors.Is(err, pflag.ErrHelp):
+		return 0
+	case errors.As(err, &usage):
+		fmt.Fprintf(stderr, "podsapi-server: %v\n%s\n", err, usage.hint)
+		return 2
+	default:
+		fmt.Fprintln(stderr, "podsapi-server:", err)
+		return 1
 	}
 }
 
@@ -66,14 +75,29 @@ func main() {
 // every millisecond for each of thousands of watchers is a flood.
 const minProgressInterval = time.Second
 
+// flagsDefined, when set, is given Run's flag set once every flag is
+// defined, and Run then returns nil without parsing: the test that writes
+// the flags table of docs/server.md reads the flags from it.
+var flagsDefined func(*pflag.FlagSet)
+
 // usageError is an error in the command line.
-type usageError struct{ error }
+type usageError struct {
+	error
+	hint string // where to read the flags
+}
+
+// serverHint and probeHint are the hints of usage errors.
+const (
+	serverHint = "Run 'podsapi-server --help' for the flags."
+	probeHint  = "Run 'podsapi-server probe --help' for the flags."
+)
 
 // Run parses args, serves until ctx is done, and returns what stopped it.
 // Logs go to stderr; stdout takes only what --version prints.
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("podsapi-server", flag.ContinueOnError)
+	fs := pflag.NewFlagSet("podsapi-server", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.SortFlags = false
 	hostname, _ := os.Hostname()
 	// The flags are bound straight to the fields of the server's Config.
 	cfg := server.Config{Access: server.AccessConfig{AllowedUIDs: server.DefaultAllowedUIDs()}}
@@ -96,12 +120,13 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&cfg.Limits.MaxWatchersPerClient, "max-watchers-per-client", server.DefaultMaxWatchersPerClient, "watches one client (its pod, systemd unit, or else its UID) may hold open at once; beyond it WatchPods returns RESOURCE_EXHAUSTED; negative disables the share")
 	fs.IntVar(&cfg.Limits.MaxConnections, "max-connections", server.DefaultMaxConnections, "connections open at once; more are closed as soon as accepted; negative disables the limit")
 	fs.IntVar(&cfg.Limits.MaxStreams, "max-streams", server.DefaultMaxStreams, "concurrent calls and watches per connection")
-	fs.Int64Var(&cfg.Limits.MemoryBudgetBytes, "memory-budget-bytes", 0, "bytes the server may keep on behalf of its clients (masked views, cached lists, snapshots, replays of resumed watches, history); 0: half the memory limit (cgroup memory.max or GOMEMLIMIT), 512 MiB without one; negative: no budget")
+	budgetBytes := fs.Int64("memory-budget-bytes", 0, "bytes the server may keep on behalf of its clients (masked views, cached lists, snapshots, replays of resumed watches, history); 0: half the memory limit (cgroup memory.max or GOMEMLIMIT), 512 MiB without one; negative: no budget")
 	fs.IntVar(&cfg.Limits.MaxPendingPerClient, "max-pending-per-client", server.DefaultMaxPendingPerClient, "calls of one client (its pod, systemd unit, or else its UID) that may wait for their request at once; more are refused RESOURCE_EXHAUSTED; negative disables the limit")
 
 	// The names these two flags had when the shares were per UID.
 	for old, name := range map[string]string{"max-watchers-per-uid": "max-watchers-per-client", "max-pending-per-uid": "max-pending-per-client"} {
 		fs.Var(fs.Lookup(name).Value, old, "deprecated: the old name of --"+name)
+		_ = fs.MarkDeprecated(old, "use --"+name)
 	}
 
 	fs.IntVar(&cfg.Watch.Queue, "watch-queue", service.DefaultWatchQueue, "live events a watcher may have queued before it is dropped for falling behind")
@@ -140,13 +165,17 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			"Serves the Kubelet Pods API on a UNIX socket.\n\n"+
 			"For every numeric flag, 0 means the default shown; a negative value turns the\n"+
 			"limit or timeout off where the flag says so, and is refused elsewhere.\n\nFlags:\n")
-		fs.PrintDefaults()
+		fmt.Fprint(fs.Output(), fs.FlagUsages())
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
+	if flagsDefined != nil {
+		flagsDefined(fs)
+		return nil
+	}
+	if err := parse(fs, args, stdout); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
 			return err
 		}
-		return usageError{err}
+		return usageError{err, serverHint}
 	}
 	if *showVersion {
 		fmt.Fprintln(stdout, buildinfo.String("podsapi-server"))
@@ -155,9 +184,9 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	cfg.NoKubeletWire = !*kubeletWire
 	switch {
 	case fs.NArg() > 0:
-		return usageError{fmt.Errorf("unexpected arguments: %q", fs.Args())}
+		return usageError{fmt.Errorf("unexpected arguments: %q", fs.Args()), serverHint}
 	case *nodeName == "":
-		return usageError{errors.New("--node-name is required: the host name is unknown")}
+		return usageError{errors.New("--node-name is required: the host name is unknown"), serverHint}
 	}
 	// The zero rule (package source): 0 means the default; a negative value
 	// turns a limit off where that makes sense, and is a usage error where
@@ -173,18 +202,18 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		{"watch-progress-interval", float64(cfg.Watch.ProgressInterval)},
 	} {
 		if f.v < 0 {
-			return usageError{fmt.Errorf("--%s must not be negative (0 means the default)", f.name)}
+			return usageError{fmt.Errorf("--%s must not be negative (0 means the default)", f.name), serverHint}
 		}
 	}
 	switch pi := cfg.Watch.ProgressInterval; {
 	case len(cfg.Socket) > socket.MaxPathLen:
-		return usageError{fmt.Errorf("--socket %s is %d bytes: %w", cfg.Socket, len(cfg.Socket), socket.ErrPathTooLong)}
+		return usageError{fmt.Errorf("--socket %s is %d bytes: %w", cfg.Socket, len(cfg.Socket), socket.ErrPathTooLong), serverHint}
 	case pi > 0 && pi < minProgressInterval:
-		return usageError{fmt.Errorf("--watch-progress-interval %v is below its minimum, %v (0 means the default, %v)", pi, minProgressInterval, service.DefaultProgressInterval)}
+		return usageError{fmt.Errorf("--watch-progress-interval %v is below its minimum, %v (0 means the default, %v)", pi, minProgressInterval, service.DefaultProgressInterval), serverHint}
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
-		return usageError{fmt.Errorf("--log-level: %w", err)}
+		return usageError{fmt.Errorf("--log-level: %w", err), serverHint}
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 
@@ -193,9 +222,9 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	cfg.Logger, cfg.Registry = logger, reg
 	src, err := srcFlags.newSource(fs, source.Env{NodeName: *nodeName, Socket: cfg.Socket, MaxPodBytes: *maxPodBytes, Logger: logger, Registerer: reg})
 	if err != nil {
-		return usageError{err}
+		return usageError{err, serverHint}
 	}
-	st := store.New(store.WithErrorHandler(storeErrors(logger)), store.WithMaxPodBytes(*maxPodBytes),
+	st := store.New(store.WithErrorHandler(storeErrors(logger)), store.WithMaxPodBytes(*maxPodBytes), store.WithBudget(budget.ForSetting(*budgetBytes)),
 		store.WithHistory(*history, *historyMem), store.WithDeletedPods(*deletedRetain, *deletedPods, *deletedBytes))
 	srv, err := server.New(st, cfg)
 	if err != nil {
@@ -232,6 +261,17 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return cause
 	}
 	return nil
+}
+
+// parse parses args with fs. A request for help (--help, -h) prints the
+// usage to stdout and returns pflag.ErrHelp.
+func parse(fs *pflag.FlagSet, args []string, stdout io.Writer) error {
+	usage := fs.Usage
+	fs.Usage = func() {
+		fs.SetOutput(stdout)
+		usage()
+	}
+	return fs.Parse(args)
 }
 
 // storeErrors returns the store's error handler: it logs the pods the store
@@ -279,6 +319,8 @@ func (f *idsFlag) String() string {
 	return strings.Join(s, ",")
 }
 
+func (f *idsFlag) Type() string { return "ids" }
+
 func (f *idsFlag) Set(v string) error {
 	if f.anyPeer != nil && strings.TrimSpace(v) == "*" {
 		*f.anyPeer, *f.ids = true, nil
@@ -308,6 +350,8 @@ func (f modeFlag) String() string {
 	}
 	return fmt.Sprintf("%#o", uint32(*f.mode))
 }
+
+func (f modeFlag) Type() string { return "mode" }
 
 func (f modeFlag) Set(v string) error {
 	m, err := strconv.ParseUint(v, 8, 32)

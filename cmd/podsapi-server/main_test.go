@@ -93,7 +93,8 @@ func TestRunUsageErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"UnknownFlag", []string{"--bogus"}, "flag provided but not defined"},
+		{"UnknownFlag", []string{"--bogus"}, "unknown flag: --bogus"},
+		{"NotANumber", []string{"--manifest-dir", ".", "--qps", "abc"}, `invalid argument "abc" for "--qps" flag`},
 		{"NoManifestDir", []string{"--socket", "/tmp/x.sock"}, "--manifest-dir is required"},
 		{"ExtraArgument", []string{"--manifest-dir", ".", "extra"}, "unexpected arguments"},
 		{"NegativeBurst", []string{"--manifest-dir", ".", "--burst", "-1"}, "--burst must not be negative"},

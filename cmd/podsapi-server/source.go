@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/spf13/pflag"
+
 	"github.com/podsapi/podsapi/source"
 	"github.com/podsapi/podsapi/source/apiserver"
 	"github.com/podsapi/podsapi/source/kubeletgrpc"
@@ -30,14 +32,14 @@ type sourceFlags struct {
 }
 
 // addSourceFlags defines --source and the flags of every source on fs.
-func addSourceFlags(fs *flag.FlagSet) *sourceFlags {
+func addSourceFlags(fs *pflag.FlagSet) *sourceFlags {
 	f := &sourceFlags{owners: map[string]string{}, makers: map[string]func(source.Env) (source.Source, error){}}
 	var helps []string
 	for _, r := range sources {
 		sub := flag.NewFlagSet(r.Name, flag.ContinueOnError)
 		f.makers[r.Name] = r.Flags(sub)
 		sub.VisitAll(func(fl *flag.Flag) {
-			fs.Var(fl.Value, fl.Name, fl.Usage)
+			fs.AddGoFlag(fl)
 			f.owners[fl.Name] = r.Name
 		})
 		helps = append(helps, fmt.Sprintf("%s (%s)", r.Name, r.Help))
@@ -48,7 +50,7 @@ func addSourceFlags(fs *flag.FlagSet) *sourceFlags {
 
 // newSource returns the pod source the parsed flags of fs choose, or a
 // usage error.
-func (f *sourceFlags) newSource(fs *flag.FlagSet, env source.Env) (source.Source, error) {
+func (f *sourceFlags) newSource(fs *pflag.FlagSet, env source.Env) (source.Source, error) {
 	newSource, ok := f.makers[*f.kind]
 	if !ok {
 		names := make([]string, len(sources))
@@ -58,7 +60,7 @@ func (f *sourceFlags) newSource(fs *flag.FlagSet, env source.Env) (source.Source
 		return nil, fmt.Errorf("--source %q: want %s", *f.kind, orList(names))
 	}
 	var err error
-	fs.Visit(func(fl *flag.Flag) {
+	fs.Visit(func(fl *pflag.Flag) {
 		if owner, ok := f.owners[fl.Name]; ok && owner != *f.kind && err == nil {
 			err = fmt.Errorf("--%s is a flag of --source=%s, not of --source=%s", fl.Name, owner, *f.kind)
 		}

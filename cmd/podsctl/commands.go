@@ -29,7 +29,7 @@ func runList(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stderr, "No resources found.")
 		return nil
 	}
-	return printer.New(stdout, o.format, printer.WithNow(now)).PrintList(shown)
+	return o.newPrinter(stdout).PrintList(shown)
 }
 
 // runGet runs podsctl get UID or podsctl get NAMESPACE/NAME.
@@ -47,7 +47,7 @@ func runGet(ctx context.Context, o *options, ref string, stdout io.Writer) error
 	if err != nil {
 		return fmt.Errorf("get %s: %w", ref, err)
 	}
-	return printer.New(stdout, o.format, printer.WithNow(now)).PrintPod(pod)
+	return o.newPrinter(stdout).PrintPod(pod)
 }
 
 // sortPods sorts pods by namespace, name and UID, as podsapi lists them.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"strings"
@@ -111,17 +112,45 @@ func (o *options) complete() error {
 	return nil
 }
 
-// mask returns the field mask option. --fields is sent together with what
-// podsctl itself reads: the fields the output format prints from (so that a
-// table shows what the pods say, never a blank or a guess). Selectors see
-// whole pods whatever the mask.
-func (o *options) mask() client.CallOption {
+// newPrinter returns the printer of --output to w. With --fields, JSON and
+// YAML print only the fields the mask kept, as the server sent them.
+func (o *options) newPrinter(w io.Writer) *printer.Printer {
+	return printer.New(w, o.format, printer.WithNow(now), printer.WithFields(o.jsonPaths()...))
+}
+
+// jsonPaths returns the paths of --fields in the JSON shape of a pod, with
+// the pod's identity that the client adds to every mask, or nil for whole
+// pods (also when --fields does not parse: the server then refuses the
+// call, saying why, before anything is printed).
+func (o *options) jsonPaths() []string {
+	paths := o.paths()
+	if len(paths) == 0 {
+		return nil
+	}
+	m, err := fieldmask.Parse(append(paths, "metadata.namespace", "metadata.name", "metadata.uid")...)
+	if err != nil {
+		return nil
+	}
+	return m.JSONPaths()
+}
+
+// paths returns the paths of --fields.
+func (o *options) paths() []string {
 	var paths []string
 	for p := range strings.SplitSeq(o.fields, ",") {
 		if p = strings.TrimSpace(p); p != "" {
 			paths = append(paths, p)
 		}
 	}
+	return paths
+}
+
+// mask returns the field mask option. --fields is sent together with what
+// podsctl itself reads: the fields the output format prints from (so that a
+// table shows what the pods say, never a blank or a guess). Selectors see
+// whole pods whatever the mask.
+func (o *options) mask() client.CallOption {
+	paths := o.paths()
 	if len(paths) == 0 {
 		return client.WithFields()
 	}

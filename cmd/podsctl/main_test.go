@@ -466,3 +466,38 @@ func TestWatchFieldsTable(t *testing.T) {
 		})
 	}
 }
+
+// TestMaskedJSONPrintsOnlyTheMask is finding 2 of issue 36 as a user hits
+// it: with --fields, -o json and -o yaml print the fields the mask kept, as
+// the server sent them, and no zero value the mask left out (a restart
+// count of 0 for a container that restarted 7 times).
+func TestMaskedJSONPrintsOnlyTheMask(t *testing.T) {
+	_, socket := startServer(t, server.Config{}, false, testPods()...)
+	for _, tc := range []struct {
+		name      string
+		args      []string
+		want, not []string
+	}{
+		{"ready only", []string{"get", "shop/orders-api", "--fields", "status.containerStatuses.ready", "-o", "json"},
+			[]string{`"ready": false`, `"name": "orders-api"`}, []string{"restartCount", `"image"`, `"name": ""`, `"spec"`}},
+		{"restart count asked", []string{"get", "shop/orders-api", "--fields", "status.containerStatuses.restartCount", "-o", "yaml"},
+			[]string{"restartCount: 7"}, []string{"ready:", "image:"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			stdout, stderr, code := run(t, append(tc.args, "--socket", socket)...)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, stderr)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(stdout, w) {
+					t.Errorf("output lacks %s:\n%s", w, stdout)
+				}
+			}
+			for _, n := range tc.not {
+				if strings.Contains(stdout, n) {
+					t.Errorf("output has %s, which the mask left out:\n%s", n, stdout)
+				}
+			}
+		})
+	}
+}

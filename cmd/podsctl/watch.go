@@ -52,7 +52,7 @@ func runWatch(ctx context.Context, o *options, wo watchOptions, stdout, stderr i
 	s := &watchSession{
 		c:      c,
 		opts:   append(o.selectors(), o.mask()),
-		p:      printer.New(stdout, o.format, printer.WithNow(now)),
+		p:      o.newPrinter(stdout),
 		shown:  make(map[types.UID]*corev1.Pod),
 		stderr: stderr,
 	}

@@ -9,6 +9,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/podsapi/podsapi/podtypes"
 )
 
 func TestBoundedTransport(t *testing.T) {
@@ -57,9 +59,10 @@ func TestServedPod(t *testing.T) {
 		name        string
 		annotations map[string]string
 		wantUID     string
+		wantKept    string // the API server's UID kept in podtypes.MirrorPodUIDAnnotation
 	}{
 		{name: "pod", wantUID: "api-uid"},
-		{name: "mirror pod", annotations: map[string]string{MirrorAnnotation: "static-uid"}, wantUID: "static-uid"},
+		{name: "mirror pod", annotations: map[string]string{MirrorAnnotation: "static-uid"}, wantUID: "static-uid", wantKept: "api-uid"},
 		{name: "empty mirror annotation", annotations: map[string]string{MirrorAnnotation: ""}, wantUID: "api-uid"},
 	}
 	for _, tt := range tests {
@@ -69,6 +72,9 @@ func TestServedPod(t *testing.T) {
 			got := servedPod(servedPod(pod)) // Idempotent.
 			if string(got.UID) != tt.wantUID || got.ManagedFields != nil {
 				t.Errorf("servedPod: UID %q with %d managed fields, want %q without", got.UID, len(got.ManagedFields), tt.wantUID)
+			}
+			if kept := got.Annotations[podtypes.MirrorPodUIDAnnotation]; kept != tt.wantKept {
+				t.Errorf("servedPod kept the API server's UID %q, want %q", kept, tt.wantKept)
 			}
 		})
 	}

@@ -17,4 +17,10 @@
 // block runs in a mount namespace of its own where all but the checkout, a
 // temporary directory and the caches is read-only, so that a block which
 // would change the system fails instead (TestConfined).
+//
+// Two checks need no server of their own and run in make test too:
+// TestLinks (every relative link of the repository's Markdown resolves,
+// #anchors included) and TestSnippetsSelectExamplePods (every pod selection
+// the README and docs/ show, podsctl's or the Go client's, selects at least
+// one pod of examples/manifests, through the real client).
 package docscheck

@@ -51,6 +51,7 @@ type ControlPlane struct {
 	apiPort    int
 	apiserver  *process
 	apiStarted int
+	flags      []string
 }
 
 // Start starts etcd and the API server, with a bearer token for AdminUser
@@ -59,7 +60,30 @@ type ControlPlane struct {
 // unset.
 func Start(t testing.TB, users ...string) *ControlPlane {
 	t.Helper()
-	bin := os.Getenv(EnvBin)
+	return StartWith(t, Options{Users: users})
+}
+
+// Options configures a ControlPlane started by StartWith.
+type Options struct {
+	// BinDir is the directory of kube-apiserver and etcd; the default is
+	// the one EnvBin names.
+	BinDir string
+	// Users are given a bearer token each, as Start's users are.
+	Users []string
+	// APIServerFlags are given to the API server after its default flags:
+	// a flag given again replaces the default, and a list flag given again
+	// (such as --disable-admission-plugins) adds to it. None by default.
+	APIServerFlags []string
+}
+
+// StartWith is Start with options.
+func StartWith(t testing.TB, opts Options) *ControlPlane {
+	t.Helper()
+	users := opts.Users
+	bin := opts.BinDir
+	if bin == "" {
+		bin = os.Getenv(EnvBin)
+	}
 	if bin == "" {
 		t.Skipf("%s is not set: run `make test-apiserver` to build kube-apiserver and etcd and run this test", EnvBin)
 	}
@@ -73,7 +97,7 @@ func Start(t testing.TB, users ...string) *ControlPlane {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	c := &ControlPlane{bin: bin, dir: dir, tokens: make(map[string]string)}
+	c := &ControlPlane{bin: bin, dir: dir, tokens: make(map[string]string), flags: opts.APIServerFlags}
 	c.ca = writeCerts(t, dir)
 	var csv strings.Builder
 	for _, user := range append([]string{AdminUser}, users...) {
@@ -172,7 +196,7 @@ func (c *ControlPlane) StartAPIServer(t testing.TB) {
 
 func (c *ControlPlane) apiserverArgs() []string {
 	f := func(name string) string { return filepath.Join(c.dir, name) }
-	return []string{
+	return append([]string{
 		"--etcd-servers=" + c.etcdURL,
 		"--etcd-compaction-interval=0", // The tests compact when they mean to.
 		"--bind-address=127.0.0.1",
@@ -191,7 +215,7 @@ func (c *ControlPlane) apiserverArgs() []string {
 		"--shutdown-send-retry-after=true",
 		"--disable-admission-plugins=ServiceAccount",
 		"--profiling=false",
-	}
+	}, c.flags...)
 }
 
 // waitReady polls url until it answers 200, the process ends, or

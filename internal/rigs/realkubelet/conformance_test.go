@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"testing"
-	"time"
 
 	"github.com/podsapi/podsapi/conformance"
 	"github.com/podsapi/podsapi/internal/rigs/realkubelet"
@@ -23,16 +22,15 @@ func TestConformance(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := conformance.Config{
-		Endpoint:     "unix://" + k.Socket,
-		Wire:         conformance.WireKubelet,
-		ManifestDir:  k.ManifestDir,
-		Lifecycle:    k.Lifecycle(),
-		MetricsURL:   k.ReadOnlyURL + "/metrics",
+		Endpoint:    "unix://" + k.Socket,
+		Wire:        conformance.WireKubelet,
+		ManifestDir: k.ManifestDir,
+		Lifecycle:   k.Lifecycle(),
+		MetricsURL:  k.ReadOnlyURL + "/metrics",
+		// The runner's default timeouts, as the documented command of
+		// docs/conformance.md runs: the features file carries the longer
+		// ones a kubelet needs (caseTimeout, startTimeout).
 		Features:     f.WithNodeName(k.NodeName),
-		EventTimeout: 20 * time.Second,
-		// A kubelet applies a change of a static pod about once a second:
-		// the slow consumer case makes about a hundred.
-		CaseTimeout:  3 * time.Minute,
 		RerunCommand: "CONFORMANCE_RUN=... make conformance-kubelet",
 		Log:          os.Stderr,
 		Verbose:      testing.Verbose(),

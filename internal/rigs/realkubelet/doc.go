@@ -2,7 +2,8 @@
 // cmd/kubelet, unchanged, built by tools/kube) for the tests that judge one
 // or read one: standalone (no --kubeconfig, no API server), on a static pod
 // directory, over upstream's fake CRI runtime (tools/kube/fakecri), in a
-// directory of its own.
+// directory of its own; or, with NodeOptions, registered with an API server
+// as a node (internal/rigs/e2enode).
 //
 // A kubelet is written for a node it owns. Started here it is confined so
 // that it leaves the host as it found it: it runs in a private mount

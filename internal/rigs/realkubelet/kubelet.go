@@ -41,6 +41,30 @@ type Options struct {
 	// Log receives the output of the kubelet and fakecri when not nil; it
 	// is also kept in the files kubelet.log and fakecri.log of Dir.
 	Log io.Writer
+	// Node, when not nil, registers the kubelet with an API server as a
+	// node; nil (the default) runs it standalone.
+	Node *NodeOptions
+}
+
+// NodeOptions registers a kubelet with an API server (as internal/rigs/e2enode
+// does): it then runs the pods the API server binds to its node as well as
+// its static pods, and serves its API on an address the API server can
+// reach through its node proxy, which refuses loopback addresses.
+type NodeOptions struct {
+	// Kubeconfig is the kubelet's kubeconfig file (--kubeconfig). Required.
+	Kubeconfig string
+	// IP is the address the kubelet serves its API and read-only port on,
+	// and reports as the node's InternalIP (--node-ip). Required.
+	IP string
+	// Port is the kubelet's API port; 0 takes a free port.
+	Port int
+	// HealthzPort is the port of its /healthz on 127.0.0.1; 0 serves none.
+	HealthzPort int
+	// ConfigPath is the file its KubeletConfiguration is written to by
+	// Start and read from at every start; the default is kubelet.yaml in
+	// Dir. A test that rewrites the configuration (as upstream's node e2e
+	// tests do) writes this file and restarts the kubelet.
+	ConfigPath string
 }
 
 // Kubelet is a running kubelet and its fake runtime. Its fields are set by
@@ -54,8 +78,9 @@ type Kubelet struct {
 	Socket string
 	// NodeName is its node name.
 	NodeName string
-	// ReadOnlyURL is the base URL of its read-only port on 127.0.0.1
-	// (/pods, /metrics), without a trailing slash.
+	// ReadOnlyURL is the base URL of its read-only port on 127.0.0.1, or
+	// on NodeOptions.IP for a registered node (/pods, /metrics), without a
+	// trailing slash.
 	ReadOnlyURL string
 
 	opts    Options
@@ -115,8 +140,22 @@ func Start(ctx context.Context, opts Options) (*Kubelet, error) {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	k.ReadOnlyURL = "http://127.0.0.1:" + strconv.Itoa(ports[1])
-	k.config = filepath.Join(dir, "kubelet.yaml")
+	host, config := "127.0.0.1", filepath.Join(dir, "kubelet.yaml")
+	if n := opts.Node; n != nil {
+		if n.Kubeconfig == "" || n.IP == "" {
+			os.RemoveAll(dir)
+			return nil, errors.New("realkubelet: NodeOptions.Kubeconfig and NodeOptions.IP are required")
+		}
+		host = n.IP
+		if n.Port != 0 {
+			ports[0] = n.Port
+		}
+		if n.ConfigPath != "" {
+			config = n.ConfigPath
+		}
+	}
+	k.ReadOnlyURL = "http://" + net.JoinHostPort(host, strconv.Itoa(ports[1]))
+	k.config = config
 	if err := os.WriteFile(k.config, []byte(k.configYAML(ports[0], ports[1])), 0o644); err != nil {
 		os.RemoveAll(dir)
 		return nil, err
@@ -143,7 +182,7 @@ func Start(ctx context.Context, opts Options) (*Kubelet, error) {
 // fake runtime that writes only under k.Dir.
 func (k *Kubelet) configYAML(port, readOnlyPort int) string {
 	d := k.Dir
-	return fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
+	y := fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 staticPodPath: %[1]s/manifests
 fileCheckFrequency: %[2]s
@@ -172,6 +211,17 @@ localStorageCapacityIsolation: false
 protectKernelDefaults: false
 serializeImagePulls: false
 `, d, k.opts.FileCheckFrequency, port, readOnlyPort, k.opts.MaxPods)
+	if n := k.opts.Node; n != nil {
+		// A registered node serves on its IP. Its configuration travels
+		// through /configz and back (upstream's node e2e tests rewrite it
+		// from there), where an empty enforceNodeAllocatable comes back
+		// defaulted to ["pods"], which a kubelet without cgroupsPerQOS
+		// refuses: "none" survives the round trip.
+		y = strings.Replace(y, "address: 127.0.0.1\n", "address: "+n.IP+"\n", 1)
+		y = strings.Replace(y, "healthzPort: 0\n", fmt.Sprintf("healthzPort: %d\nhealthzBindAddress: 127.0.0.1\n", n.HealthzPort), 1)
+		y = strings.Replace(y, "enforceNodeAllocatable: []\n", "enforceNodeAllocatable: [none]\n", 1)
+	}
+	return y
 }
 
 // confine is the script that confines the kubelet before it execs it: a
@@ -217,6 +267,9 @@ func (k *Kubelet) StartKubelet(ctx context.Context) error {
 		"--cert-dir", filepath.Join(k.rootDir, "pki"),
 		"--hostname-override", k.NodeName,
 		"--v", "0",
+	}
+	if n := k.opts.Node; n != nil {
+		args = append(args, "--kubeconfig", n.Kubeconfig, "--node-ip", n.IP)
 	}
 	sysctlDir := filepath.Join(k.Dir, "sysctl")
 	if err := os.MkdirAll(sysctlDir, 0o755); err != nil {

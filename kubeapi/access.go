@@ -1,0 +1,158 @@
+package kubeapi
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/fields"
+)
+
+// Access is what a request answered locally needs of its caller's rights, in
+// the terms of a SubjectAccessReview's resource attributes.
+type Access struct {
+	Verb        string // "get", "list" or "watch"
+	Namespace   string // "" for every namespace
+	Resource    string // "pods", or "nodes" for the kubelet's /pods
+	Subresource string // "", or "pods" / "proxy" for nodes
+	Name        string // a pod's name; the node's name for nodes/...
+	// FieldSelector and LabelSelector are the selectors of a list or watch,
+	// as the request wrote them (the raw query parameters), for a
+	// SubjectAccessReview's fieldSelector and labelSelector attributes
+	// (rawSelector): the API server's authorizers see a request's selectors
+	// (KEP-4601, AuthorizeWithSelectors), so that a caller allowed only the
+	// pods of its node is allowed here as there. Empty for other requests.
+	FieldSelector string
+	LabelSelector string
+	// Path is the non-resource URL of a discovery request ("/api",
+	// "/api/v1", "/apis", "/version"), with Verb "get" and the resource
+	// fields empty: a SubjectAccessReview's non-resource attributes. It is
+	// empty for every request about pods.
+	Path string
+}
+
+// kind is what a request asks of the handler.
+type kind int
+
+const (
+	kindNone        kind = iota // not the handler's
+	kindList                    // a list or watch of pods (watch=true or not)
+	kindGet                     // a get of one pod
+	kindKubeletPods             // the kubelet's GET /pods
+	kindDiscovery               // /api, /api/v1, /apis, /version
+)
+
+// route is a request as the handler reads its path.
+type route struct {
+	kind      kind
+	namespace string // "" for every namespace
+	name      string // the pod of kindGet
+	path      string // the path of kindDiscovery
+}
+
+// routeOf returns what the path of r asks for, whatever its query.
+func routeOf(r *http.Request) route {
+	if r.Method != http.MethodGet {
+		return route{}
+	}
+	p := r.URL.Path
+	switch p {
+	case "/pods", "/pods/":
+		return route{kind: kindKubeletPods}
+	case "/api", "/api/", "/api/v1", "/api/v1/", "/apis", "/apis/", "/version", "/version/":
+		return route{kind: kindDiscovery, path: strings.TrimSuffix(p, "/")}
+	case "/api/v1/pods":
+		return route{kind: kindList}
+	}
+	rest, ok := strings.CutPrefix(p, "/api/v1/namespaces/")
+	if !ok {
+		return route{}
+	}
+	parts := strings.Split(rest, "/")
+	switch {
+	case len(parts) == 2 && parts[0] != "" && parts[1] == "pods":
+		return route{kind: kindList, namespace: parts[0]}
+	case len(parts) == 3 && parts[0] != "" && parts[1] == "pods" && parts[2] != "":
+		return route{kind: kindGet, namespace: parts[0], name: parts[2]}
+	}
+	return route{}
+}
+
+// Local reports whether h answers r itself (pods pinned to this node, the
+// kubelet's /pods, local discovery when asked), and the accesses it needs:
+// the request is allowed when any one of them is allowed, tried in order
+// (the kubelet's /pods: nodes/pods, then nodes/proxy).
+//
+// A list or watch of pods is local when its fieldSelector parses and
+// requires spec.nodeName (or its old name spec.host) to equal the node; the
+// selector's other terms, the label selector and the other parameters are
+// checked by ServeHTTP, which answers their errors as the API server does. A
+// get of a pod is local when the store holds a pod of that namespace and
+// name; a name the store does not hold is not local (the pod may be one of
+// another node, which the API server answers), though ServeHTTP answers it
+// with 404 NotFound when called anyway (a door with no upstream may). A get
+// with watch=true (the API server's deprecated watch of one object) is not
+// local. Only GET is ever local.
+func (h *Handler) Local(r *http.Request) ([]Access, bool) {
+	rt := routeOf(r)
+	switch rt.kind {
+	case kindKubeletPods:
+		return []Access{
+			{Verb: "get", Resource: "nodes", Subresource: "pods", Name: h.node},
+			{Verb: "get", Resource: "nodes", Subresource: "proxy", Name: h.node},
+		}, true
+	case kindDiscovery:
+		if !h.discovery {
+			return nil, false
+		}
+		return []Access{{Verb: "get", Path: rt.path}}, true
+	case kindGet:
+		if isTrue(r.URL.Query(), "watch") {
+			return nil, false // the API server's deprecated watch of one object
+		}
+		if _, ok := h.find(rt.namespace, rt.name); !ok {
+			return nil, false
+		}
+		return []Access{{Verb: "get", Namespace: rt.namespace, Resource: "pods", Name: rt.name}}, true
+	case kindList:
+		q := r.URL.Query()
+		if !h.pinned(q.Get("fieldSelector")) {
+			return nil, false
+		}
+		verb := "list"
+		if isTrue(q, "watch") {
+			verb = "watch"
+		}
+		return []Access{{
+			Verb: verb, Namespace: rt.namespace, Resource: "pods",
+			FieldSelector: q.Get("fieldSelector"), LabelSelector: q.Get("labelSelector"),
+		}}, true
+	}
+	return nil, false
+}
+
+// pinned reports whether the field selector text parses and requires the
+// pods of this node.
+func (h *Handler) pinned(text string) bool {
+	if text == "" {
+		return false
+	}
+	sel, err := fields.ParseSelector(text)
+	if err != nil {
+		return false
+	}
+	for _, f := range []string{"spec.nodeName", "spec.host"} {
+		if v, ok := sel.RequiresExactMatch(f); ok && v == h.node {
+			return true
+		}
+	}
+	return false
+}
+
+// isTrue reports whether the boolean query parameter key is set, as the API
+// server's parameter codec reads it (runtime.Convert_Slice_string_To_bool):
+// present, and neither "0" nor "false".
+func isTrue(q url.Values, key string) bool {
+	v, ok := q[key]
+	return ok && len(v) > 0 && v[0] != "0" && !strings.EqualFold(v[0], "false")
+}

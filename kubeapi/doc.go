@@ -1,0 +1,18 @@
+// Package kubeapi serves the pods of the node through the Kubernetes API's
+// own paths and encodings, so that unchanged clients (client-go informers,
+// kubectl, pollers of the kubelet's /pods) read them from the node rather
+// than from the API server.
+//
+// Handler answers, from podsapi's store, only the requests pinned to the
+// node: a list or watch of pods whose field selector requires
+// spec.nodeName=<node>, a get of a pod the store holds, and the kubelet's
+// GET /pods; with WithDiscovery, also the discovery documents (/api,
+// /api/v1, /apis, /version). Handler.Local tells the front door which
+// requests those are and what rights each needs; every other request is the
+// door's to pass through to the API server. The package neither
+// authenticates nor authorizes: the door does, before it calls ServeHTTP.
+//
+// The objects it serves carry podsapi's resourceVersions, not the API
+// server's (see docs/kubeapi.md): a client resumes a watch from them here,
+// and must never use them as preconditions of writes to the API server.
+package kubeapi

@@ -1,0 +1,99 @@
+package kubeapi
+
+import (
+	"net/http"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/podsapi/podsapi/store"
+)
+
+// Handler serves the node's pods through the Kubernetes API's paths (an
+// http.Handler). Create one with New.
+type Handler struct {
+	pods          PodReader
+	node          string
+	discovery     bool
+	version       string
+	queue         int
+	bookmarkEvery time.Duration
+	watchTimeout  time.Duration
+	writeTimeout  time.Duration
+	retryAfter    int
+	codecs        *codecs
+	// kubelet caches the body of the kubelet's /pods for one store version.
+	kubelet atomic.Pointer[kubeletBody]
+	// encodes counts the pod encodings computed (Encodes).
+	encodes atomic.Uint64
+}
+
+// New returns a Handler serving the pods of node from pods.
+func New(pods PodReader, node string, opts ...Option) *Handler {
+	h := &Handler{
+		pods:          pods,
+		node:          node,
+		version:       defaultVersion(),
+		queue:         1024,
+		bookmarkEvery: time.Minute,
+		watchTimeout:  30 * time.Minute,
+		writeTimeout:  30 * time.Second,
+		retryAfter:    1,
+		codecs:        newCodecs(),
+	}
+	for _, opt := range opts {
+		opt(h)
+	}
+	return h
+}
+
+// ServeHTTP answers the requests Local reports local. Called for others (a
+// door with no upstream may call it for every request), it answers a get of
+// a pod the store does not hold with 404 NotFound, a list or watch of pods
+// not pinned to the node with 503 ServiceUnavailable (only the API server
+// can answer it), and a path it does not serve with 404 NotFound ("the
+// server could not find the requested resource"), as the API server answers
+// a path it does not know.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	rt := routeOf(r)
+	switch rt.kind {
+	case kindKubeletPods:
+		h.serveKubeletPods(w, r)
+	case kindDiscovery:
+		if !h.discovery {
+			h.writeError(w, r, errNotServed())
+			return
+		}
+		h.serveDiscovery(w, r, rt.path)
+	case kindGet:
+		if isTrue(r.URL.Query(), "watch") {
+			h.writeError(w, r, errNotServed())
+			return
+		}
+		h.serveGet(w, r, rt)
+	case kindList:
+		if !h.pinned(r.URL.Query().Get("fieldSelector")) {
+			h.writeError(w, r, errNotPinned(h.node))
+			return
+		}
+		h.serveList(w, r, rt)
+	default:
+		h.writeError(w, r, errNotServed())
+	}
+}
+
+// find returns the current version of the pod of namespace and name.
+func (h *Handler) find(namespace, name string) (*store.Pod, bool) {
+	_, pods := h.pods.List()
+	i, ok := slices.BinarySearchFunc(pods, [2]string{namespace, name}, func(p *store.Pod, k [2]string) int {
+		if c := strings.Compare(p.Namespace, k[0]); c != 0 {
+			return c
+		}
+		return strings.Compare(p.Name, k[1])
+	})
+	if !ok {
+		return nil, false
+	}
+	return pods[i], true
+}

@@ -1,0 +1,58 @@
+package kubeapi
+
+import "time"
+
+// Option configures a Handler.
+type Option func(*Handler)
+
+// WithDiscovery has the handler answer the discovery documents (/api,
+// /api/v1, /apis, /version) itself, listing only pods: for a front door with
+// no upstream API server. By default discovery is not local (Local reports
+// false), so that a door passes it through and clients discover every
+// resource of the cluster.
+func WithDiscovery() Option {
+	return func(h *Handler) { h.discovery = true }
+}
+
+// WithVersion sets the version the local /version answers (its gitVersion,
+// "v1.37.2"). By default it is the version of the Kubernetes API the handler
+// was built with (from the module version of k8s.io/api).
+func WithVersion(gitVersion string) Option {
+	return func(h *Handler) { h.version = gitVersion }
+}
+
+// WithWatchQueue sets how many store events a watch may have waiting before
+// it is ended (the client then resumes from its last resourceVersion). The
+// default is 1024.
+func WithWatchQueue(n int) Option {
+	return func(h *Handler) { h.queue = max(n, 1) }
+}
+
+// WithBookmarkInterval sets how often a watch that allows bookmarks is sent
+// one (the API server sends them about every minute). The default is one
+// minute.
+func WithBookmarkInterval(d time.Duration) Option {
+	return func(h *Handler) { h.bookmarkEvery = d }
+}
+
+// WithWatchTimeout sets how long a watch that names no timeoutSeconds lasts
+// before the handler ends it (the API server picks between 30 and 60
+// minutes); a timeoutSeconds of the request is capped at it. The default is
+// 30 minutes.
+func WithWatchTimeout(d time.Duration) Option {
+	return func(h *Handler) { h.watchTimeout = d }
+}
+
+// WithRetryAfter sets the Retry-After, in seconds, of the 503 answered
+// before the store has synced. The default is 1.
+func WithRetryAfter(seconds int) Option {
+	return func(h *Handler) { h.retryAfter = max(seconds, 1) }
+}
+
+// WithWriteTimeout sets how long the writes of a watch's events (a batch of
+// them, or a bookmark) may take before the watch is ended: a client that
+// stops reading frees its watch, and the store its queue, after it. The
+// default is 30 seconds; 0 sets no deadline.
+func WithWriteTimeout(d time.Duration) Option {
+	return func(h *Handler) { h.writeTimeout = max(d, 0) }
+}

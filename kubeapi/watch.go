@@ -1,0 +1,248 @@
+package kubeapi
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/podsapi/podsapi/store"
+)
+
+// historyBatch is how many changes a resumed watch reads from the store's
+// history at a time.
+const historyBatch = 64
+
+// serveWatch answers a watch of the node's pods, as the API server's watch
+// cache does:
+//
+//   - with sendInitialEvents (the default of a watch from resourceVersion ""
+//     or "0"), an ADDED event for every pod selected now, then, when
+//     bookmarks are allowed, a BOOKMARK annotated
+//     k8s.io/initial-events-end: "true" at the revision of that state;
+//   - from any other resourceVersion, the changes after it, read from the
+//     store's history, or a single ERROR event 410 Expired when the store no
+//     longer holds them (or the revision is another podsapi's, or the API
+//     server's), so that client-go lists again;
+//   - then every change, a pod that starts or stops matching the selectors
+//     being ADDED or DELETED (with its last matching state), and a BOOKMARK
+//     at the last revision seen every bookmark interval when allowed.
+//
+// It ends at timeoutSeconds (capped by WithWatchTimeout), when the client
+// goes, when a write does not complete within WithWriteTimeout (a client
+// that stopped reading), or when the watch falls behind the store by more
+// than its queue: the client then resumes from the last resourceVersion it
+// received.
+func (h *Handler) serveWatch(w http.ResponseWriter, r *http.Request, f *format, q *query) {
+	rc := http.NewResponseController(w)
+	timeout := h.watchTimeout
+	if ts := q.opts.TimeoutSeconds; ts != nil && *ts > 0 {
+		timeout = min(timeout, time.Duration(*ts)*time.Second)
+	}
+	rv := q.opts.ResourceVersion
+	initial := q.opts.SendInitialEvents != nil && *q.opts.SendInitialEvents
+	s := &watchStream{h: h, f: f, q: q, rc: rc}
+
+	var snapshot []*store.Pod
+	var replay store.Replay
+	var wt *store.Watcher
+	var startErr error
+	if !initial && rv != "" && rv != "0" {
+		replay, wt, startErr = h.pods.WatchFrom(rv, h.queue, nil)
+	} else {
+		snapshot, wt = h.pods.Watch(h.queue, nil)
+		replay = store.Replay{After: wt.Since(), Until: wt.Since()}
+	}
+	if wt != nil {
+		defer wt.Stop()
+	}
+
+	w.Header().Set("Content-Type", f.streamType)
+	w.Header().Set("Cache-Control", "no-cache, private")
+	w.WriteHeader(http.StatusOK)
+	s.out = f.framer.NewFrameWriter(w)
+	s.deadline()
+	defer s.deadline() // for the end of the response, written after the return
+	if startErr != nil {
+		s.fail(errExpired(rv))
+		_ = rc.Flush()
+		return
+	}
+	s.seen = replay.After
+	if initial {
+		for _, p := range snapshot {
+			if q.matches(p) && !s.send(watch.Added, p, p.Version) {
+				return
+			}
+		}
+		if q.opts.AllowWatchBookmarks && !s.bookmark(true) {
+			return
+		}
+	}
+	if !s.replay(replay) {
+		return
+	}
+	if rc.Flush() != nil {
+		return
+	}
+
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	var tick <-chan time.Time
+	if q.opts.AllowWatchBookmarks && h.bookmarkEvery > 0 {
+		t := time.NewTicker(h.bookmarkEvery)
+		defer t.Stop()
+		tick = t.C
+	}
+	var buf []store.Event
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case <-timer.C:
+			return
+		case <-wt.Dropped():
+			return
+		case <-tick:
+			s.deadline()
+			if !s.bookmark(false) {
+				return
+			}
+		case <-wt.Ready():
+			s.deadline()
+			buf = wt.Take(buf)
+			for _, ev := range buf {
+				if !s.change(ev) {
+					return
+				}
+			}
+		}
+		if rc.Flush() != nil {
+			return
+		}
+	}
+}
+
+// watchStream writes the events of one watch.
+type watchStream struct {
+	h   *Handler
+	f   *format
+	q   *query
+	rc  *http.ResponseController
+	out io.Writer
+	// seen is the store version of the last change the stream has
+	// accounted for (sent, or skipped as not selected).
+	seen uint64
+}
+
+// deadline gives the writes that follow the handler's write timeout, so
+// that a client that stops reading frees the watch (a writer that cannot
+// set deadlines is written without).
+func (s *watchStream) deadline() {
+	if s.h.writeTimeout > 0 {
+		_ = s.rc.SetWriteDeadline(time.Now().Add(s.h.writeTimeout))
+	}
+}
+
+// replay sends the changes of the range from the store's history, and
+// reports whether the stream may go on.
+func (s *watchStream) replay(r store.Replay) bool {
+	buf := make([]store.Event, 0, historyBatch)
+	for s.seen < r.Until {
+		s.deadline()
+		evs, err := s.h.pods.ReadHistory(s.seen, r.Until, buf)
+		if err != nil {
+			s.fail(errExpired(s.h.pods.Revision(s.seen)))
+			return false
+		}
+		if len(evs) == 0 {
+			s.fail(errExpired(s.h.pods.Revision(s.seen)))
+			return false
+		}
+		for _, ev := range evs {
+			if !s.change(ev) {
+				return false
+			}
+		}
+		buf = evs
+	}
+	return true
+}
+
+// change sends what the store's change ev is to this watch's selectors,
+// and reports whether the stream may go on.
+func (s *watchStream) change(ev store.Event) bool {
+	if ev.Version <= s.seen {
+		return true
+	}
+	s.seen = ev.Version
+	cur := s.q.matches(ev.Pod)
+	switch ev.Type {
+	case store.Added:
+		if cur {
+			return s.send(watch.Added, ev.Pod, ev.Version)
+		}
+	case store.Modified:
+		old := ev.Prev != nil && s.q.matches(ev.Prev)
+		switch {
+		case cur && old:
+			return s.send(watch.Modified, ev.Pod, ev.Version)
+		case cur:
+			return s.send(watch.Added, ev.Pod, ev.Version)
+		case old:
+			return s.send(watch.Deleted, ev.Prev, ev.Version)
+		}
+	case store.Deleted:
+		if cur {
+			return s.send(watch.Deleted, ev.Pod, ev.Version)
+		}
+	}
+	return true
+}
+
+// send writes an event of type t whose object is p at the store version
+// version.
+func (s *watchStream) send(t watch.EventType, p *store.Pod, version uint64) bool {
+	b, err := s.h.event(s.f, t, p, version)
+	if err != nil {
+		s.fail(errInternal())
+		return false
+	}
+	_, err = s.out.Write(b)
+	return err == nil
+}
+
+// bookmark writes a BOOKMARK at the last revision seen.
+func (s *watchStream) bookmark(end bool) bool {
+	b, err := bookmark(s.f, s.h.pods.Revision(s.seen), end)
+	if err != nil {
+		return false
+	}
+	_, err = s.out.Write(b)
+	return err == nil
+}
+
+// fail writes an ERROR event carrying the Status of err, as the API server
+// ends a watch it cannot serve.
+func (s *watchStream) fail(err error) {
+	status := statusOf(err)
+	var obj bytes.Buffer
+	if s.f.object.Encode(status, &obj) != nil {
+		return
+	}
+	b, e := encodeEvent(s.f, watch.Error, obj.Bytes())
+	if e != nil {
+		return
+	}
+	_, _ = s.out.Write(b)
+}
+
+// statusOf returns the Status an error of the handler carries.
+func statusOf(err error) *metav1.Status {
+	st := apiStatus(err)
+	st.Kind, st.APIVersion = "Status", "v1"
+	return &st
+}
