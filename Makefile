@@ -244,6 +244,7 @@ fuzz: ## Run each fuzz target for a count of inputs (30 s or less each on a busy
 	go test -run '^$$' -fuzz '^FuzzDecodeFile$$' -fuzztime $(call fuzztime,2500x) -timeout 10m ./source/manifest
 	go test -run '^$$' -fuzz '^FuzzWatchPromise$$' -fuzztime $(call fuzztime,20000x) -timeout 10m ./store
 	go test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(call fuzztime,50000x) -timeout 10m ./podcgroup
+	go test -run '^$$' -fuzz '^FuzzFromRuntime$$' -fuzztime $(call fuzztime,50000x) -timeout 10m ./podcgroup
 	go test -run '^$$' -fuzz '^FuzzServeHTTP$$' -fuzztime $(call fuzztime,20000x) -timeout 10m ./kubeapi
 
 STRESS_FLAGS ?=

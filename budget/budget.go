@@ -27,13 +27,16 @@ const (
 	// History is the store's history of changes, kept for watches that
 	// resume.
 	History
+	// Runtime are the facts the container runtime told of its pods and
+	// containers (NRI), kept for FindPods.
+	Runtime
 	// NumKinds is the number of kinds.
 	NumKinds
 )
 
 // KindNames are the names of the kinds, the values of the kind label of
 // podsapi_memory_used_bytes.
-var KindNames = [NumKinds]string{"views", "lists", "snapshots", "replays", "queued", "history"}
+var KindNames = [NumKinds]string{"views", "lists", "snapshots", "replays", "queued", "history", "runtime"}
 
 // DefaultFraction is the share of the memory limit the default budget
 // takes: the other half is the runtime's own, the transport's buffers, the

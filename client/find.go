@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 	corev1 "k8s.io/api/core/v1"
 
+	podsv1alpha1 "github.com/podsapi/podsapi/gen/podsapi/pods/v1alpha1"
 	"github.com/podsapi/podsapi/gen/podsapi/pods/v1alpha1/podsv1alpha1connect"
 )
 
@@ -69,6 +70,12 @@ type Match struct {
 	// HostNetwork says the pod is of the host network: its IPs are the
 	// node's.
 	HostNetwork bool
+	// Source says where Pod comes from: MATCH_SOURCE_POD_SOURCE for the
+	// pod as ListPods serves it, MATCH_SOURCE_RUNTIME for a pod only the
+	// container runtime told of (the server's --nri-socket), of which Pod
+	// holds only the namespace, name and UID. MATCH_SOURCE_UNSPECIFIED
+	// from a server older than the field.
+	Source podsv1alpha1.MatchSource
 }
 
 // FindPods returns the pods key finds, live ones first (those that own
@@ -149,7 +156,7 @@ func (r *findResponse) unmarshalWire(b []byte) error {
 }
 
 // decodeMatch decodes a PodMatch: pod = 1, container_name = 2, deleted =
-// 3, host_network = 4.
+// 3, host_network = 4, source = 5.
 func decodeMatch(b []byte) (Match, error) {
 	var m Match
 	err := eachField(b, func(num protowire.Number, typ protowire.Type, v []byte) error {
@@ -160,15 +167,18 @@ func decodeMatch(b []byte) (Match, error) {
 			return err
 		case num == 2 && typ == protowire.BytesType:
 			m.Container = string(v)
-		case (num == 3 || num == 4) && typ == protowire.VarintType:
+		case (num == 3 || num == 4 || num == 5) && typ == protowire.VarintType:
 			n, l := protowire.ConsumeVarint(v)
 			if l < 0 {
 				return protowire.ParseError(l)
 			}
-			if num == 3 {
+			switch num {
+			case 3:
 				m.Deleted = n != 0
-			} else {
+			case 4:
 				m.HostNetwork = n != 0
+			default:
+				m.Source = podsv1alpha1.MatchSource(int32(n))
 			}
 		}
 		return nil

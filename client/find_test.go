@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/podsapi/podsapi/client"
+	podsv1alpha1 "github.com/podsapi/podsapi/gen/podsapi/pods/v1alpha1"
 	"github.com/podsapi/podsapi/internal/rigs/podstest"
 	"github.com/podsapi/podsapi/server"
 )
@@ -83,6 +84,12 @@ func TestFindPods(t *testing.T) {
 			}
 			if err == nil && rev == "" {
 				t.Error("no revision")
+			}
+			for _, m := range ms {
+				// Without --nri-socket every match is the pod source's.
+				if m.Source != podsv1alpha1.MatchSource_MATCH_SOURCE_POD_SOURCE {
+					t.Errorf("match %s/%s: source %v, want MATCH_SOURCE_POD_SOURCE", m.Pod.Namespace, m.Pod.Name, m.Source)
+				}
 			}
 		})
 	}

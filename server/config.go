@@ -29,6 +29,11 @@ type Config struct {
 	// HostProc is the proc file system FindPods reads the cgroups of
 	// processes from (keys pid and caller). Default podcgroup.DefaultProc.
 	HostProc string
+	// NRISocket is the container runtime's NRI socket: when set, the server
+	// observes the runtime there (package nri) and FindPods finds
+	// containers from the runtime's events, before the pod source reports
+	// them. Default "": no NRI, FindPods answers from the pod source only.
+	NRISocket string
 
 	Access    AccessConfig
 	Limits    LimitsConfig

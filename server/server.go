@@ -25,6 +25,7 @@ import (
 	"github.com/podsapi/podsapi/gen/podsapi/pods/v1alpha1/podsv1alpha1connect"
 	"github.com/podsapi/podsapi/guard"
 	"github.com/podsapi/podsapi/internal/buildinfo"
+	"github.com/podsapi/podsapi/nri"
 	"github.com/podsapi/podsapi/podcgroup"
 	"github.com/podsapi/podsapi/server/internal/transport"
 	"github.com/podsapi/podsapi/service"
@@ -57,6 +58,7 @@ type Server struct {
 	metrics   *transport.Metrics // nil: no metrics endpoint
 	health    *health
 	shutdown  chan struct{}
+	nri       *nri.Observer // nil: no NRI
 }
 
 // New listens on cfg.Socket (and cfg.MetricsAddress) and returns a Server
@@ -157,6 +159,10 @@ func New(st Pods, cfg Config) (*Server, error) {
 		})
 	}
 
+	observer, err := newObserver(cfg, st)
+	if err != nil {
+		return nil, err
+	}
 	l, err := socket.Listen(cfg.Socket, socketOpts...)
 	if err != nil {
 		return nil, err
@@ -169,6 +175,7 @@ func New(st Pods, cfg Config) (*Server, error) {
 		http:      httpServer,
 		health:    h,
 		shutdown:  shutdown,
+		nri:       observer,
 	}
 	if cfg.Metrics.Address != "" {
 		s.metrics, err = transport.ListenMetrics(transport.MetricsConfig{
@@ -302,6 +309,11 @@ func (s *Server) Serve(ctx context.Context) error {
 	}
 	stopReaper := make(chan struct{})
 	wg.Go(func() { s.transport.Run(stopReaper) })
+	nctx, stopNRI := context.WithCancel(context.Background())
+	defer stopNRI()
+	if s.nri != nil {
+		wg.Go(func() { s.nri.Run(nctx) })
+	}
 	wg.Go(func() {
 		select {
 		case <-s.pods.SyncedC():
@@ -330,6 +342,7 @@ func (s *Server) Serve(ctx context.Context) error {
 	}
 	s.listener.Close()
 	close(stopReaper)
+	stopNRI()
 	wg.Wait()
 	return err
 }

@@ -9,6 +9,8 @@ import (
 
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/encoding/protowire"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	podsv1alpha1 "github.com/podsapi/podsapi/gen/podsapi/pods/v1alpha1"
@@ -29,6 +31,19 @@ type Finder interface {
 	FindPod(uid types.UID, containerID string, deleted bool) (uint64, []store.Match)
 }
 
+// RuntimeFinder is what FindPods also looks in for what only the container
+// runtime told of (NRI): cgroups outside the kubelet's naming and the PIDs
+// of containers' first processes. *store.Store implements it; a Finder
+// that does not finds these from the pod source only.
+type RuntimeFinder interface {
+	// FindCgroup returns the pods of the cgroup of a path or of
+	// /proc/PID/cgroup, as the runtime told it.
+	FindCgroup(cgroup string, deleted bool) (uint64, []store.Match)
+	// FindPID returns the pod of the container whose first process the
+	// runtime said is pid.
+	FindPID(pid uint32, deleted bool) (uint64, []store.Match)
+}
+
 // Processes tells which pod a process runs in. *podcgroup.Reader
 // implements it.
 type Processes interface {
@@ -44,6 +59,7 @@ const (
 	matchContainerField   protowire.Number = 2
 	matchDeletedField     protowire.Number = 3
 	matchHostNetworkField protowire.Number = 4
+	matchSourceField      protowire.Number = 5
 )
 
 // maxContainerIDLen bounds a container_id key: runtimes' IDs are 64 hex
@@ -92,11 +108,17 @@ func (h podsHandler) FindPods(ctx context.Context, req *connect.Request[podsv1al
 			return nil, errFindKey("cgroup_path", `not a cgroup path ("/kubepods/...") or a line of /proc/PID/cgroup ("0::/kubepods/...")`)
 		}
 		p, ok := podcgroup.Parse(key.CgroupPath)
-		if !ok {
-			return nil, errNoMatch("cgroup_path", "", "the cgroup is no pod's (the kubelet names pod cgroups pod<UID> or kubepods-...-pod<UID>.slice)")
+		if ok {
+			version, ms = f.FindPod(types.UID(p.UID), p.ContainerID, deleted)
 		}
-		version, ms = f.FindPod(types.UID(p.UID), p.ContainerID, deleted)
-		if len(ms) == 0 {
+		if rf, rok := f.(RuntimeFinder); rok && len(ms) == 0 {
+			version, ms = rf.FindCgroup(key.CgroupPath, deleted)
+		}
+		switch {
+		case len(ms) > 0:
+		case !ok:
+			return nil, errNoMatch("cgroup_path", "", "the cgroup is no pod's (the kubelet names pod cgroups pod<UID> or kubepods-...-pod<UID>.slice)")
+		default:
 			return nil, errNoMatch("cgroup_path", p.UID, "the cgroup is of pod "+p.UID+", which is not on this node")
 		}
 	case *podsv1alpha1.PodFindRequest_Caller:
@@ -135,6 +157,9 @@ func (h *handler) findProcess(ctx context.Context, f Finder, key string, pid int
 	case errors.Is(err, podcgroup.ErrNoProcess):
 		return 0, nil, errNoProcess(key, pid)
 	case errors.Is(err, podcgroup.ErrNotPod):
+		if version, ms := h.findRuntimeProcess(ctx, f, pid, deleted); len(ms) > 0 {
+			return version, ms, nil
+		}
 		return 0, nil, errNoMatch(key, strconv.Itoa(int(pid)), "the process runs in no pod's cgroup")
 	case errors.Is(err, podcgroup.ErrBusy):
 		return 0, nil, errProcessBusy(pid)
@@ -147,6 +172,26 @@ func (h *handler) findProcess(ctx context.Context, f Finder, key string, pid int
 		return 0, nil, errNoMatch(key, strconv.Itoa(int(pid)), "the process runs in pod "+p.UID+", which is not on this node")
 	}
 	return version, ms, nil
+}
+
+// findRuntimeProcess returns the pod of the process pid, whose cgroup no
+// kubelet naming names, from what the runtime told: its cgroup, or its PID
+// as a container's first process.
+func (h *handler) findRuntimeProcess(ctx context.Context, f Finder, pid int32, deleted bool) (uint64, []store.Match) {
+	rf, ok := f.(RuntimeFinder)
+	if !ok {
+		return 0, nil
+	}
+	if r, ok := h.processes.(interface {
+		ReadFile(ctx context.Context, pid int) (string, error)
+	}); ok {
+		if file, err := r.ReadFile(ctx, int(pid)); err == nil {
+			if version, ms := rf.FindCgroup(file, deleted); len(ms) > 0 {
+				return version, ms
+			}
+		}
+	}
+	return rf.FindPID(uint32(pid), deleted)
 }
 
 // validContainerID checks a container_id key, n bytes long before its
@@ -173,7 +218,16 @@ func (h *handler) findResponse(ctx context.Context, ms []store.Match) ([]byte, e
 	}
 	var raw []byte
 	for _, m := range ms {
-		v, err := h.view(m.Pod, pr)
+		var v []byte
+		source := podsv1alpha1.MatchSource_MATCH_SOURCE_POD_SOURCE
+		if m.Pod == nil {
+			// What the runtime told of a pod the pod source has not
+			// reported: its identity, which every mask keeps.
+			source = podsv1alpha1.MatchSource_MATCH_SOURCE_RUNTIME
+			v, err = runtimePod(m.Runtime)
+		} else {
+			v, err = h.view(m.Pod, pr)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -189,6 +243,7 @@ func (h *handler) findResponse(ctx context.Context, ms []store.Match) ([]byte, e
 		if m.HostNetwork {
 			size += protowire.SizeTag(matchHostNetworkField) + 1
 		}
+		size += protowire.SizeTag(matchSourceField) + protowire.SizeVarint(uint64(source))
 		raw = protowire.AppendTag(raw, findMatchesField, protowire.BytesType)
 		raw = protowire.AppendVarint(raw, uint64(size))
 		raw = appendPod(raw, v)
@@ -204,6 +259,15 @@ func (h *handler) findResponse(ctx context.Context, ms []store.Match) ([]byte, e
 			raw = protowire.AppendTag(raw, matchHostNetworkField, protowire.VarintType)
 			raw = protowire.AppendVarint(raw, 1)
 		}
+		raw = protowire.AppendTag(raw, matchSourceField, protowire.VarintType)
+		raw = protowire.AppendVarint(raw, uint64(source))
 	}
 	return raw, nil
+}
+
+// runtimePod returns the encoding of a pod with the identity the runtime
+// told of, and nothing else.
+func runtimePod(p *store.RuntimePod) ([]byte, error) {
+	pod := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name, UID: p.UID}}
+	return pod.Marshal()
 }

@@ -23,4 +23,12 @@
 // Each pod version also carries its labels and selectable fields (the pod
 // field selectors of the Kubernetes API server, SelectableFields), computed
 // once when it is written, so that selectors never decode a pod.
+//
+// Beside the pods, the store keeps what the container runtime told of its
+// pods and containers (RuntimePod, RuntimeContainer: PutRuntimePod,
+// PutRuntimeContainer, SyncRuntime, from package nri), bounded in bytes
+// (WithRuntimeFacts). They are never pods: no list, get or watch sees them
+// and they move no version. The Find calls answer from them for what the
+// pod source has not reported yet, a Match with a nil Pod and the
+// runtime's Runtime for a pod the pod source does not know.
 package store

@@ -23,8 +23,12 @@ var ErrAmbiguous = errors.New("ambiguous container ID prefix")
 
 // Match is one pod a Find call found.
 type Match struct {
-	// Pod is the pod: its current version, or the last one of a deleted pod.
+	// Pod is the pod: its current version, or the last one of a deleted
+	// pod; nil for a pod that only the runtime told of (Runtime).
 	Pod *Pod
+	// Runtime is what the container runtime told of a pod the pod source
+	// has not reported, when Pod is nil.
+	Runtime *RuntimePod
 	// Container is the name of the container the key matched, or "" when
 	// the key names no container of the pod's status.
 	Container string
@@ -35,6 +39,22 @@ type Match struct {
 
 	// deletion is the store version of the deletion of a deleted pod.
 	deletion uint64
+}
+
+// uid returns the UID of the pod of m.
+func (m Match) uid() types.UID {
+	if m.Pod == nil {
+		return m.Runtime.UID
+	}
+	return m.Pod.UID
+}
+
+// identity returns the namespace, name and UID of the pod of m.
+func (m Match) identity() (string, string, types.UID) {
+	if m.Pod == nil {
+		return m.Runtime.Namespace, m.Runtime.Name, m.Runtime.UID
+	}
+	return m.Pod.Namespace, m.Pod.Name, m.Pod.UID
 }
 
 // podKeys are what Find looks a pod version up by, computed once when the
@@ -179,6 +199,7 @@ func (s *Store) indexPut(prev, p *Pod) {
 		s.index.remove(prev.UID, prev.keys, nil)
 	}
 	s.index.add(p.UID, p.keys, nil)
+	s.reportContainers(p.keys)
 }
 
 // resolve returns the match r leads to, and false when r is a tombstone
@@ -205,20 +226,17 @@ func (s *Store) FindContainer(id string, deleted bool) (uint64, []Match, error) 
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.expireTombstones()
+	s.expireRuntime()
 	if id == "" {
 		return s.version, nil, nil
 	}
-	if ms := s.resolveAll(s.index.containers[id], deleted); len(ms) > 0 || len(id) < ContainerIDPrefix {
+	if ms := s.containerMatches(id, deleted); len(ms) > 0 || len(id) < ContainerIDPrefix {
 		return s.version, sortMatches(ms), nil
 	}
 	var ms []Match
 	var ids []string
-	i, _ := slices.BinarySearch(s.index.ids, id)
-	for _, full := range s.index.ids[i:] {
-		if !strings.HasPrefix(full, id) {
-			break
-		}
-		if found := s.resolveAll(s.index.containers[full], deleted); len(found) > 0 {
+	for _, full := range s.prefixed(id) {
+		if found := s.containerMatches(full, deleted); len(found) > 0 {
 			ms = append(ms, found...)
 			ids = append(ids, full)
 		}
@@ -232,6 +250,33 @@ func (s *Store) FindContainer(id string, deleted bool) (uint64, []Match, error) 
 		return s.version, nil, fmt.Errorf("%w %q: %d containers match (%s)", ErrAmbiguous, id, len(ids), list)
 	}
 	return s.version, sortMatches(ms), nil
+}
+
+// containerMatches returns the pods with the container id: those of the
+// pod source, and the pod the runtime runs it in. s.mu is held.
+func (s *Store) containerMatches(id string, deleted bool) []Match {
+	ms := s.resolveAll(s.index.containers[id], deleted)
+	if m, ok := s.runtimeContainerMatch(id, deleted); ok {
+		ms = appendMatch(ms, m)
+	}
+	return ms
+}
+
+// prefixed returns the container IDs, of the pod source and the runtime,
+// that start with prefix, sorted. s.mu is held.
+func (s *Store) prefixed(prefix string) []string {
+	var ids []string
+	for _, sorted := range [][]string{s.index.ids, s.rt.ids} {
+		i, _ := slices.BinarySearch(sorted, prefix)
+		for _, full := range sorted[i:] {
+			if !strings.HasPrefix(full, prefix) {
+				break
+			}
+			ids = append(ids, full)
+		}
+	}
+	slices.Sort(ids)
+	return slices.Compact(ids)
 }
 
 // resolveAll returns the matches refs lead to.
@@ -254,25 +299,61 @@ func (s *Store) FindIP(ip netip.Addr, deleted bool) (uint64, []Match) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.expireTombstones()
-	return s.version, sortMatches(s.resolveAll(s.index.ips[ip], deleted))
+	s.expireRuntime()
+	ms := s.resolveAll(s.index.ips[ip], deleted)
+	for _, p := range s.rt.ips[ip] {
+		if m, ok := s.resolveRuntime(p, nil, deleted); ok {
+			ms = appendMatch(ms, m)
+		}
+	}
+	return s.version, sortMatches(ms)
 }
 
 // FindPod returns the pod of uid (with deleted, its tombstone too) and the
 // store version it reflects; the match names the container whose ID is
-// containerID, when the pod's status lists it (a cgroup names the pod and
-// its container, or the pod's sandbox, which no status lists).
+// containerID, when the pod's status lists it or the runtime told of it (a
+// cgroup names the pod and its container, or the pod's sandbox, which no
+// status lists). A pod the pod source has not reported is found from what
+// the runtime told of it.
 func (s *Store) FindPod(uid types.UID, containerID string, deleted bool) (uint64, []Match) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.expireTombstones()
+	s.expireRuntime()
 	var ms []Match
 	if p := s.pods[uid]; p != nil {
-		ms = append(ms, Match{Pod: p, Container: containerName(p, containerID), HostNetwork: p.fields.HostNetwork()})
+		ms = append(ms, Match{Pod: p, Container: s.containerNameOf(p, containerID), HostNetwork: p.fields.HostNetwork()})
 	}
 	if t := s.tombs.byUID[uid]; t != nil && deleted {
-		ms = append(ms, t.match(containerName(t.pod, containerID)))
+		ms = append(ms, t.match(s.containerNameOf(t.pod, containerID)))
+	}
+	if len(ms) > 0 {
+		return s.version, ms
+	}
+	if m, ok := s.runtimeContainerMatch(containerID, deleted); ok && m.uid() == uid {
+		return s.version, []Match{m}
+	}
+	if p := s.rt.byUID[uid]; p != nil {
+		if m, ok := s.resolveRuntime(p, nil, deleted); ok {
+			ms = append(ms, m)
+		}
 	}
 	return s.version, ms
+}
+
+// containerNameOf returns the name of the container of p whose ID is id,
+// from p's status or, when it lists no such ID yet, from the runtime.
+// s.mu is held.
+func (s *Store) containerNameOf(p *Pod, id string) string {
+	if n := containerName(p, id); n != "" || id == "" {
+		return n
+	}
+	if c := s.rt.containers[id]; c != nil {
+		if rp := s.rt.pods[c.SandboxID]; rp != nil && rp.UID == p.UID {
+			return c.Name
+		}
+	}
+	return ""
 }
 
 // containerName returns the name of the container of p whose ID is id, or
@@ -291,13 +372,15 @@ func containerName(p *Pod, id string) string {
 
 // sortMatches orders ms: live pods first, those that own their IP (not of
 // the host network) before those of the host network, running ones before
-// those that terminated (an IP a terminated pod had may be reused), then by
-// namespace, name and UID; then deleted pods, the most recently deleted
-// first.
+// those that terminated (an IP a terminated pod had may be reused), then
+// the pods only the runtime told of, each rank by namespace, name and UID;
+// then deleted pods, the most recently deleted first.
 func sortMatches(ms []Match) []Match {
 	rank := func(m Match) int {
 		switch {
 		case m.Deleted:
+			return 4
+		case m.Pod == nil:
 			return 3
 		case m.HostNetwork:
 			return 2
@@ -315,7 +398,9 @@ func sortMatches(ms []Match) []Match {
 			}
 			return c
 		}
-		return cmp.Or(comparePods(a.Pod, b.Pod), cmp.Compare(a.Container, b.Container))
+		ans, an, au := a.identity()
+		bns, bn, bu := b.identity()
+		return cmp.Or(cmp.Compare(ans, bns), cmp.Compare(an, bn), cmp.Compare(au, bu), cmp.Compare(a.Container, b.Container))
 	})
 	return ms
 }

@@ -39,6 +39,8 @@ type Store struct {
 	// included (find.go, tombstones.go).
 	index index
 	tombs tombstones
+	// rt are the runtime's facts (runtime.go).
+	rt runtimeFacts
 	// budget counts what the store keeps for its clients (WithBudget);
 	// queued counts the events queued for watchers, and historyBytes
 	// mirrors history.bytes, both read without the lock.
@@ -68,6 +70,7 @@ func New(opts ...Option) *Store {
 		maxPodBytes: DefaultMaxPodBytes,
 		index:       newIndex(),
 		tombs:       newTombstones(),
+		rt:          newRuntimeFacts(),
 		budget:      budget.ForSetting(0),
 	}
 	for _, opt := range opts {

@@ -4,14 +4,18 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/podsapi/podsapi/client"
+	podsv1alpha1 "github.com/podsapi/podsapi/gen/podsapi/pods/v1alpha1"
 )
 
 // PrintMatches prints the pods FindPods found: the table of PrintList with
-// a CONTAINER column after NAME ("<none>" when the key named no container)
-// and "(deleted)" after the STATUS of a deleted pod; for JSON and YAML a
-// Kubernetes List of the pods, each with the podsapi.io/find-container,
-// podsapi.io/find-deleted and podsapi.io/find-host-network annotations
-// when they apply; for Name, one pod/NAME per line.
+// a CONTAINER column after NAME ("<none>" when the key named no container),
+// "(deleted)" after the STATUS of a deleted pod and "(runtime only)" after
+// that of a pod only the container runtime told of (the server's
+// --nri-socket: its pod has only a namespace, name and UID); for JSON and
+// YAML a Kubernetes List of the pods, each with the
+// podsapi.io/find-container, podsapi.io/find-deleted,
+// podsapi.io/find-host-network and podsapi.io/find-runtime-only
+// annotations when they apply; for Name, one pod/NAME per line.
 func (p *Printer) PrintMatches(ms []client.Match) error {
 	switch p.format {
 	case JSON, YAML, Name:
@@ -35,6 +39,9 @@ func (p *Printer) PrintMatches(ms []client.Match) error {
 			if m.Deleted {
 				r[3] += " (deleted)"
 			}
+			if runtimeOnly(m) {
+				r[3] += " (runtime only)"
+			}
 			rows = append(rows, append(r[:2:2], append([]string{container}, r[2:]...)...))
 		}
 		return p.write(p.table.format(rows...))
@@ -46,11 +53,18 @@ const (
 	AnnotationContainer   = "podsapi.io/find-container"
 	AnnotationDeleted     = "podsapi.io/find-deleted"
 	AnnotationHostNetwork = "podsapi.io/find-host-network"
+	AnnotationRuntimeOnly = "podsapi.io/find-runtime-only"
 )
+
+// runtimeOnly reports whether m is a pod only the container runtime told
+// of.
+func runtimeOnly(m client.Match) bool {
+	return m.Source == podsv1alpha1.MatchSource_MATCH_SOURCE_RUNTIME
+}
 
 // annotated returns the pod of m with the annotations of what else m says.
 func annotated(m client.Match) *corev1.Pod {
-	if m.Container == "" && !m.Deleted && !m.HostNetwork {
+	if m.Container == "" && !m.Deleted && !m.HostNetwork && !runtimeOnly(m) {
 		return m.Pod
 	}
 	pod := m.Pod.DeepCopy()
@@ -65,6 +79,9 @@ func annotated(m client.Match) *corev1.Pod {
 	}
 	if m.HostNetwork {
 		pod.Annotations[AnnotationHostNetwork] = "true"
+	}
+	if runtimeOnly(m) {
+		pod.Annotations[AnnotationRuntimeOnly] = "true"
 	}
 	return pod
 }

@@ -2,6 +2,7 @@ package printer_test
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/podsapi/podsapi/client"
 	"github.com/podsapi/podsapi/client/printer"
 	"github.com/podsapi/podsapi/fieldmask"
+	podsv1alpha1 "github.com/podsapi/podsapi/gen/podsapi/pods/v1alpha1"
 )
 
 var now = time.Date(2026, 11, 4, 16, 0, 0, 0, time.UTC)
@@ -264,5 +266,30 @@ func TestWideUID(t *testing.T) {
 		"            p      1/1     Running   0          60m   <none>   <none>   00000000-0000-4000-8000-00000000a001\n"
 	if buf.String() != want {
 		t.Fatalf("got\n%s\nwant\n%s", buf.String(), want)
+	}
+}
+
+// TestPrintMatchesRuntimeOnly prints a pod the pod source reported and one
+// only the container runtime told of, as a table and as objects.
+func TestPrintMatchesRuntimeOnly(t *testing.T) {
+	rt := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "new", UID: "u1"}}
+	ms := []client.Match{
+		{Pod: pod(corev1.PodRunning, running("app")), Container: "app", Source: podsv1alpha1.MatchSource_MATCH_SOURCE_POD_SOURCE},
+		{Pod: rt, Container: "app", Source: podsv1alpha1.MatchSource_MATCH_SOURCE_RUNTIME},
+	}
+	var table bytes.Buffer
+	if err := printer.New(&table, printer.Table, printer.WithNow(func() time.Time { return now })).PrintMatches(ms); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(table.String()), "\n")
+	if len(lines) != 3 || strings.Contains(lines[1], "runtime only") || !strings.Contains(lines[2], "(runtime only)") {
+		t.Errorf("table:\n%s\nwant the second pod marked (runtime only), and only it", table.String())
+	}
+	var obj bytes.Buffer
+	if err := printer.New(&obj, printer.JSON).PrintMatches(ms); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(obj.String(), printer.AnnotationRuntimeOnly); n != 1 {
+		t.Errorf("JSON has %d %s annotations, want 1:\n%s", n, printer.AnnotationRuntimeOnly, obj.String())
 	}
 }

@@ -96,10 +96,22 @@ func TestDocsMetricsTable(t *testing.T) {
 			t.Fatalf("source %s: %v", r.Name, err)
 		}
 	}
+	// An NRI socket nobody serves: the observer's metrics are registered,
+	// and it retries in the background until the server stops.
 	st := store.New()
-	podstest.Start(t, st, server.Config{Registry: reg, Metrics: server.MetricsConfig{Address: "127.0.0.1:0"}})
+	podstest.Start(t, st, server.Config{Registry: reg, Metrics: server.MetricsConfig{Address: "127.0.0.1:0"}, NRISocket: filepath.Join(dir, "nri.sock")})
 	// The front door's, as --kube-api-address registers them.
 	door.New(kubeapi.New(st, "node-1"), door.WithRegisterer(reg))
+	// The types of the families with series; the others follow the naming
+	// rule below.
+	types := map[string]string{}
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range families {
+		types[mf.GetName()] = strings.ToLower(mf.GetType().String())
+	}
 
 	type metric struct{ name, typ, labels, help string }
 	metrics := map[string]*metric{}
@@ -129,6 +141,9 @@ func TestDocsMetricsTable(t *testing.T) {
 		typ := "gauge"
 		if strings.HasSuffix(name, "_total") {
 			typ = "counter"
+		}
+		if known, ok := types[name]; ok {
+			typ = known
 		}
 		// A family registered once per value of a constant label (kind)
 		// is described once per value: one row.

@@ -139,6 +139,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&cfg.Transport.WriteStallTimeout, "write-stall-timeout", server.DefaultWriteStallTimeout, "reset a stream (close a connection) whose client has not read for this long while the server has data to write; negative disables it")
 	fs.DurationVar(&cfg.Transport.ShutdownTimeout, "shutdown-timeout", server.DefaultShutdownTimeout, "how long a graceful shutdown may take")
 	fs.StringVar(&cfg.HostProc, "host-proc", podcgroup.DefaultProc, "proc file system the cgroups of processes are read from, for FindPods (pid, caller) and to tell clients apart by pod or unit: /proc of the host's PID namespace: the server must run in it (hostPID in a DaemonSet), since SO_PEERCRED gives 0 for the PIDs of callers it cannot see")
+	fs.StringVar(&cfg.NRISocket, "nri-socket", "", "the container runtime's NRI socket (containerd and CRI-O: /var/run/nri/nri.sock): observe the runtime there, so that FindPods finds containers before the pod source reports them; empty: off")
 	kubeletWire := fs.Bool("kubelet-wire", true, "also serve the kubelet's own Pods API (v1alpha1.Pods, pods as bytes) on the socket, for agents written against a kubelet")
 
 	var (
@@ -254,7 +255,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	l := cfg.Limits
 	logger.Info("serving the Pods API", "version", buildinfo.Get(),
-		"socket", srv.SocketPath(), "metrics", addrString(srv.MetricsAddr()), "source", src.Name(), "node", *nodeName,
+		"socket", srv.SocketPath(), "metrics", addrString(srv.MetricsAddr()), "source", src.Name(), "node", *nodeName, "nriSocket", cfg.NRISocket,
 		"qps", l.QPS, "burst", l.Burst, "watchQueue", cfg.Watch.Queue,
 		"allowedUIDs", fs.Lookup("allowed-uids").Value.String(), "allowedGIDs", fs.Lookup("allowed-gids").Value.String(),
 		"perClientQPS", l.PerClientQPS, "rateLimitDelay", l.RateLimitDelay,

@@ -11,6 +11,7 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"time"
 
 	"github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1/v1alpha1connect"
 	"github.com/podsapi/podsapi/gen/podsapi/pods/v1alpha1/podsv1alpha1connect"
@@ -46,4 +47,8 @@ type Hooks struct {
 	// it has closed one and freed its slot.
 	ConnAccepted func()
 	ConnClosed   func()
+	// NRIBackoff, when not zero, are the first and longest waits between
+	// the NRI observer's connection attempts, so that tests that restart
+	// the runtime's side wait little.
+	NRIBackoff [2]time.Duration
 }

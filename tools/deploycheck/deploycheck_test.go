@@ -184,11 +184,26 @@ func TestVariants(t *testing.T) {
 			},
 		},
 		{
-			variant: deploycheck.Variant{Name: "all-components", Base: ".",
-				Components: []string{"components/kubelet-ca", "components/nodes-proxy", "components/prometheus"}},
+			variant: deploycheck.Variant{Name: "nri", Base: ".", Components: []string{"components/nri"}},
 			check: func(t *testing.T, r rendering) {
-				if !slices.Contains(r.container().Args, caFlag) || !r.allows("nodes/proxy") || len(r.podMonitors) != 1 {
-					t.Errorf("want the three components applied together")
+				if !slices.Contains(r.container().Args, "--nri-socket=/var/run/nri/nri.sock") {
+					t.Errorf("args %q: want --nri-socket=/var/run/nri/nri.sock", r.container().Args)
+				}
+				if !slices.ContainsFunc(r.container().VolumeMounts, func(m corev1.VolumeMount) bool { return m.MountPath == "/var/run/nri" }) ||
+					!slices.ContainsFunc(r.daemonSets[0].Spec.Template.Spec.Volumes, func(v corev1.Volume) bool {
+						return v.HostPath != nil && v.HostPath.Path == "/var/run/nri"
+					}) {
+					t.Errorf("want the host's /var/run/nri mounted at /var/run/nri")
+				}
+			},
+		},
+		{
+			variant: deploycheck.Variant{Name: "all-components", Base: ".",
+				Components: []string{"components/kubelet-ca", "components/nodes-proxy", "components/prometheus", "components/nri"}},
+			check: func(t *testing.T, r rendering) {
+				if !slices.Contains(r.container().Args, caFlag) || !r.allows("nodes/proxy") || len(r.podMonitors) != 1 ||
+					!slices.Contains(r.container().Args, "--nri-socket=/var/run/nri/nri.sock") {
+					t.Errorf("want the four components applied together")
 				}
 			},
 		},

@@ -35,6 +35,7 @@ var rules = []struct {
 	{"the socket package is a leaf", "socket", []string{"store", "service", "server", "source", "client", "conformance", "fieldmask", "cmd"}},
 	{"the pods' vocabulary is a leaf, shared by the store and the client", "podtypes", []string{"store", "service", "server", "source", "client", "conformance", "fieldmask", "socket", "guard", "cmd", "gen", "internal"}},
 	{"the cgroup parser is a leaf, for servers and clients", "podcgroup", []string{"store", "service", "server", "source", "client", "conformance", "fieldmask", "socket", "guard", "cmd"}},
+	{"the runtime observer feeds the store's facts, never pods, and knows no reader", "nri", []string{"service", "server", "source", "client", "conformance", "fieldmask", "socket", "guard", "cmd"}},
 	{"the error reasons are a leaf, shared by servers and clients", "errinfo", []string{"store", "service", "server", "source", "client", "conformance", "fieldmask", "socket", "cmd"}},
 	{"the Kubernetes API serves the store, beside the gRPC service and never through it", "kubeapi", []string{"service", "server", "source", "client", "conformance", "fieldmask", "cmd"}},
 	{"the Kubernetes API's door knows requests and peers, not the gRPC API or the sources", "kubeapi/door", []string{"service", "server", "source", "client", "conformance", "cmd"}},

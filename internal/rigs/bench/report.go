@@ -734,6 +734,7 @@ INITIAL_SYNC_COMPLETE.
 	fmt.Fprintf(&sb, "\n%s", controlPlane)
 	fmt.Fprintf(&sb, "\n%s", changes)
 	fmt.Fprintf(&sb, "\n%s", kubeletSideBySide)
+	fmt.Fprintf(&sb, "\n%s", runtimeEvents)
 	if len(r.Errors) > 0 {
 		fmt.Fprintf(&sb, "\nErrors:\n\n- %s\n", strings.Join(r.Errors, "\n- "))
 	}
@@ -761,3 +762,9 @@ var controlPlane string
 //
 //go:embed kubelet.md
 var kubeletSideBySide string
+
+// runtimeEvents is the measurement of FindPods after the container
+// runtime's NRI events (issue 34), by the benchmark of package nri.
+//
+//go:embed nri.md
+var runtimeEvents string

@@ -40,6 +40,62 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// MatchSource says where the pod of a PodMatch comes from.
+type MatchSource int32
+
+const (
+	// MATCH_SOURCE_UNSPECIFIED is never sent by this implementation.
+	MatchSource_MATCH_SOURCE_UNSPECIFIED MatchSource = 0
+	// MATCH_SOURCE_POD_SOURCE is a pod the pod source reported (the kubelet,
+	// the API server or the manifests): the whole pod, live or deleted.
+	MatchSource_MATCH_SOURCE_POD_SOURCE MatchSource = 1
+	// MATCH_SOURCE_RUNTIME is a pod only the container runtime told of (NRI):
+	// its identity, never a full pod; ListPods, GetPod and WatchPods do not
+	// serve it until the pod source reports it.
+	MatchSource_MATCH_SOURCE_RUNTIME MatchSource = 2
+)
+
+// Enum value maps for MatchSource.
+var (
+	MatchSource_name = map[int32]string{
+		0: "MATCH_SOURCE_UNSPECIFIED",
+		1: "MATCH_SOURCE_POD_SOURCE",
+		2: "MATCH_SOURCE_RUNTIME",
+	}
+	MatchSource_value = map[string]int32{
+		"MATCH_SOURCE_UNSPECIFIED": 0,
+		"MATCH_SOURCE_POD_SOURCE":  1,
+		"MATCH_SOURCE_RUNTIME":     2,
+	}
+)
+
+func (x MatchSource) Enum() *MatchSource {
+	p := new(MatchSource)
+	*p = x
+	return p
+}
+
+func (x MatchSource) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (MatchSource) Descriptor() protoreflect.EnumDescriptor {
+	return file_kubelet_pods_v1alpha1_pods_proto_enumTypes[0].Descriptor()
+}
+
+func (MatchSource) Type() protoreflect.EnumType {
+	return &file_kubelet_pods_v1alpha1_pods_proto_enumTypes[0]
+}
+
+func (x MatchSource) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use MatchSource.Descriptor instead.
+func (MatchSource) EnumDescriptor() ([]byte, []int) {
+	return file_kubelet_pods_v1alpha1_pods_proto_rawDescGZIP(), []int{0}
+}
+
 // EventType says what a WatchPods event reports.
 type EventType int32
 
@@ -95,11 +151,11 @@ func (x EventType) String() string {
 }
 
 func (EventType) Descriptor() protoreflect.EnumDescriptor {
-	return file_kubelet_pods_v1alpha1_pods_proto_enumTypes[0].Descriptor()
+	return file_kubelet_pods_v1alpha1_pods_proto_enumTypes[1].Descriptor()
 }
 
 func (EventType) Type() protoreflect.EnumType {
-	return &file_kubelet_pods_v1alpha1_pods_proto_enumTypes[0]
+	return &file_kubelet_pods_v1alpha1_pods_proto_enumTypes[1]
 }
 
 func (x EventType) Number() protoreflect.EnumNumber {
@@ -108,7 +164,7 @@ func (x EventType) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use EventType.Descriptor instead.
 func (EventType) EnumDescriptor() ([]byte, []int) {
-	return file_kubelet_pods_v1alpha1_pods_proto_rawDescGZIP(), []int{0}
+	return file_kubelet_pods_v1alpha1_pods_proto_rawDescGZIP(), []int{1}
 }
 
 // PodListRequest is the request of ListPods. The optional field mask travels
@@ -649,7 +705,9 @@ type PodFindRequest_ContainerId struct {
 	// in status.containerStatuses[].containerID, with or without its
 	// "<runtime>://" prefix, or a prefix of at least 12 characters of it
 	// that no other container's ID starts with. An ID of a container that
-	// restarted (lastState.terminated.containerID) matches too.
+	// restarted (lastState.terminated.containerID) matches too; with the
+	// server's --nri-socket, so does a container the runtime has created
+	// but the pod source not reported yet.
 	ContainerId string `protobuf:"bytes,1,opt,name=container_id,json=containerId,proto3,oneof"`
 }
 
@@ -770,7 +828,13 @@ type PodMatch struct {
 	// HostNetwork says the pod runs in the node's network namespace
 	// (spec.hostNetwork), whatever the field mask: its IPs are the node's,
 	// shared by every such pod.
-	HostNetwork   bool `protobuf:"varint,4,opt,name=host_network,json=hostNetwork,proto3" json:"host_network,omitempty"`
+	HostNetwork bool `protobuf:"varint,4,opt,name=host_network,json=hostNetwork,proto3" json:"host_network,omitempty"`
+	// Source says where pod comes from: the pod source (the pod as ListPods
+	// and GetPod serve it), or, with the server's --nri-socket, the container
+	// runtime only, for a pod the runtime runs but the pod source has not
+	// reported yet: pod then holds only metadata.namespace, metadata.name and
+	// metadata.uid, and container_name the name the runtime gave.
+	Source        MatchSource `protobuf:"varint,5,opt,name=source,proto3,enum=kubelet.pods.v1alpha1.MatchSource" json:"source,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -833,6 +897,13 @@ func (x *PodMatch) GetHostNetwork() bool {
 	return false
 }
 
+func (x *PodMatch) GetSource() MatchSource {
+	if x != nil {
+		return x.Source
+	}
+	return MatchSource_MATCH_SOURCE_UNSPECIFIED
+}
+
 var File_kubelet_pods_v1alpha1_pods_proto protoreflect.FileDescriptor
 
 const file_kubelet_pods_v1alpha1_pods_proto_rawDesc = "" +
@@ -871,12 +942,17 @@ const file_kubelet_pods_v1alpha1_pods_proto_rawDesc = "" +
 	"\x03key\"h\n" +
 	"\x0fPodFindResponse\x129\n" +
 	"\amatches\x18\x01 \x03(\v2\x1f.kubelet.pods.v1alpha1.PodMatchR\amatches\x12\x1a\n" +
-	"\brevision\x18\x02 \x01(\tR\brevision\"\x99\x01\n" +
+	"\brevision\x18\x02 \x01(\tR\brevision\"\xd5\x01\n" +
 	"\bPodMatch\x12)\n" +
 	"\x03pod\x18\x01 \x01(\v2\x17.k8s.io.api.core.v1.PodR\x03pod\x12%\n" +
 	"\x0econtainer_name\x18\x02 \x01(\tR\rcontainerName\x12\x18\n" +
 	"\adeleted\x18\x03 \x01(\bR\adeleted\x12!\n" +
-	"\fhost_network\x18\x04 \x01(\bR\vhostNetwork*\xad\x01\n" +
+	"\fhost_network\x18\x04 \x01(\bR\vhostNetwork\x12:\n" +
+	"\x06source\x18\x05 \x01(\x0e2\".kubelet.pods.v1alpha1.MatchSourceR\x06source*b\n" +
+	"\vMatchSource\x12\x1c\n" +
+	"\x18MATCH_SOURCE_UNSPECIFIED\x10\x00\x12\x1b\n" +
+	"\x17MATCH_SOURCE_POD_SOURCE\x10\x01\x12\x18\n" +
+	"\x14MATCH_SOURCE_RUNTIME\x10\x02*\xad\x01\n" +
 	"\tEventType\x12\x1a\n" +
 	"\x16EVENT_TYPE_UNSPECIFIED\x10\x00\x12\x14\n" +
 	"\x10EVENT_TYPE_ADDED\x10\x01\x12\x17\n" +
@@ -903,41 +979,43 @@ func file_kubelet_pods_v1alpha1_pods_proto_rawDescGZIP() []byte {
 	return file_kubelet_pods_v1alpha1_pods_proto_rawDescData
 }
 
-var file_kubelet_pods_v1alpha1_pods_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
+var file_kubelet_pods_v1alpha1_pods_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
 var file_kubelet_pods_v1alpha1_pods_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
 var file_kubelet_pods_v1alpha1_pods_proto_goTypes = []any{
-	(EventType)(0),           // 0: kubelet.pods.v1alpha1.EventType
-	(*PodListRequest)(nil),   // 1: kubelet.pods.v1alpha1.PodListRequest
-	(*PodListResponse)(nil),  // 2: kubelet.pods.v1alpha1.PodListResponse
-	(*PodWatchRequest)(nil),  // 3: kubelet.pods.v1alpha1.PodWatchRequest
-	(*PodWatchResponse)(nil), // 4: kubelet.pods.v1alpha1.PodWatchResponse
-	(*PodGetRequest)(nil),    // 5: kubelet.pods.v1alpha1.PodGetRequest
-	(*PodGetResponse)(nil),   // 6: kubelet.pods.v1alpha1.PodGetResponse
-	(*PodFindRequest)(nil),   // 7: kubelet.pods.v1alpha1.PodFindRequest
-	(*PodFindResponse)(nil),  // 8: kubelet.pods.v1alpha1.PodFindResponse
-	(*PodMatch)(nil),         // 9: kubelet.pods.v1alpha1.PodMatch
-	(*v1.Pod)(nil),           // 10: k8s.io.api.core.v1.Pod
+	(MatchSource)(0),         // 0: kubelet.pods.v1alpha1.MatchSource
+	(EventType)(0),           // 1: kubelet.pods.v1alpha1.EventType
+	(*PodListRequest)(nil),   // 2: kubelet.pods.v1alpha1.PodListRequest
+	(*PodListResponse)(nil),  // 3: kubelet.pods.v1alpha1.PodListResponse
+	(*PodWatchRequest)(nil),  // 4: kubelet.pods.v1alpha1.PodWatchRequest
+	(*PodWatchResponse)(nil), // 5: kubelet.pods.v1alpha1.PodWatchResponse
+	(*PodGetRequest)(nil),    // 6: kubelet.pods.v1alpha1.PodGetRequest
+	(*PodGetResponse)(nil),   // 7: kubelet.pods.v1alpha1.PodGetResponse
+	(*PodFindRequest)(nil),   // 8: kubelet.pods.v1alpha1.PodFindRequest
+	(*PodFindResponse)(nil),  // 9: kubelet.pods.v1alpha1.PodFindResponse
+	(*PodMatch)(nil),         // 10: kubelet.pods.v1alpha1.PodMatch
+	(*v1.Pod)(nil),           // 11: k8s.io.api.core.v1.Pod
 }
 var file_kubelet_pods_v1alpha1_pods_proto_depIdxs = []int32{
-	10, // 0: kubelet.pods.v1alpha1.PodListResponse.pods:type_name -> k8s.io.api.core.v1.Pod
-	10, // 1: kubelet.pods.v1alpha1.PodWatchResponse.pod:type_name -> k8s.io.api.core.v1.Pod
-	0,  // 2: kubelet.pods.v1alpha1.PodWatchResponse.type:type_name -> kubelet.pods.v1alpha1.EventType
-	10, // 3: kubelet.pods.v1alpha1.PodGetResponse.pod:type_name -> k8s.io.api.core.v1.Pod
-	9,  // 4: kubelet.pods.v1alpha1.PodFindResponse.matches:type_name -> kubelet.pods.v1alpha1.PodMatch
-	10, // 5: kubelet.pods.v1alpha1.PodMatch.pod:type_name -> k8s.io.api.core.v1.Pod
-	1,  // 6: kubelet.pods.v1alpha1.Pods.ListPods:input_type -> kubelet.pods.v1alpha1.PodListRequest
-	3,  // 7: kubelet.pods.v1alpha1.Pods.WatchPods:input_type -> kubelet.pods.v1alpha1.PodWatchRequest
-	5,  // 8: kubelet.pods.v1alpha1.Pods.GetPod:input_type -> kubelet.pods.v1alpha1.PodGetRequest
-	7,  // 9: kubelet.pods.v1alpha1.Pods.FindPods:input_type -> kubelet.pods.v1alpha1.PodFindRequest
-	2,  // 10: kubelet.pods.v1alpha1.Pods.ListPods:output_type -> kubelet.pods.v1alpha1.PodListResponse
-	4,  // 11: kubelet.pods.v1alpha1.Pods.WatchPods:output_type -> kubelet.pods.v1alpha1.PodWatchResponse
-	6,  // 12: kubelet.pods.v1alpha1.Pods.GetPod:output_type -> kubelet.pods.v1alpha1.PodGetResponse
-	8,  // 13: kubelet.pods.v1alpha1.Pods.FindPods:output_type -> kubelet.pods.v1alpha1.PodFindResponse
-	10, // [10:14] is the sub-list for method output_type
-	6,  // [6:10] is the sub-list for method input_type
-	6,  // [6:6] is the sub-list for extension type_name
-	6,  // [6:6] is the sub-list for extension extendee
-	0,  // [0:6] is the sub-list for field type_name
+	11, // 0: kubelet.pods.v1alpha1.PodListResponse.pods:type_name -> k8s.io.api.core.v1.Pod
+	11, // 1: kubelet.pods.v1alpha1.PodWatchResponse.pod:type_name -> k8s.io.api.core.v1.Pod
+	1,  // 2: kubelet.pods.v1alpha1.PodWatchResponse.type:type_name -> kubelet.pods.v1alpha1.EventType
+	11, // 3: kubelet.pods.v1alpha1.PodGetResponse.pod:type_name -> k8s.io.api.core.v1.Pod
+	10, // 4: kubelet.pods.v1alpha1.PodFindResponse.matches:type_name -> kubelet.pods.v1alpha1.PodMatch
+	11, // 5: kubelet.pods.v1alpha1.PodMatch.pod:type_name -> k8s.io.api.core.v1.Pod
+	0,  // 6: kubelet.pods.v1alpha1.PodMatch.source:type_name -> kubelet.pods.v1alpha1.MatchSource
+	2,  // 7: kubelet.pods.v1alpha1.Pods.ListPods:input_type -> kubelet.pods.v1alpha1.PodListRequest
+	4,  // 8: kubelet.pods.v1alpha1.Pods.WatchPods:input_type -> kubelet.pods.v1alpha1.PodWatchRequest
+	6,  // 9: kubelet.pods.v1alpha1.Pods.GetPod:input_type -> kubelet.pods.v1alpha1.PodGetRequest
+	8,  // 10: kubelet.pods.v1alpha1.Pods.FindPods:input_type -> kubelet.pods.v1alpha1.PodFindRequest
+	3,  // 11: kubelet.pods.v1alpha1.Pods.ListPods:output_type -> kubelet.pods.v1alpha1.PodListResponse
+	5,  // 12: kubelet.pods.v1alpha1.Pods.WatchPods:output_type -> kubelet.pods.v1alpha1.PodWatchResponse
+	7,  // 13: kubelet.pods.v1alpha1.Pods.GetPod:output_type -> kubelet.pods.v1alpha1.PodGetResponse
+	9,  // 14: kubelet.pods.v1alpha1.Pods.FindPods:output_type -> kubelet.pods.v1alpha1.PodFindResponse
+	11, // [11:15] is the sub-list for method output_type
+	7,  // [7:11] is the sub-list for method input_type
+	7,  // [7:7] is the sub-list for extension type_name
+	7,  // [7:7] is the sub-list for extension extendee
+	0,  // [0:7] is the sub-list for field type_name
 }
 
 func init() { file_kubelet_pods_v1alpha1_pods_proto_init() }
@@ -957,7 +1035,7 @@ func file_kubelet_pods_v1alpha1_pods_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_kubelet_pods_v1alpha1_pods_proto_rawDesc), len(file_kubelet_pods_v1alpha1_pods_proto_rawDesc)),
-			NumEnums:      1,
+			NumEnums:      2,
 			NumMessages:   9,
 			NumExtensions: 0,
 			NumServices:   1,

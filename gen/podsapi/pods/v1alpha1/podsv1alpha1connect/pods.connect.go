@@ -90,7 +90,11 @@ type PodsClient interface {
 	// a cgroup, or that hold the calling process itself: the question an
 	// agent that sees a PID, a cgroup, a container or an address asks, answered
 	// from an index, never by listing. It is an addition of podsapi: the
-	// published Pods API has no such call.
+	// published Pods API has no such call. With the server's --nri-socket, the
+	// container runtime's own events (NRI) feed the index too: a container is
+	// found from the moment the runtime has created it, before the pod source
+	// reports it, and a pod only the runtime knows yet is answered with its
+	// identity, its PodMatch.source MATCH_SOURCE_RUNTIME.
 	//
 	// A request without a key, or with a malformed one, fails with
 	// INVALID_ARGUMENT, reason INVALID_FIND_KEY; a container ID prefix that
@@ -205,7 +209,11 @@ type PodsHandler interface {
 	// a cgroup, or that hold the calling process itself: the question an
 	// agent that sees a PID, a cgroup, a container or an address asks, answered
 	// from an index, never by listing. It is an addition of podsapi: the
-	// published Pods API has no such call.
+	// published Pods API has no such call. With the server's --nri-socket, the
+	// container runtime's own events (NRI) feed the index too: a container is
+	// found from the moment the runtime has created it, before the pod source
+	// reports it, and a pod only the runtime knows yet is answered with its
+	// identity, its PodMatch.source MATCH_SOURCE_RUNTIME.
 	//
 	// A request without a key, or with a malformed one, fails with
 	// INVALID_ARGUMENT, reason INVALID_FIND_KEY; a container ID prefix that
