@@ -7,8 +7,8 @@ import (
 	"io/fs"
 	"net"
 	"os"
-	"syscall"
 	"slices"
+	"syscall"
 	"testing"
 	"time"
 
