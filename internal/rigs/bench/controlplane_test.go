@@ -345,7 +345,7 @@ func measureLoad(t *testing.T, cp *kubetest.ControlPlane, sc loadScenario) cpRes
 		}
 	case feedFrontDoor:
 		// Stopped below, after the informers, or at the test's end.
-		doors = startFrontDoors(t, cp.Kubeconfig(t, kubetest.AdminUser, cp.Host()), sc.nodes)
+		doors = startFrontDoors(t, cp.Kubeconfig(t, kubetest.AdminUser, cp.Host()), cp.AdminConfig.BearerToken, sc.nodes)
 		doorCPU0 = doorsCPU(t, doors)
 		for a := range n {
 			startInformer(t, ctx, &wg, doors[a/sc.perNode].cfg, sc.nodes[a/sc.perNode], func(p *corev1.Pod) { arr.record(a, p.Status.Message) }, synced)

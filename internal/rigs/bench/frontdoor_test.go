@@ -16,9 +16,11 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/podsapi/podsapi/internal/rigs/childproc"
 	"github.com/podsapi/podsapi/kubeapi"
+	"github.com/podsapi/podsapi/kubeapi/door"
 	"github.com/podsapi/podsapi/source/apiserver"
 	"github.com/podsapi/podsapi/store"
 )
@@ -26,10 +28,12 @@ import (
 // The front door of the control-plane measurement: podsapi's Kubernetes API
 // (kubeapi.Handler) for one node, fed by the API-server source (one
 // reflector on the API server), served over loopback TLS with HTTP/2
-// (httptest), in a child process of its own so that its CPU and memory are
-// read from /proc apart from the informers that read it. The door of
-// kubeapi/door (authentication, authorization, the pass-through) is not on
-// this branch: the informers reach the handler directly.
+// (httptest) behind the door of kubeapi/door, which authenticates each
+// informer's token with a TokenReview and authorizes its requests with a
+// SubjectAccessReview, both cached, as podsapi-server's --kube-api-address
+// does; in a child process of its own so that its CPU and memory are read
+// from /proc apart from the informers that read it. The informers only
+// list and watch the node's pods: nothing is passed through.
 
 // roleFrontDoor is the child role that serves one node's front door.
 const roleFrontDoor = "kubeapi-frontdoor"
@@ -61,7 +65,15 @@ func frontDoorMain(args []string, stdin io.Reader, stdout io.Writer) error {
 	case <-time.After(loadTimeout):
 		return fmt.Errorf("the API-server source did not sync within %v", loadTimeout)
 	}
-	srv := httptest.NewUnstartedServer(kubeapi.New(st, *node))
+	cfg, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
+	if err != nil {
+		return err
+	}
+	auth, err := door.NewAuth(cfg)
+	if err != nil {
+		return err
+	}
+	srv := httptest.NewUnstartedServer(door.New(kubeapi.New(st, *node), door.WithAuth(auth)))
 	srv.EnableHTTP2 = true
 	srv.StartTLS()
 	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
@@ -85,8 +97,9 @@ type frontDoor struct {
 }
 
 // startFrontDoors starts one front-door child per node, all at once, and
-// returns once each has synced. They are stopped at the end of the test.
-func startFrontDoors(t *testing.T, kubeconfig string, nodes []string) []*frontDoor {
+// returns once each has synced. The informers of each reach it with token,
+// which its door authenticates. They are stopped at the end of the test.
+func startFrontDoors(t *testing.T, kubeconfig, token string, nodes []string) []*frontDoor {
 	t.Helper()
 	doors := make([]*frontDoor, len(nodes))
 	for i, node := range nodes {
@@ -112,7 +125,7 @@ func startFrontDoors(t *testing.T, kubeconfig string, nodes []string) []*frontDo
 		if err != nil {
 			t.Fatalf("front door of %s: its CA: %v", nodes[i], err)
 		}
-		d.cfg = &rest.Config{Host: f[1], TLSClientConfig: rest.TLSClientConfig{CAData: ca}, QPS: 100, Burst: 200}
+		d.cfg = &rest.Config{Host: f[1], BearerToken: token, TLSClientConfig: rest.TLSClientConfig{CAData: ca}, QPS: 100, Burst: 200}
 	}
 	return doors
 }
