@@ -724,14 +724,3 @@ func TestNoRuntime(t *testing.T) {
 		t.Errorf("podsapi_nri_last_event_age_seconds = %v without an event, want -1", got)
 	}
 }
-
-// TestPodsWithoutRuntimeFacts: a server whose pods take no runtime facts
-// refuses an NRI socket, rather than ignore it.
-func TestPodsWithoutRuntimeFacts(t *testing.T) {
-	type podsOnly struct{ server.Pods }
-	st := store.New()
-	_, err := server.New(podsOnly{st}, server.Config{Socket: podstest.SocketPath(t), NRISocket: nriSocket(t), Registry: prometheus.NewRegistry()})
-	if err == nil || !strings.Contains(err.Error(), "runtime facts") {
-		t.Fatalf("server.New = %v, want an error saying the pods take no runtime facts", err)
-	}
-}

@@ -13,6 +13,7 @@ import (
 	"os/user"
 	"strconv"
 	"sync"
+	"time"
 
 	"connectrpc.com/connect"
 	"connectrpc.com/grpchealth"
@@ -46,6 +47,11 @@ type Pods interface {
 	// Collectors returns the metrics of the pods, which the server
 	// registers with its own.
 	Collectors() []prometheus.Collector
+	// Sink takes the container runtime's facts, with --nri-socket.
+	nri.Sink
+	// ObserveReports has f told the delay between the runtime's report of
+	// a container and the pod source's, as the pods learn it.
+	ObserveReports(f func(time.Duration))
 }
 
 // Server serves the Pods API of the pods of one Pods.

@@ -29,18 +29,12 @@ type Finder interface {
 	FindIP(ip netip.Addr, deleted bool) (uint64, []store.Match)
 	// FindPod returns the pod of uid, naming its container of containerID.
 	FindPod(uid types.UID, containerID string, deleted bool) (uint64, []store.Match)
-}
-
-// RuntimeFinder is what FindPods also looks in for what only the container
-// runtime told of (NRI): cgroups outside the kubelet's naming and the PIDs
-// of containers' first processes. *store.Store implements it; a Finder
-// that does not finds these from the pod source only.
-type RuntimeFinder interface {
 	// FindCgroup returns the pods of the cgroup of a path or of
-	// /proc/PID/cgroup, as the runtime told it.
+	// /proc/PID/cgroup as the container runtime told it (NRI): cgroups
+	// outside the kubelet's naming. None without runtime facts.
 	FindCgroup(cgroup string, deleted bool) (uint64, []store.Match)
 	// FindPID returns the pod of the container whose first process the
-	// runtime said is pid.
+	// runtime said is pid. None without runtime facts.
 	FindPID(pid uint32, deleted bool) (uint64, []store.Match)
 }
 
@@ -50,6 +44,9 @@ type Processes interface {
 	// Read returns the pod of the process pid, or podcgroup.ErrNoProcess,
 	// podcgroup.ErrNotPod, podcgroup.ErrBusy or another error.
 	Read(ctx context.Context, pid int) (podcgroup.Pod, error)
+	// ReadFile returns the cgroup file of the process pid, as it reads it
+	// for Read, for the cgroups the kubelet does not name.
+	ReadFile(ctx context.Context, pid int) (string, error)
 }
 
 // The numbers of the fields of PodFindResponse and PodMatch.
@@ -111,8 +108,8 @@ func (h podsHandler) FindPods(ctx context.Context, req *connect.Request[podsv1al
 		if ok {
 			version, ms = f.FindPod(types.UID(p.UID), p.ContainerID, deleted)
 		}
-		if rf, rok := f.(RuntimeFinder); rok && len(ms) == 0 {
-			version, ms = rf.FindCgroup(key.CgroupPath, deleted)
+		if len(ms) == 0 {
+			version, ms = f.FindCgroup(key.CgroupPath, deleted)
 		}
 		switch {
 		case len(ms) > 0:
@@ -178,20 +175,12 @@ func (h *handler) findProcess(ctx context.Context, f Finder, key string, pid int
 // kubelet naming names, from what the runtime told: its cgroup, or its PID
 // as a container's first process.
 func (h *handler) findRuntimeProcess(ctx context.Context, f Finder, pid int32, deleted bool) (uint64, []store.Match) {
-	rf, ok := f.(RuntimeFinder)
-	if !ok {
-		return 0, nil
-	}
-	if r, ok := h.processes.(interface {
-		ReadFile(ctx context.Context, pid int) (string, error)
-	}); ok {
-		if file, err := r.ReadFile(ctx, int(pid)); err == nil {
-			if version, ms := rf.FindCgroup(file, deleted); len(ms) > 0 {
-				return version, ms
-			}
+	if file, err := h.processes.ReadFile(ctx, int(pid)); err == nil {
+		if version, ms := f.FindCgroup(file, deleted); len(ms) > 0 {
+			return version, ms
 		}
 	}
-	return rf.FindPID(uint32(pid), deleted)
+	return f.FindPID(uint32(pid), deleted)
 }
 
 // validContainerID checks a container_id key, n bytes long before its
