@@ -77,7 +77,7 @@ type Server struct {
 // health and reflection on one mux, then the sockets.
 func New(st Pods, cfg Config) (*Server, error) {
 	cfg = cfg.withDefaults()
-	socketOpts, err := socketOptions(cfg)
+	socketOpts, err := cfg.Access.SocketOptions()
 	if err != nil {
 		return nil, err
 	}
@@ -221,11 +221,15 @@ func clientCgroups(cfg Config) func(context.Context, int32) (string, error) {
 	return func(ctx context.Context, pid int32) (string, error) { return r.ReadFile(ctx, int(pid)) }
 }
 
-// socketOptions returns the permissions of the socket.
-func socketOptions(cfg Config) ([]socket.Option, error) {
-	opts := []socket.Option{socket.WithMode(cfg.Access.SocketMode)}
-	if cfg.Access.SocketGroup != "" {
-		gid, err := lookupGroup(cfg.Access.SocketGroup)
+// SocketOptions returns the permissions that a socket of the server is
+// created with: SocketMode (its default when 0), and SocketGroup's number
+// when it is set. The Kubernetes API's socket (--kube-api-socket) takes the
+// same.
+func (a AccessConfig) SocketOptions() ([]socket.Option, error) {
+	a = a.withDefaults()
+	opts := []socket.Option{socket.WithMode(a.SocketMode)}
+	if a.SocketGroup != "" {
+		gid, err := lookupGroup(a.SocketGroup)
 		if err != nil {
 			return nil, err
 		}

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"github.com/spf13/pflag"
 	"log/slog"
-	"os/user"
-	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -142,30 +140,11 @@ func (f *kubeAPIFlags) newKubeAPI(st *store.Store, node, kubeconfig string, acce
 		Address: f.address, CertFile: f.certFile, KeyFile: f.keyFile, ClientCertificates: f.clientCAFile != "",
 		Socket: f.socket, ShutdownTimeout: shutdown, Logger: logger,
 	}
-	if access.SocketMode != 0 {
-		cfg.SocketOptions = append(cfg.SocketOptions, socket.WithMode(access.SocketMode))
-	}
-	if access.SocketGroup != "" {
-		gid, err := lookupGroup(access.SocketGroup)
-		if err != nil {
-			return nil, err
-		}
-		cfg.SocketOptions = append(cfg.SocketOptions, socket.WithGroup(gid))
+	if cfg.SocketOptions, err = access.SocketOptions(); err != nil {
+		return nil, err
 	}
 	if k.server, err = door.Listen(cfg); err != nil {
 		return nil, fmt.Errorf("Kubernetes API: %w (choose another --kube-api-address or --kube-api-socket)", err)
 	}
 	return k, nil
-}
-
-// lookupGroup returns the ID of a group name or number.
-func lookupGroup(group string) (int, error) {
-	if gid, err := strconv.Atoi(group); err == nil && gid >= 0 {
-		return gid, nil
-	}
-	g, err := user.LookupGroup(group)
-	if err != nil {
-		return 0, fmt.Errorf("--socket-group: %w", err)
-	}
-	return strconv.Atoi(g.Gid)
 }
