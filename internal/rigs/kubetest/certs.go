@@ -21,11 +21,28 @@ import (
 // returns the CA's PEM.
 func writeCerts(t testing.TB, dir string) []byte {
 	t.Helper()
+	caPEM := writeServing(t, "podsapi-test-ca", "kube-apiserver", []net.IP{net.IPv4(127, 0, 0, 1)},
+		filepath.Join(dir, "ca.crt"), filepath.Join(dir, "apiserver.crt"), filepath.Join(dir, "apiserver.key"))
+	saKey := newKey(t)
+	write(t, filepath.Join(dir, "sa.key"), keyPEM(t, saKey))
+	pub, err := x509.MarshalPKIXPublicKey(&saKey.PublicKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(dir, "sa.pub"), pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub}))
+	return caPEM
+}
+
+// writeServing writes a new certificate authority named caName to caFile,
+// and a serving certificate for cn, the IPs and localhost, signed by it, to
+// certFile and keyFile, both valid for a day; it returns the CA's PEM.
+func writeServing(t testing.TB, caName, cn string, ips []net.IP, caFile, certFile, keyFile string) []byte {
+	t.Helper()
 	caKey := newKey(t)
 	now := time.Now()
 	caTmpl := &x509.Certificate{
 		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "podsapi-test-ca"},
+		Subject:               pkix.Name{CommonName: caName},
 		NotBefore:             now.Add(-time.Hour),
 		NotAfter:              now.Add(24 * time.Hour),
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
@@ -40,32 +57,25 @@ func writeCerts(t testing.TB, dir string) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srvKey := newKey(t)
-	srvTmpl := &x509.Certificate{
+	key := newKey(t)
+	tmpl := &x509.Certificate{
 		SerialNumber: big.NewInt(2),
-		Subject:      pkix.Name{CommonName: "kube-apiserver"},
+		Subject:      pkix.Name{CommonName: cn},
 		NotBefore:    now.Add(-time.Hour),
 		NotAfter:     now.Add(24 * time.Hour),
 		KeyUsage:     x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
+		IPAddresses:  ips,
 		DNSNames:     []string{"localhost"},
 	}
-	srvDER, err := x509.CreateCertificate(rand.Reader, srvTmpl, ca, &srvKey.PublicKey, caKey)
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
 	if err != nil {
 		t.Fatal(err)
 	}
 	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
-	write(t, filepath.Join(dir, "ca.crt"), caPEM)
-	write(t, filepath.Join(dir, "apiserver.crt"), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srvDER}))
-	write(t, filepath.Join(dir, "apiserver.key"), keyPEM(t, srvKey))
-	saKey := newKey(t)
-	write(t, filepath.Join(dir, "sa.key"), keyPEM(t, saKey))
-	pub, err := x509.MarshalPKIXPublicKey(&saKey.PublicKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	write(t, filepath.Join(dir, "sa.pub"), pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub}))
+	write(t, caFile, caPEM)
+	write(t, certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
+	write(t, keyFile, keyPEM(t, key))
 	return caPEM
 }
 
