@@ -1,6 +1,8 @@
 package server
 
 import (
+	"errors"
+	"fmt"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -9,16 +11,20 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/podsapi/podsapi/budget"
 	"github.com/podsapi/podsapi/internal/hooks"
 	"github.com/podsapi/podsapi/podcgroup"
 	"github.com/podsapi/podsapi/service"
 	"github.com/podsapi/podsapi/socket"
+	"github.com/podsapi/podsapi/store"
 )
 
 // Config configures a Server, in groups: who may call (Access), how much
-// (Limits), the watches (Watch), the connections' timeouts (Transport) and
-// the metrics endpoint (Metrics). Zero values take the defaults documented
-// beside each group.
+// (Limits), the watches (Watch), the connections' timeouts (Transport), the
+// metrics endpoint (Metrics), and the store the server is given (Store,
+// which builds it: Store.Options). Zero values take the defaults documented
+// beside each group. AddFlags binds every setting to its flag, and Validate
+// says everything that is wrong with a Config at once.
 type Config struct {
 	// Socket is the path of the UNIX socket. Default socket.DefaultPath.
 	Socket string
@@ -40,6 +46,7 @@ type Config struct {
 	Watch     WatchConfig
 	Transport TransportConfig
 	Metrics   MetricsConfig
+	Store     StoreConfig
 
 	// Logger receives the server's logs. Default slog.Default().
 	Logger *slog.Logger
@@ -49,6 +56,86 @@ type Config struct {
 	// Hooks change the assembly for the module's own tests (package
 	// internal/hooks). Nil for a server that serves agents.
 	Hooks *hooks.Hooks
+}
+
+// NewRegistry returns a registry with the Go and process collectors, where
+// a server registers its metrics: Config.Registry's default, and the one
+// podsapi-server also gives its pod source.
+func NewRegistry() *prometheus.Registry {
+	r := prometheus.NewRegistry()
+	r.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return r
+}
+
+// StoreConfig are the settings of the store that a Server is given, which
+// Options builds it with; Validate checks them with the rest. 0 means the
+// store's default, a negative value keeps none (or, for MaxPodBytes, takes
+// any size; for MemoryBudgetBytes, counts nothing).
+type StoreConfig struct {
+	// HistoryEvents and HistoryBytes bound the changes kept for watches
+	// that resume. Defaults store.DefaultHistory and
+	// store.DefaultHistoryBytes.
+	HistoryEvents int
+	HistoryBytes  int64
+	// MaxPodBytes bounds the encoding of one pod taken from the source.
+	// Default store.DefaultMaxPodBytes.
+	MaxPodBytes int
+	// DeletedRetention, MaxDeletedPods and MaxDeletedPodsBytes bound the
+	// deleted pods kept findable by FindPods with include_deleted. Defaults
+	// store.DefaultDeletedRetention, store.DefaultDeletedPods and
+	// store.DefaultDeletedPodsBytes.
+	DeletedRetention    time.Duration
+	MaxDeletedPods      int
+	MaxDeletedPodsBytes int64
+	// MemoryBudgetBytes bounds what the server keeps on behalf of its
+	// clients (budget.ForSetting). Default half the memory limit, 512 MiB
+	// without one.
+	MemoryBudgetBytes int64
+}
+
+// Options returns the options a store is built with for c.
+func (c StoreConfig) Options() []store.Option {
+	return []store.Option{
+		store.WithHistory(c.HistoryEvents, c.HistoryBytes),
+		store.WithMaxPodBytes(c.MaxPodBytes),
+		store.WithDeletedPods(c.DeletedRetention, c.MaxDeletedPods, c.MaxDeletedPodsBytes),
+		store.WithBudget(budget.ForSetting(c.MemoryBudgetBytes)),
+	}
+}
+
+// MinProgressInterval is the shortest Watch.ProgressInterval: progress
+// marks are for watchers to learn that they are up to date, and a mark
+// every millisecond for each of thousands of watchers is a flood.
+const MinProgressInterval = time.Second
+
+// Validate returns every error of c at once, each naming its flag, or nil:
+// a negative value where a negative turns nothing off (0 means the
+// default), a socket path longer than the kernel takes, and a progress
+// interval below MinProgressInterval. podsapi-server checks its command
+// line with it, and New checks its Config.
+func (c Config) Validate() error {
+	var errs []error
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{
+		{"burst", float64(c.Limits.Burst)}, {"watch-queue", float64(c.Watch.Queue)}, {"max-streams", float64(c.Limits.MaxStreams)},
+		{"per-client-burst", float64(c.Limits.PerClientBurst)},
+		{"metrics-max-connections", float64(c.Metrics.MaxConnections)}, {"shutdown-timeout", float64(c.Transport.ShutdownTimeout)},
+		{"keepalive-timeout", float64(c.Transport.KeepaliveTimeout)}, {"metrics-timeout", float64(c.Metrics.Timeout)},
+		{"watch-progress-interval", float64(c.Watch.ProgressInterval)},
+	} {
+		if f.v < 0 {
+			errs = append(errs, fmt.Errorf("--%s must not be negative (0 means the default)", f.name))
+		}
+	}
+	if len(c.Socket) > socket.MaxPathLen {
+		errs = append(errs, fmt.Errorf("--socket %s is %d bytes: %w", c.Socket, len(c.Socket), socket.ErrPathTooLong))
+	}
+	if pi := c.Watch.ProgressInterval; pi > 0 && pi < MinProgressInterval {
+		errs = append(errs, fmt.Errorf("--watch-progress-interval %v is below its minimum, %v (0 means the default, %v)", pi, MinProgressInterval, service.DefaultProgressInterval))
+	}
+	return errors.Join(errs...)
 }
 
 // withDefaults fills the zero fields of cfg, group by group.
@@ -68,8 +155,7 @@ func (cfg Config) withDefaults() Config {
 		cfg.Logger = slog.Default()
 	}
 	if cfg.Registry == nil {
-		cfg.Registry = prometheus.NewRegistry()
-		cfg.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		cfg.Registry = NewRegistry()
 	}
 	if cfg.Hooks == nil {
 		cfg.Hooks = &hooks.Hooks{}

@@ -76,6 +76,9 @@ type Server struct {
 // transport, the guards and interceptors, the handlers of both wires,
 // health and reflection on one mux, then the sockets.
 func New(st Pods, cfg Config) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
 	cfg = cfg.withDefaults()
 	socketOpts, err := cfg.Access.SocketOptions()
 	if err != nil {
