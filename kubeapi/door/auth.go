@@ -9,7 +9,6 @@ import (
 	"time"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authentication/group"
@@ -19,10 +18,6 @@ import (
 	x509request "k8s.io/apiserver/pkg/authentication/request/x509"
 	tokencache "k8s.io/apiserver/pkg/authentication/token/cache"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
-	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
-	webhooktoken "k8s.io/apiserver/plugin/pkg/authenticator/token/webhook"
-	authenticationv1client "k8s.io/client-go/kubernetes/typed/authentication/v1"
-	authorizationv1client "k8s.io/client-go/kubernetes/typed/authorization/v1"
 	"k8s.io/client-go/rest"
 )
 
@@ -48,25 +43,31 @@ const DefaultReviewTimeout = 10 * time.Second
 // own for its webhooks (k8s.io/apiserver's DefaultAuthWebhookRetryBackoff,
 // whose package would link the whole generic API server): 5 tries, 0.5 s
 // apart growing by half each time, about 4 s in all.
-func reviewBackoff() *wait.Backoff {
-	return &wait.Backoff{Duration: 500 * time.Millisecond, Factor: 1.5, Jitter: 0.2, Steps: 5}
+func reviewBackoff() wait.Backoff {
+	return wait.Backoff{Duration: 500 * time.Millisecond, Factor: 1.5, Jitter: 0.2, Steps: 5}
 }
 
 // Auth authenticates the callers of the door and authorizes their
 // requests for the node's pods, as the kubelet does, with the pieces of
 // k8s.io/apiserver that its delegating authenticator and authorizer are
 // made of: bearer tokens reviewed by TokenReviews with their answers
-// cached, x509 client certificates signed by a client CA, the group
-// system:authenticated added (what authenticatorfactory's
+// cached (its token cache), x509 client certificates signed by a client
+// CA, the group system:authenticated added (what authenticatorfactory's
 // DelegatingAuthenticatorConfig assembles, without its front-proxy
-// authenticator, which links client-go's whole clientset, every API
-// group's types: 6 MB more of idle memory), and authorizerfactory's
-// DelegatingAuthorizerConfig: SubjectAccessReviews with their answers
-// cached.
+// authenticator), and SubjectAccessReviews with their answers cached, as
+// authorizerfactory's DelegatingAuthorizerConfig asks them.
+//
+// The TokenReviews and SubjectAccessReviews themselves are sent here
+// (tokenReviews, accessReviews) rather than by k8s.io/apiserver's webhook
+// authenticator and authorizer, which would link client-go's clientset
+// (every API group's types), k8s.io/component-base's global metrics,
+// OpenTelemetry and CEL into every podsapi-server, door or not: twice its
+// binary and 20 MB more of idle memory (docs/kubeapi-door.md).
 type Auth struct {
 	authenticator authenticator.Request
 	authorizer    authorizer.UnconditionalAuthorizer
-	self          authorizationv1client.SelfSubjectAccessReviewInterface
+	// reviews asks the API server what podsapi itself may do (Check).
+	reviews rest.Interface
 }
 
 // AuthOption configures NewAuth.
@@ -114,21 +115,11 @@ func NewAuth(cfg *rest.Config, opts ...AuthOption) (*Auth, error) {
 	if cfg == nil {
 		return nil, errors.New("no API server to send TokenReviews and SubjectAccessReviews to")
 	}
-	authn, err := authenticationv1client.NewForConfig(cfg)
+	clients, err := newReviewClients(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("client of TokenReviews: %w", err)
+		return nil, err
 	}
-	authz, err := authorizationv1client.NewForConfig(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("client of SubjectAccessReviews: %w", err)
-	}
-	tokens, err := webhooktoken.NewFromInterface(authn, nil, *reviewBackoff(), c.reviewTimeout, webhooktoken.AuthenticatorMetrics{
-		RecordRequestTotal:   func(context.Context, string) {},
-		RecordRequestLatency: func(context.Context, string, float64) {},
-	})
-	if err != nil {
-		return nil, fmt.Errorf("TokenReviews: %w", err)
-	}
+	tokens := &tokenReviews{client: clients.authentication, backoff: reviewBackoff(), timeout: c.reviewTimeout}
 	// Answers cached for the TTL, rejections too; errors (the API server
 	// unreachable) are not.
 	cached := tokencache.New(tokens, false, c.tokenTTL, c.tokenTTL)
@@ -141,17 +132,11 @@ func NewAuth(cfg *rest.Config, opts ...AuthOption) (*Auth, error) {
 		chain = append(chain, x509request.NewDynamic(func() (x509.VerifyOptions, bool) { return ca.get(), true }, x509request.CommonNameUserConversion))
 	}
 	chain = append(chain, bearertoken.New(cached), websocket.NewProtocolAuthenticator(cached))
-	a := &Auth{authenticator: group.NewAuthenticatedGroupAdder(union.New(chain...)), self: authz.SelfSubjectAccessReviews()}
-	sar := authorizerfactory.DelegatingAuthorizerConfig{
-		SubjectAccessReviewClient: authz,
-		AllowCacheTTL:             c.allow,
-		DenyCacheTTL:              c.deny,
-		WebhookRetryBackoff:       reviewBackoff(),
-	}
-	if a.authorizer, err = sar.New(); err != nil {
-		return nil, fmt.Errorf("authorizer: %w", err)
-	}
-	return a, nil
+	return &Auth{
+		authenticator: group.NewAuthenticatedGroupAdder(union.New(chain...)),
+		authorizer:    newAccessReviews(clients.authorization, reviewBackoff(), c.reviewTimeout, c.allow, c.deny),
+		reviews:       clients.authorization,
+	}, nil
 }
 
 // parseClientCA returns the verification of client certificates against
@@ -175,10 +160,10 @@ func (a *Auth) Check(ctx context.Context) error {
 	for _, r := range []struct{ group, resource string }{
 		{"authentication.k8s.io", "tokenreviews"}, {"authorization.k8s.io", "subjectaccessreviews"},
 	} {
-		review, err := a.self.Create(ctx, &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
+		var review authorizationv1.SelfSubjectAccessReview
+		if err := create(ctx, a.reviews, "selfsubjectaccessreviews", &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
 			ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "create", Group: r.group, Resource: r.resource},
-		}}, metav1.CreateOptions{})
-		if err != nil {
+		}}, &review); err != nil {
 			return fmt.Errorf("ask the API server what podsapi may do: %w", err)
 		}
 		if !review.Status.Allowed {

@@ -1,6 +1,7 @@
 package door
 
 import (
+	"errors"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -159,7 +160,12 @@ func (d *Door) allowed(w http.ResponseWriter, r *http.Request, accesses []kubeap
 	}
 	resp, ok, err := d.auth.authenticator.AuthenticateRequest(r)
 	if err != nil || !ok {
-		if err != nil {
+		switch {
+		case errors.Is(err, errReview):
+			if ok, suppressed := d.warnings.Allow("authentication"); ok {
+				d.logger.Warn("Kubernetes API: a TokenReview failed; the caller is refused 401", "path", r.URL.Path, "error", err, "suppressed", suppressed)
+			}
+		case err != nil:
 			d.logger.Debug("kube API: unauthenticated request", "path", r.URL.Path, "error", err)
 		}
 		writeStatus(w, errUnauthorized())
