@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -15,16 +16,20 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 )
 
-// scheme knows the types of core/v1 only: client-go's kubernetes/scheme
-// would link the types of every API group into the server.
-var scheme = runtime.NewScheme()
+// coreScheme is the scheme of the Source's requests: the types of core/v1
+// only (client-go's kubernetes/scheme would link the types of every API
+// group into the server), and its codecs. It is built when a Source first
+// asks the API server, not when any podsapi-server starts.
+type coreScheme struct {
+	codecs         serializer.CodecFactory
+	parameterCodec runtime.ParameterCodec
+}
 
-var (
-	codecs         = serializer.NewCodecFactory(scheme)
-	parameterCodec = runtime.NewParameterCodec(scheme)
-)
-
-func init() { utilruntime.Must(corev1.AddToScheme(scheme)) }
+var schemeOnce = sync.OnceValue(func() coreScheme {
+	scheme := runtime.NewScheme()
+	utilruntime.Must(corev1.AddToScheme(scheme))
+	return coreScheme{codecs: serializer.NewCodecFactory(scheme), parameterCodec: runtime.NewParameterCodec(scheme)}
+})
 
 // userAgent is the User-Agent of the Source's requests, so that the API
 // server's audit log and metrics tell podsapi apart.
@@ -52,7 +57,7 @@ func (s *Source) restConfig() (*rest.Config, error) {
 	}
 	cfg.GroupVersion = &corev1.SchemeGroupVersion
 	cfg.APIPath = "/api"
-	cfg.NegotiatedSerializer = codecs.WithoutConversion()
+	cfg.NegotiatedSerializer = schemeOnce().codecs.WithoutConversion()
 	cfg.QPS = s.qps
 	cfg.Burst = s.burst
 	cfg.UserAgent = userAgent

@@ -141,7 +141,7 @@ func (s *Source) listWatch(client rest.Interface, st *state) *cache.ListWatch {
 			ctx, cancel := context.WithTimeout(ctx, listTimeout)
 			defer cancel()
 			list := new(corev1.PodList)
-			err := client.Get().Resource("pods").VersionedParams(&opts, parameterCodec).Do(ctx).Into(list)
+			err := client.Get().Resource("pods").VersionedParams(&opts, schemeOnce().parameterCodec).Do(ctx).Into(list)
 			st.request(ctx, reasonList, opts, err)
 			if err != nil {
 				return nil, err
@@ -151,7 +151,7 @@ func (s *Source) listWatch(client rest.Interface, st *state) *cache.ListWatch {
 		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 			opts.FieldSelector = selector
 			opts.Watch = true
-			req := client.Get().Resource("pods").VersionedParams(&opts, parameterCodec)
+			req := client.Get().Resource("pods").VersionedParams(&opts, schemeOnce().parameterCodec)
 			if opts.TimeoutSeconds != nil {
 				req = req.Timeout(time.Duration(*opts.TimeoutSeconds) * time.Second)
 			}
