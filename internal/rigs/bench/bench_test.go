@@ -111,6 +111,9 @@ func TestRunTiny(t *testing.T) {
 	if res.Idle == nil || res.Idle.RSSBytes == 0 {
 		t.Errorf("no idle measurement")
 	}
+	if f := res.Footprint; f == nil || f.BinaryBytes == 0 || f.Packages == 0 || f.RSSBytes == 0 || f.HWMBytes < f.RSSBytes {
+		t.Errorf("footprint: %+v", res.Footprint)
+	}
 	// Idle wakeups: three states of ours and of the floor, each measured
 	// (a window of 200 ms may hold no wakeup, so only the window is
 	// checked), and the target evaluated.
@@ -192,7 +195,7 @@ func TestOnlyFlag(t *testing.T) {
 		wantErr string
 	}{
 		{name: "default runs all", only: "", runs: sections},
-		{name: "two sections", only: "paced, storm", runs: []string{"paced", "storm"}, skips: []string{"closed", "watch", "idle", "wakeups", "micro", "floors", "selectors"}},
+		{name: "two sections", only: "paced, storm", runs: []string{"paced", "storm"}, skips: []string{"closed", "watch", "idle", "wakeups", "micro", "floors", "selectors", "find", "footprint"}},
 		{name: "unknown section", only: "paced,fast", wantErr: `unknown section "fast"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

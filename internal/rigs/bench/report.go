@@ -42,6 +42,8 @@ type Results struct {
 	Selectors []selectorResult `json:"selectors"`
 	// Find are the measurements of issue 22 (FindPods) beside its rows.
 	Find *findResults `json:"find,omitempty"`
+	// Footprint is podsapi-server's own binary and idle memory.
+	Footprint *footprintResult `json:"footprint,omitempty"`
 }
 
 // Machine describes where the run happened.
@@ -358,6 +360,7 @@ func writeTable(w io.Writer, r *Results) {
 	fmt.Fprintf(w, "\n## Sync storm\n\n%s", stormTable(r))
 	fmt.Fprintf(w, "\n## Idle watchers\n\n%s", idleText(r))
 	fmt.Fprintf(w, "\n## Idle wakeups\n\n%s", wakeupsTable(r))
+	fmt.Fprintf(w, "\n## podsapi-server at rest\n\n%s", footprintText(r))
 	fmt.Fprintf(w, "\n## Micro-benchmarks\n\n%s", microTable(r))
 	fmt.Fprintf(w, "\n## Selectors and resume\n\n%s", selectorsTable(r))
 	fmt.Fprintf(w, "\n## FindPods\n\n%s", findTable(r))
@@ -511,6 +514,15 @@ func evaluate(r *Results) []Target {
 			fmt.Sprintf("RSS %s with %d idle watchers", fmtBytes(float64(r.Idle.RSSBytes)), r.Idle.Watchers))
 	} else {
 		add("Idle: marginal RSS of one idle watcher (KiB)", math.NaN(), "<", 64, "")
+	}
+	if f := r.Footprint; f != nil {
+		add("podsapi-server idle RSS, make run's settings (MiB)", float64(f.RSSBytes)/(1<<20), "<", footprintRSSLimit/(1<<20),
+			fmt.Sprintf("VmHWM %s", fmtBytes(float64(f.HWMBytes))))
+		add("podsapi-server binary (MiB)", float64(f.BinaryBytes)/(1<<20), "<", footprintBinaryLimit/(1<<20),
+			fmt.Sprintf("%d packages linked", f.Packages))
+	} else {
+		add("podsapi-server idle RSS, make run's settings (MiB)", math.NaN(), "<", footprintRSSLimit/(1<<20), "")
+		add("podsapi-server binary (MiB)", math.NaN(), "<", footprintBinaryLimit/(1<<20), "")
 	}
 	wv, wat := wakeupsBeyondKeepalives(r)
 	add("idle wakeups per second beyond keepalives", wv, "<=", wakeupAllowance,
@@ -709,6 +721,14 @@ INITIAL_SYNC_COMPLETE.
 ### Idle wakeups (issue 15)
 
 %s
+### podsapi-server at rest
+
+The command itself, as a DaemonSet pays it on every node: `+"`go build ./cmd/podsapi-server`"+`, the packages it links,
+and its memory with make run's settings (the example manifests, no Kubernetes API, no NRI) once it reports SERVING
+and has been left alone for %v, from `+"`/proc/PID/status`"+`; medians of %d starts. The sections above measure the
+server package in the harness's children, which link neither its sources nor its Kubernetes API.
+
+%s
 ### Micro-benchmarks (client decode and response building, in process)
 
 %s
@@ -718,7 +738,7 @@ INITIAL_SYNC_COMPLETE.
 		r.Machine.CPU, r.Machine.NProc, r.Machine.GoVersion, r.Machine.OS,
 		o.Duration, o.MinRequests, o.WatchPods, o.Churn, o.WatchDuration,
 		requestTable(r), o.PacedRate, o.PacedDuration, pacedTable(r), watchTable(r), o.StormWatchers, o.StormPods, stormTable(r),
-		idleText(r), wakeupsText(r), microTable(r), targetTable(r))
+		idleText(r), wakeupsText(r), footprintIdle, footprintStarts, footprintText(r), microTable(r), targetTable(r))
 	fmt.Fprintf(&sb, "\n## Selectors and resume (issue 16)\n\n"+
 		"In process, against the real server on a UNIX socket: lists of every pod, of 10%% of them (by namespace,\n"+
 		"by label and field selectors) and of none, each after a change of one pod (so the response is assembled\n"+

@@ -65,7 +65,8 @@ type Options struct {
 	InProcess     bool
 	Quick         bool
 	// Only names the sections to run (closed, paced, floors, watch,
-	// storm, idle, wakeups, micro, selectors, find); empty runs them all.
+	// storm, idle, wakeups, micro, selectors, find, footprint); empty runs
+	// them all.
 	Only []string
 	// OursEnv is added to the environment of our server's children (for
 	// example GOGC=200), to measure the runtime's settings.
@@ -74,7 +75,7 @@ type Options struct {
 }
 
 // Sections of the benchmark, for --only.
-var sections = []string{"closed", "paced", "floors", "watch", "storm", "idle", "wakeups", "micro", "selectors", "find"}
+var sections = []string{"closed", "paced", "floors", "watch", "storm", "idle", "wakeups", "micro", "selectors", "find", "footprint"}
 
 // runs reports whether section runs.
 func (o Options) runs(section string) bool {

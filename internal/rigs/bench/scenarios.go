@@ -310,6 +310,17 @@ func runBench(ctx context.Context, o Options, stdout, stderr io.Writer) error {
 			}
 		}
 	}
+	// podsapi-server's own binary and idle memory.
+	if o.runs("footprint") && ctx.Err() == nil {
+		f, err := runFootprint(ctx, dir)
+		if err != nil {
+			fail("footprint", err)
+		} else {
+			res.Footprint = f
+			logf("footprint: podsapi-server %d MiB, %d packages, idle VmRSS %.1f MiB, VmHWM %.1f MiB (RssFile %.1f MiB)",
+				f.BinaryBytes>>20, f.Packages, float64(f.RSSBytes)/(1<<20), float64(f.HWMBytes)/(1<<20), float64(f.RSSFileBytes)/(1<<20))
+		}
+	}
 	res.Seconds = time.Since(res.Started).Seconds()
 	res.Targets = evaluate(res)
 	for i := range res.Targets {
