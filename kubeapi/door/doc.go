@@ -6,9 +6,9 @@
 // (kubeapi.Handler) claims, the node's own pods, are authenticated and
 // authorized as the kubelet authorizes its own API: the bearer token with a
 // TokenReview and the request with a SubjectAccessReview sent to the API
-// server with podsapi's own credentials, both through k8s.io/apiserver's
-// webhook authenticator and delegating authorizer, whose answers are cached
-// (Auth).
+// server with podsapi's own credentials, as k8s.io/apiserver's webhook
+// authenticator and delegating authorizer send them, with their answers
+// cached (Auth; k8s.io/apiserver's token cache).
 // Every other request is passed to the API server unchanged, with the
 // caller's own Authorization header and nothing of podsapi's (PassThrough),
 // so that the API server decides with the caller's own rights.
