@@ -325,3 +325,38 @@ func TestAccessReviews(t *testing.T) {
 		})
 	}
 }
+
+// TestAuthReviewFailureKnown checks that a TokenReview the API server did
+// not answer reaches the door, through the token cache and the union of
+// authenticators, as a failed review (which the door warns of), and a
+// token the API server rejects does not.
+func TestAuthReviewFailureKnown(t *testing.T) {
+	forbidden := status(apierrors.NewForbidden(schema.GroupResource{Group: "authentication.k8s.io", Resource: "tokenreviews"}, "", errors.New("no")), "")
+	rejected := answer(func(r *authenticationv1.TokenReview) { r.Status.Error = "token expired" })
+	for _, tc := range []struct {
+		name   string
+		answer func(http.ResponseWriter, []byte)
+		failed bool
+	}{
+		{"review failed", forbidden, true},
+		{"token rejected", rejected, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := httptest.NewServer(&reviewer{answers: []func(http.ResponseWriter, []byte){tc.answer}})
+			t.Cleanup(s.Close)
+			a, err := NewAuth(&rest.Config{Host: s.URL})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := httptest.NewRequest(http.MethodGet, "/api/v1/pods", nil)
+			r.Header.Set("Authorization", "Bearer some-token")
+			_, ok, err := a.authenticator.AuthenticateRequest(r)
+			if ok || err == nil {
+				t.Fatalf("authenticated %v, error %v", ok, err)
+			}
+			if errors.Is(err, errReview) != tc.failed {
+				t.Errorf("error %v: a failed review %v, want %v", err, errors.Is(err, errReview), tc.failed)
+			}
+		})
+	}
+}
