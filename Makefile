@@ -90,6 +90,11 @@ bench-quick: ## The same measurements with small sizes (about a minute and a hal
 	@mkdir -p build
 	go run ./internal/rigs/cmd/bench --quick --json build/bench-results.json --svg build/bench-list-latency.svg --md build/benchmarks.md
 
+.PHONY: bench-ab
+bench-ab: ## Measure the tree against BASE (a git revision), interleaved: the bench of each, built apart, run in turn BENCH_AB_ROUNDS times (default 3, about 2 minutes a round on 2 cores), each measurement as new ÷ old with its spread.
+	@test -n '$(BASE)' || { echo 'make bench-ab needs BASE=<revision>'; exit 2; }
+	go run ./internal/rigs/cmd/benchab --base '$(BASE)' --rounds $(or $(BENCH_AB_ROUNDS),3) $(BENCH_AB_ARGS)
+
 .PHONY: bench-kubelet
 bench-kubelet: kubelet-tools ## Measure podsapi side by side with a real kubelet (110 static pods, about 3 minutes) into internal/rigs/bench/kubelet.md, which make bench puts in docs/benchmarks.md.
 	PODSAPI_KUBE_BIN="$(KUBELET_BIN)" PODSAPI_BENCH_KUBELET="$(CURDIR)/internal/rigs/bench/kubelet.md" \
