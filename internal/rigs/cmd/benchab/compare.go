@@ -137,7 +137,8 @@ func writeTable(w io.Writer, t []ratio) {
 	kinds := map[string][]float64{}
 	for _, r := range t {
 		fmt.Fprintf(w, "| %s | %.2f | %.2f – %.2f | %d |\n", r.name, r.median, r.min, r.max, r.rounds)
-		if _, kind, ok := strings.Cut(r.name, ": "); ok {
+		if i := strings.LastIndex(r.name, ": "); i >= 0 {
+			kind := r.name[i+2:]
 			kinds[kind] = append(kinds[kind], r.median)
 		}
 	}

@@ -10,11 +10,11 @@ import (
 // rounds are paired in order, the median, lowest and highest ratio taken,
 // and a measurement one side lacks, or whose old value is 0, left out.
 func TestCompare(t *testing.T) {
-	olds := []results{{"a: µs": 100, "b: µs": 10, "gone: µs": 1, "zero: µs": 0}, {"a: µs": 200, "b: µs": 10}, {"a: µs": 100, "b: µs": 20}}
-	news := []results{{"a: µs": 110, "b: µs": 5, "zero: µs": 3}, {"a: µs": 180, "b: µs": 10}, {"a: µs": 100, "b: µs": 10}}
+	olds := []results{{"a: b: µs": 100, "b: µs": 10, "gone: µs": 1, "zero: µs": 0}, {"a: b: µs": 200, "b: µs": 10}, {"a: b: µs": 100, "b: µs": 20}}
+	news := []results{{"a: b: µs": 110, "b: µs": 5, "zero: µs": 3}, {"a: b: µs": 180, "b: µs": 10}, {"a: b: µs": 100, "b: µs": 10}}
 	got := compare(olds, news)
 	want := []ratio{
-		{name: "a: µs", median: 1.0, min: 0.9, max: 1.1, rounds: 3},
+		{name: "a: b: µs", median: 1.0, min: 0.9, max: 1.1, rounds: 3},
 		{name: "b: µs", median: 0.5, min: 0.5, max: 1.0, rounds: 3},
 	}
 	if len(got) != len(want) {
