@@ -142,7 +142,7 @@ test-apiserver: kube-bin ## Run the tests against a real kube-apiserver and etcd
 .PHONY: test-grpcurl
 test-grpcurl: ## Build the real grpcurl (pinned in tools/go.mod) into bin/ and run FindPods through it over the socket (issue 22), and health as a denied and an allowed user (issue 36).
 	go build -modfile=tools/go.mod -o bin/grpcurl github.com/fullstorydev/grpcurl/cmd/grpcurl
-	PODSAPI_GRPCURL='$(CURDIR)/bin/grpcurl' go test -race -count=1 -timeout 10m -run 'RealGrpcurl' -v ./server
+	PODSAPI_GRPCURL='$(CURDIR)/bin/grpcurl' go test -race -count=1 -timeout 10m -run 'RealGrpcurl' -v ./server ./service
 
 .PHONY: docs
 docs: ## Rewrite the tables of docs/ that the code defines: the flags of docs/server.md, the metrics of docs/metrics.md, the image's files (make test fails when they drift).
