@@ -90,6 +90,11 @@ bench-quick: ## The same measurements with small sizes (about a minute and a hal
 	@mkdir -p build
 	go run ./internal/rigs/cmd/bench --quick --json build/bench-results.json --svg build/bench-list-latency.svg --md build/benchmarks.md
 
+.PHONY: bench-ab
+bench-ab: ## Measure the tree against BASE (a git revision), interleaved: the bench of each, built apart, run in turn BENCH_AB_ROUNDS times (default 3, about 2 minutes a round on 2 cores), each measurement as new ÷ old with its spread.
+	@test -n '$(BASE)' || { echo 'make bench-ab needs BASE=<revision>'; exit 2; }
+	go run ./internal/rigs/cmd/benchab --base '$(BASE)' --rounds $(or $(BENCH_AB_ROUNDS),3) $(BENCH_AB_ARGS)
+
 .PHONY: bench-kubelet
 bench-kubelet: kubelet-tools ## Measure podsapi side by side with a real kubelet (110 static pods, about 3 minutes) into internal/rigs/bench/kubelet.md, which make bench puts in docs/benchmarks.md.
 	PODSAPI_KUBE_BIN="$(KUBELET_BIN)" PODSAPI_BENCH_KUBELET="$(CURDIR)/internal/rigs/bench/kubelet.md" \
@@ -137,7 +142,7 @@ test-apiserver: kube-bin ## Run the tests against a real kube-apiserver and etcd
 .PHONY: test-grpcurl
 test-grpcurl: ## Build the real grpcurl (pinned in tools/go.mod) into bin/ and run FindPods through it over the socket (issue 22), and health as a denied and an allowed user (issue 36).
 	go build -modfile=tools/go.mod -o bin/grpcurl github.com/fullstorydev/grpcurl/cmd/grpcurl
-	PODSAPI_GRPCURL='$(CURDIR)/bin/grpcurl' go test -race -count=1 -timeout 10m -run 'RealGrpcurl' -v ./server
+	PODSAPI_GRPCURL='$(CURDIR)/bin/grpcurl' go test -race -count=1 -timeout 10m -run 'RealGrpcurl' -v ./server ./service
 
 .PHONY: docs
 docs: ## Rewrite the tables of docs/ that the code defines: the flags of docs/server.md, the metrics of docs/metrics.md, the image's files (make test fails when they drift).

@@ -71,46 +71,27 @@ func dial(t *testing.T, socket string) *client.Client {
 	return c
 }
 
-// runningServer is a server started by serve, for tests that stop and
+// runningServer is a server started by serve, for the tests that stop and
 // restart servers on one socket.
 type runningServer struct {
 	socket string
-	cancel context.CancelFunc
-	done   chan error
+	f      *podstest.Fixture
 }
 
-// serve starts a server of st on socket. Stop it with stop; it is also
-// stopped at the end of the test.
+// serve starts a server of st on socket, the one way tests start one
+// (podstest.Serve). Stop it with stop; it is also stopped at the end of the
+// test.
 func serve(t *testing.T, st *store.Store, socket string) *runningServer {
 	t.Helper()
-	srv, err := server.New(st, server.Config{Socket: socket, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatalf("start server: %v", err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	s := &runningServer{socket: socket, cancel: cancel, done: make(chan error, 1)}
-	go func() { s.done <- srv.Serve(ctx) }()
-	t.Cleanup(func() { s.stop(t) })
-	return s
+	f := podstest.Serve(t, st, server.Config{Socket: socket, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	return &runningServer{socket: socket, f: f}
 }
 
 // stop stops the server and waits until it has shut down. Further calls do
 // nothing.
 func (s *runningServer) stop(t *testing.T) {
 	t.Helper()
-	if s.done == nil {
-		return
-	}
-	s.cancel()
-	select {
-	case err := <-s.done:
-		if err != nil {
-			t.Errorf("serve: %v", err)
-		}
-	case <-time.After(testTimeout):
-		t.Errorf("server did not stop within %v", testTimeout)
-	}
-	s.done = nil
+	s.f.Stop()
 }
 
 // podDiff returns "" when got is semantically equal to want, ignoring

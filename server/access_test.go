@@ -48,23 +48,23 @@ func (b *logBuffer) String() string {
 func TestPeerDenied(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	logs := &logBuffer{}
-	pods := samplePods()
+	pods := podstest.SamplePods()
 	f := start(t, server.Config{
-		Hooks:    asRoot(),
+		Hooks:    podstest.AsRoot(),
 		Registry: reg,
 		Logger:   slog.New(slog.NewTextHandler(logs, nil)),
 		Access:   server.AccessConfig{AllowedUIDs: []uint32{4242}},
 	}, false, pods...)
 
 	calls := 0
-	for _, kind := range clientKinds {
-		c := kind.dial(t, f.socket)
+	for _, kind := range podstest.ClientKinds {
+		c := kind.Dial(t, f.socket)
 		_, err := c.List(ctx(t), nil)
 		check := func(name string, err error) {
 			t.Helper()
 			calls++
-			if codeOf(err) != connect.CodePermissionDenied || !strings.Contains(messageOf(err), "uid 0") {
-				t.Fatalf("%s %s: %v, want PermissionDenied naming uid 0", kind.name, name, err)
+			if podstest.ErrorCode(err) != connect.CodePermissionDenied || !strings.Contains(podstest.ErrorMessage(err), "uid 0") {
+				t.Fatalf("%s %s: %v, want PermissionDenied naming uid 0", kind.Name, name, err)
 			}
 		}
 		check("ListPods", err)
@@ -88,7 +88,7 @@ func TestPeerDenied(t *testing.T) {
 			_, err = stream.Recv()
 		}
 	}
-	if codeOf(err) != connect.CodePermissionDenied {
+	if podstest.ErrorCode(err) != connect.CodePermissionDenied {
 		t.Fatalf("reflection: %v, want PermissionDenied", err)
 	}
 	calls++
@@ -97,7 +97,7 @@ func TestPeerDenied(t *testing.T) {
 		t.Fatalf("health of a denied peer: %v, %v; want SERVING (health stays open)", resp.GetStatus(), err)
 	}
 
-	if got := metricValue(t, reg, "podsapi_peer_denied_total", nil); got != float64(calls) {
+	if got := podstest.MetricValue(t, reg, "podsapi_peer_denied_total", nil); got != float64(calls) {
 		t.Errorf("podsapi_peer_denied_total = %v, want %d", got, calls)
 	}
 	// One log line for the UID, however many connections and calls: the
@@ -114,18 +114,18 @@ func TestPeerDenied(t *testing.T) {
 // TestPeerAllowedByGroup allows the group 0 only: root (asRoot), whose
 // group is 0, is served.
 func TestPeerAllowedByGroup(t *testing.T) {
-	f := start(t, server.Config{Hooks: asRoot(), Access: server.AccessConfig{AllowedUIDs: []uint32{4242}, AllowedGIDs: []uint32{0}}}, false, samplePods()...)
-	for _, kind := range clientKinds {
-		if got, err := kind.dial(t, f.socket).List(ctx(t), nil); err != nil || len(got) != 3 {
-			t.Fatalf("%s: ListPods allowed by group: %d pods, %v", kind.name, len(got), err)
+	f := start(t, server.Config{Hooks: podstest.AsRoot(), Access: server.AccessConfig{AllowedUIDs: []uint32{4242}, AllowedGIDs: []uint32{0}}}, false, podstest.SamplePods()...)
+	for _, kind := range podstest.ClientKinds {
+		if got, err := kind.Dial(t, f.socket).List(ctx(t), nil); err != nil || len(got) != 3 {
+			t.Fatalf("%s: ListPods allowed by group: %d pods, %v", kind.Name, len(got), err)
 		}
 	}
 }
 
 // TestAllowAnyPeer turns the check off.
 func TestAllowAnyPeer(t *testing.T) {
-	f := start(t, server.Config{Access: server.AccessConfig{AllowedUIDs: []uint32{4242}, AllowAnyPeer: true}}, false, samplePods()...)
-	if _, err := clientKinds[0].dial(t, f.socket).List(ctx(t), nil); err != nil {
+	f := start(t, server.Config{Access: server.AccessConfig{AllowedUIDs: []uint32{4242}, AllowAnyPeer: true}}, false, podstest.SamplePods()...)
+	if _, err := podstest.ClientKinds[0].Dial(t, f.socket).List(ctx(t), nil); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -138,7 +138,7 @@ func TestSocketGroup(t *testing.T) {
 	gid := podstest.SocketGroup(t)
 	dir := filepath.Dir(podstest.SocketPath(t))
 	sock := filepath.Join(dir, "sub", "pods.sock")
-	f := start(t, server.Config{Socket: sock, Hooks: asRoot(), Access: server.AccessConfig{SocketGroup: strconv.Itoa(gid)}}, false, samplePods()...)
+	f := start(t, server.Config{Socket: sock, Hooks: podstest.AsRoot(), Access: server.AccessConfig{SocketGroup: strconv.Itoa(gid)}}, false, podstest.SamplePods()...)
 	for path, mode := range map[string]os.FileMode{sock: 0o660, filepath.Dir(sock): 0o750} {
 		info, err := os.Lstat(path)
 		if err != nil {
@@ -149,7 +149,7 @@ func TestSocketGroup(t *testing.T) {
 			t.Errorf("%s: mode %v gid %d, want %v and gid %d", path, info.Mode().Perm(), st.Gid, mode, gid)
 		}
 	}
-	if _, err := clientKinds[0].dial(t, f.socket).List(ctx(t), nil); err != nil {
+	if _, err := podstest.ClientKinds[0].Dial(t, f.socket).List(ctx(t), nil); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -36,7 +36,7 @@ func TestCachesWithinBudget(t *testing.T) {
 	}
 	reg := prometheus.NewRegistry()
 	f := startWith(t, server.Config{Registry: reg, Limits: server.LimitsConfig{QPS: -1}}, []store.Option{store.WithBudget(budget.New(memoryBudget))}, initial...)
-	c := dialReq(t, 0, f.socket)
+	c := podstest.ClientKinds[0].Dial(t, f.socket)
 	fields := []string{"metadata.name", "metadata.namespace", "metadata.uid", "metadata.labels", "spec.nodeName"}
 	heap := func() uint64 {
 		runtime.GC()
@@ -63,8 +63,8 @@ func TestCachesWithinBudget(t *testing.T) {
 		}
 	}
 	grown := int64(heap()) - int64(before)
-	views := gaugeWith(t, reg, "podsapi_memory_used_bytes", "views")
-	lists := gaugeWith(t, reg, "podsapi_memory_used_bytes", "lists")
+	views := podstest.MetricValue(t, reg, "podsapi_memory_used_bytes", map[string]string{"kind": "views"})
+	lists := podstest.MetricValue(t, reg, "podsapi_memory_used_bytes", map[string]string{"kind": "lists"})
 	t.Logf("heap grew %.1f MiB; views %.1f MiB, lists %.1f MiB counted", float64(grown)/(1<<20), views/(1<<20), lists/(1<<20))
 	if views+lists > memoryBudget {
 		t.Errorf("views and lists count %v bytes, over the memoryBudget of %d", views+lists, memoryBudget)
@@ -77,24 +77,7 @@ func TestCachesWithinBudget(t *testing.T) {
 	if limit := int64(3 * memoryBudget); grown > limit {
 		t.Errorf("the heap grew by %d bytes after 32 masked lists, over %d: the caches are not bounded by the memoryBudget", grown, limit)
 	}
-	if v := gaugeValue(t, reg, "podsapi_memory_budget_bytes"); v != memoryBudget {
+	if v := podstest.GaugeValue(t, reg, "podsapi_memory_budget_bytes"); v != memoryBudget {
 		t.Errorf("podsapi_memory_budget_bytes = %v, want %d", v, memoryBudget)
 	}
-}
-
-// gaugeWith returns the value of the gauge name of kind in reg, or 0.
-func gaugeWith(t *testing.T, reg prometheus.Gatherer, name, kind string) float64 {
-	t.Helper()
-	families, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range families {
-		for _, m := range f.GetMetric() {
-			if f.GetName() == name && matches(m, map[string]string{"kind": kind}) {
-				return m.GetGauge().GetValue()
-			}
-		}
-	}
-	return 0
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/podsapi/podsapi/budget"
+	"github.com/podsapi/podsapi/guard"
 	"github.com/podsapi/podsapi/internal/hooks"
 	"github.com/podsapi/podsapi/podcgroup"
 	"github.com/podsapi/podsapi/service"
@@ -207,6 +208,13 @@ func (a AccessConfig) withDefaults() AccessConfig {
 		}
 	}
 	return a
+}
+
+// Policy returns the peers that a allows, as guard.AccessPolicy: the gRPC
+// socket's, which the Kubernetes API's socket shares (door.Env.Peers).
+func (a AccessConfig) Policy() *guard.AccessPolicy {
+	a = a.withDefaults()
+	return &guard.AccessPolicy{AnyPeer: a.AllowAnyPeer, UIDs: a.AllowedUIDs, GIDs: a.AllowedGIDs}
 }
 
 // LimitsConfig bounds how much the clients may ask.

@@ -18,7 +18,7 @@ import (
 // google.rpc.ErrorInfo of domain podsapi.io with a stable reason, on both
 // wires, and that errors a client raises itself carry none.
 func TestErrorReasons(t *testing.T) {
-	pods := samplePods()
+	pods := podstest.SamplePods()
 	list := func(t *testing.T, cfg server.Config, unsynced bool, mask string) error {
 		f := start(t, cfg, unsynced, pods...)
 		req := connect.NewRequest(&podsv1alpha1.PodListRequest{})
@@ -70,7 +70,7 @@ func TestErrorReasons(t *testing.T) {
 			return second.Err()
 		}, connect.CodeResourceExhausted, errinfo.TooManyWatches, map[string]string{"limit": "1"}},
 		{"peer denied", func(t *testing.T) error {
-			return list(t, server.Config{Hooks: asRoot(), Access: server.AccessConfig{AllowedUIDs: []uint32{4242}}}, false, "")
+			return list(t, server.Config{Hooks: podstest.AsRoot(), Access: server.AccessConfig{AllowedUIDs: []uint32{4242}}}, false, "")
 		}, connect.CodePermissionDenied, errinfo.PeerDenied, map[string]string{"uid": "0", "gid": "0"}},
 	}
 	for _, tc := range tests {

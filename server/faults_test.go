@@ -18,29 +18,29 @@ import (
 // five minutes at the defaults). Clients keep getting the last known pods,
 // and an open watch stays open and gets the next change.
 func TestSourceStalls(t *testing.T) {
-	pods := samplePods()
+	pods := podstest.SamplePods()
 	f := start(t, server.Config{
 		Transport: server.TransportConfig{IdleTimeout: 20 * time.Millisecond, KeepaliveInterval: 20 * time.Millisecond, KeepaliveTimeout: 20 * time.Millisecond},
 	}, false, pods...)
-	for _, kind := range clientKinds {
-		c := kind.dial(t, f.socket)
+	for _, kind := range podstest.ClientKinds {
+		c := kind.Dial(t, f.socket)
 		w, err := c.Watch(ctx(t), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for range len(pods) + 1 {
-			recv(t, w)
+			podstest.Recv(t, w)
 		}
 		<-time.After(300 * time.Millisecond) // the stall itself
 		got, err := c.List(ctx(t), nil)
 		if err != nil || len(got) != len(pods) {
-			t.Fatalf("%s: ListPods after the stall: %d pods, %v", kind.name, len(got), err)
+			t.Fatalf("%s: ListPods after the stall: %d pods, %v", kind.Name, len(got), err)
 		}
 		p := pods[0].DeepCopy()
-		p.ResourceVersion = "after-stall-" + kind.name
+		p.ResourceVersion = "after-stall-" + kind.Name
 		f.store.Upsert(p)
-		if rv := recv(t, w).GetPod().GetMetadata().GetResourceVersion(); rv != p.ResourceVersion {
-			t.Fatalf("%s: watch got %q after the stall, want %q", kind.name, rv, p.ResourceVersion)
+		if rv := podstest.Recv(t, w).GetPod().GetMetadata().GetResourceVersion(); rv != p.ResourceVersion {
+			t.Fatalf("%s: watch got %q after the stall, want %q", kind.Name, rv, p.ResourceVersion)
 		}
 	}
 }
@@ -50,7 +50,7 @@ func TestSourceStalls(t *testing.T) {
 // then see FAILED_PRECONDITION until the new server's source has synced,
 // and after that every pod: never part of them.
 func TestRestartWithClients(t *testing.T) {
-	pods := samplePods()
+	pods := podstest.SamplePods()
 	sock := podstest.SocketPath(t)
 	logger := slog.New(slog.NewTextHandler(t.Output(), nil))
 	serve := func(st *store.Store) (stop func()) {
@@ -69,23 +69,23 @@ func TestRestartWithClients(t *testing.T) {
 		}
 	}
 	stop := serve(storeWith(pods...))
-	var clients []apiClient
-	var watches []watchStream
-	for _, kind := range clientKinds {
-		c := kind.dial(t, sock)
+	var clients []podstest.APIClient
+	var watches []podstest.WatchStream
+	for _, kind := range podstest.ClientKinds {
+		c := kind.Dial(t, sock)
 		clients = append(clients, c)
 		w, err := c.Watch(ctx(t), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for range len(pods) + 1 {
-			recv(t, w)
+			podstest.Recv(t, w)
 		}
 		watches = append(watches, w)
 	}
 	stop()
 	for i, w := range watches {
-		if _, err := w.Recv(); codeOf(err) != connect.CodeUnavailable {
+		if _, err := w.Recv(); podstest.ErrorCode(err) != connect.CodeUnavailable {
 			t.Fatalf("watch %d ended with %v, want Unavailable", i, err)
 		}
 	}
@@ -96,10 +96,10 @@ func TestRestartWithClients(t *testing.T) {
 		// Until it listens, calls fail UNAVAILABLE; then FAILED_PRECONDITION.
 		for {
 			_, err := c.List(ctx(t), nil)
-			if codeOf(err) == connect.CodeFailedPrecondition {
+			if podstest.ErrorCode(err) == connect.CodeFailedPrecondition {
 				break
 			}
-			if codeOf(err) != connect.CodeUnavailable {
+			if podstest.ErrorCode(err) != connect.CodeUnavailable {
 				t.Fatalf("client %d before sync: %v, want FailedPrecondition", i, err)
 			}
 		}
@@ -107,7 +107,7 @@ func TestRestartWithClients(t *testing.T) {
 	for _, p := range pods[:2] {
 		st.Upsert(p)
 		for i, c := range clients {
-			if got, err := c.List(ctx(t), nil); codeOf(err) != connect.CodeFailedPrecondition {
+			if got, err := c.List(ctx(t), nil); podstest.ErrorCode(err) != connect.CodeFailedPrecondition {
 				t.Fatalf("client %d during the initial read: %d pods, %v; want FailedPrecondition, never part of the pods", i, len(got), err)
 			}
 		}
@@ -123,7 +123,7 @@ func TestRestartWithClients(t *testing.T) {
 			t.Fatal(err)
 		}
 		for range len(pods) + 1 {
-			recv(t, w)
+			podstest.Recv(t, w)
 		}
 	}
 }

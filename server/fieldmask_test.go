@@ -15,15 +15,6 @@ import (
 	"github.com/podsapi/podsapi/server"
 )
 
-// mask returns request metadata with the text field mask paths.
-func mask(paths ...string) http.Header {
-	h := http.Header{}
-	for _, p := range paths {
-		h.Add("x-kubernetes-fieldmask", p)
-	}
-	return h
-}
-
 // binMask returns request metadata with a binary field mask.
 func binMask(t *testing.T, paths ...string) http.Header {
 	raw, err := proto.Marshal(&fieldmaskpb.FieldMask{Paths: paths})
@@ -36,7 +27,7 @@ func binMask(t *testing.T, paths ...string) http.Header {
 }
 
 func TestFieldMasks(t *testing.T) {
-	pod := samplePods()[0]
+	pod := podstest.SamplePods()[0]
 	full := podstest.Message(t, pod)
 	str := proto.String
 	tests := []struct {
@@ -45,21 +36,21 @@ func TestFieldMasks(t *testing.T) {
 		want   *corev1pb.Pod
 	}{
 		{"None", func(*testing.T) http.Header { return nil }, full},
-		{"Scalar", func(*testing.T) http.Header { return mask("status.phase") }, &corev1pb.Pod{
+		{"Scalar", func(*testing.T) http.Header { return podstest.MaskHeader("status.phase") }, &corev1pb.Pod{
 			Status: &corev1pb.PodStatus{Phase: str("Running")},
 		}},
-		{"CommaListWithSpaces", func(*testing.T) http.Header { return mask("metadata.name, status.podIPs") }, &corev1pb.Pod{
+		{"CommaListWithSpaces", func(*testing.T) http.Header { return podstest.MaskHeader("metadata.name, status.podIPs") }, &corev1pb.Pod{
 			Metadata: &metav1pb.ObjectMeta{Name: str(pod.Name)},
 			Status:   &corev1pb.PodStatus{PodIPs: full.Status.PodIPs},
 		}},
-		{"MergedHeaderValues", func(*testing.T) http.Header { return mask("metadata.name", "status.phase") }, &corev1pb.Pod{
+		{"MergedHeaderValues", func(*testing.T) http.Header { return podstest.MaskHeader("metadata.name", "status.phase") }, &corev1pb.Pod{
 			Metadata: &metav1pb.ObjectMeta{Name: str(pod.Name)},
 			Status:   &corev1pb.PodStatus{Phase: str("Running")},
 		}},
-		{"Map", func(*testing.T) http.Header { return mask("metadata.labels") }, &corev1pb.Pod{
+		{"Map", func(*testing.T) http.Header { return podstest.MaskHeader("metadata.labels") }, &corev1pb.Pod{
 			Metadata: &metav1pb.ObjectMeta{Labels: full.Metadata.Labels},
 		}},
-		{"ThroughRepeated", func(*testing.T) http.Header { return mask("status.containerStatuses.ready") }, &corev1pb.Pod{
+		{"ThroughRepeated", func(*testing.T) http.Header { return podstest.MaskHeader("status.containerStatuses.ready") }, &corev1pb.Pod{
 			Status: &corev1pb.PodStatus{ContainerStatuses: []*corev1pb.ContainerStatus{
 				{Ready: proto.Bool(true)}, {Ready: proto.Bool(true)},
 			}},
@@ -69,7 +60,7 @@ func TestFieldMasks(t *testing.T) {
 			Spec:     &corev1pb.PodSpec{NodeName: str("node-1")},
 		}},
 		{"JSONShape", func(*testing.T) http.Header {
-			return mask("spec.volumes.name,spec.containers.livenessProbe.httpGet.path")
+			return podstest.MaskHeader("spec.volumes.name,spec.containers.livenessProbe.httpGet.path")
 		}, projectJSONShape(full)},
 		{"BinaryAndText", func(t *testing.T) http.Header {
 			h := binMask(t, "metadata.uid")
@@ -80,10 +71,10 @@ func TestFieldMasks(t *testing.T) {
 			Status:   &corev1pb.PodStatus{Phase: str("Running")},
 		}},
 	}
-	for _, kind := range clientKinds {
-		t.Run(kind.name, func(t *testing.T) {
+	for _, kind := range podstest.ClientKinds {
+		t.Run(kind.Name, func(t *testing.T) {
 			f := start(t, server.Config{Limits: server.LimitsConfig{QPS: -1}}, false, pod)
-			c := kind.dial(t, f.socket)
+			c := kind.Dial(t, f.socket)
 			for _, tt := range tests {
 				t.Run(tt.name, func(t *testing.T) {
 					list, err := c.List(ctx(t), tt.header(t))
@@ -131,12 +122,12 @@ func projectJSONShape(full *corev1pb.Pod) *corev1pb.Pod {
 }
 
 func TestWatchFieldMask(t *testing.T) {
-	for _, kind := range clientKinds {
-		t.Run(kind.name, func(t *testing.T) {
-			pod := samplePods()[0]
+	for _, kind := range podstest.ClientKinds {
+		t.Run(kind.Name, func(t *testing.T) {
+			pod := podstest.SamplePods()[0]
 			f := start(t, server.Config{}, false, pod)
-			c := kind.dial(t, f.socket)
-			w, err := c.Watch(ctx(t), mask("status.phase"))
+			c := kind.Dial(t, f.socket)
+			w, err := c.Watch(ctx(t), podstest.MaskHeader("status.phase"))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -147,8 +138,8 @@ func TestWatchFieldMask(t *testing.T) {
 					Status:   &corev1pb.PodStatus{Phase: proto.String(string(phase))},
 				}
 			}
-			expectEvent(t, recv(t, w), podsv1alpha1.EventType_EVENT_TYPE_ADDED, view(corev1.PodRunning))
-			if ev := recv(t, w); ev.GetType() != podsv1alpha1.EventType_EVENT_TYPE_INITIAL_SYNC_COMPLETE {
+			podstest.ExpectEvent(t, podstest.Recv(t, w), podsv1alpha1.EventType_EVENT_TYPE_ADDED, view(corev1.PodRunning))
+			if ev := podstest.Recv(t, w); ev.GetType() != podsv1alpha1.EventType_EVENT_TYPE_INITIAL_SYNC_COMPLETE {
 				t.Fatalf("got %v, want INITIAL_SYNC_COMPLETE", ev.GetType())
 			}
 
@@ -161,7 +152,7 @@ func TestWatchFieldMask(t *testing.T) {
 			p = p.DeepCopy()
 			p.Status.Phase = corev1.PodSucceeded
 			f.store.Upsert(p)
-			expectEvent(t, recv(t, w), podsv1alpha1.EventType_EVENT_TYPE_MODIFIED, view(corev1.PodSucceeded))
+			podstest.ExpectEvent(t, podstest.Recv(t, w), podsv1alpha1.EventType_EVENT_TYPE_MODIFIED, view(corev1.PodSucceeded))
 
 			// A visible change followed at once by a hidden one: the
 			// visible one arrives without waiting for another event.
@@ -171,10 +162,10 @@ func TestWatchFieldMask(t *testing.T) {
 			p = p.DeepCopy()
 			p.Labels["extra"] = "again"
 			f.store.Upsert(p)
-			expectEvent(t, recv(t, w), podsv1alpha1.EventType_EVENT_TYPE_MODIFIED, view(corev1.PodFailed))
+			podstest.ExpectEvent(t, podstest.Recv(t, w), podsv1alpha1.EventType_EVENT_TYPE_MODIFIED, view(corev1.PodFailed))
 
 			f.store.Delete(p.UID)
-			expectEvent(t, recv(t, w), podsv1alpha1.EventType_EVENT_TYPE_DELETED, view(corev1.PodFailed))
+			podstest.ExpectEvent(t, podstest.Recv(t, w), podsv1alpha1.EventType_EVENT_TYPE_DELETED, view(corev1.PodFailed))
 		})
 	}
 }

@@ -65,7 +65,7 @@ var fuzzContentTypes = []string{
 // that is not UNKNOWN for gRPC), the server must never panic or log an
 // error, and it must still serve afterwards.
 func FuzzRequest(f *testing.F) {
-	pods := samplePods()
+	pods := podstest.SamplePods()
 	uid := []byte(pods[0].UID)
 	getReq := append([]byte{0x0a, byte(len(uid))}, uid...)
 	for proc := range fuzzProcedures {

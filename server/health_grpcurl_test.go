@@ -20,7 +20,7 @@ import (
 // gets SERVING. (podsapi-server probe, which needs no reflection, answers
 // SERVING to the denied user: TestProbeDeniedUser in cmd/podsapi-server.)
 func TestRealGrpcurlHealthDenied(t *testing.T) {
-	bin := realGrpcurl(t)
+	bin := podstest.RealGrpcurl(t)
 	for _, tc := range []struct {
 		name   string
 		access server.AccessConfig
@@ -34,7 +34,7 @@ func TestRealGrpcurlHealthDenied(t *testing.T) {
 			st := store.New()
 			st.MarkSynced()
 			srv := podstest.Start(t, st, server.Config{Access: tc.access})
-			ctx, cancel := context.WithTimeout(t.Context(), grpcurlTimeout)
+			ctx, cancel := context.WithTimeout(t.Context(), podstest.GrpcurlTimeout)
 			defer cancel()
 			cmd := exec.CommandContext(ctx, bin, "-plaintext", "-unix", srv.SocketPath(), "grpc.health.v1.Health/Check")
 			cmd.WaitDelay = time.Second

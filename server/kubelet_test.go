@@ -58,7 +58,7 @@ func decodePod(t *testing.T, b []byte) *corev1.Pod {
 // same pods as the typed wire, byte for byte, the snapshot then
 // INITIAL_SYNC_COMPLETE, live events, and DELETED with the last known state.
 func TestKubeletWire(t *testing.T) {
-	pods := samplePods()
+	pods := podstest.SamplePods()
 	f := start(t, server.Config{Limits: server.LimitsConfig{QPS: -1}}, false, pods...)
 	kc := kubeletClient(t, f.socket)
 	// The typed ListPods, read as pods of bytes: its response is the
@@ -135,7 +135,7 @@ func TestKubeletWire(t *testing.T) {
 // the kubelet's: readiness, and one rate-limit bucket for both wires.
 func TestKubeletWireGuards(t *testing.T) {
 	t.Run("readiness", func(t *testing.T) {
-		f := start(t, server.Config{}, true, samplePods()...)
+		f := start(t, server.Config{}, true, podstest.SamplePods()...)
 		kc := kubeletClient(t, f.socket)
 		if _, err := kc.ListPods(ctx(t), connect.NewRequest(&v1alpha1.ListPodsRequest{})); connect.CodeOf(err) != connect.CodeFailedPrecondition {
 			t.Errorf("ListPods before sync: %v, want FailedPrecondition", err)
@@ -150,7 +150,7 @@ func TestKubeletWireGuards(t *testing.T) {
 		}
 	})
 	t.Run("one bucket", func(t *testing.T) {
-		pods := samplePods()
+		pods := podstest.SamplePods()
 		// So low a rate that no token comes back during the test.
 		f := start(t, server.Config{Limits: server.LimitsConfig{QPS: 1e-6, Burst: 3, RateLimitDelay: -1}}, false, pods...)
 		kc := kubeletClient(t, f.socket)
@@ -181,12 +181,12 @@ func TestKubeletWireGuards(t *testing.T) {
 // other. The calls of both wires are counted by the seed's metrics.
 func TestKubeletWireSharesViews(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	pods := samplePods()
+	pods := podstest.SamplePods()
 	f := start(t, server.Config{Registry: reg, Limits: server.LimitsConfig{QPS: -1}}, false, pods...)
 	kc := kubeletClient(t, f.socket)
 	typed := podstest.ConnectClient(t, f.socket)
 	view := func(name, kind string) float64 {
-		return metricValue(t, reg, name, map[string]string{"view": kind})
+		return podstest.MetricValue(t, reg, name, map[string]string{"view": kind})
 	}
 	const m = "status.phase"
 	if _, err := typed.ListPods(ctx(t), withMask(connect.NewRequest(&podsv1alpha1.PodListRequest{}), m)); err != nil {
@@ -215,7 +215,7 @@ func TestKubeletWireSharesViews(t *testing.T) {
 		}
 		kubeletEvent(t, kw)
 	}
-	encodes := metricValue(t, reg, "podsapi_pod_encodes_total", nil)
+	encodes := podstest.MetricValue(t, reg, "podsapi_pod_encodes_total", nil)
 	masks := view("podsapi_view_computes_total", "mask")
 	events := view("podsapi_view_computes_total", "watch")
 	p := pods[0].DeepCopy()
@@ -228,7 +228,7 @@ func TestKubeletWireSharesViews(t *testing.T) {
 	if got := decodePod(t, ev.GetPod()); ev.GetType() != v1alpha1.EventType_MODIFIED || got.Status.Phase != corev1.PodFailed || got.UID != p.UID {
 		t.Fatalf("kubelet event %v %s %s, want MODIFIED %s Failed", ev.GetType(), got.UID, got.Status.Phase, p.UID)
 	}
-	if got := metricValue(t, reg, "podsapi_pod_encodes_total", nil) - encodes; got != 1 {
+	if got := podstest.MetricValue(t, reg, "podsapi_pod_encodes_total", nil) - encodes; got != 1 {
 		t.Errorf("one change watched on both wires: %v pod encodes, want 1", got)
 	}
 	if got := view("podsapi_view_computes_total", "mask") - masks; got != 1 {
@@ -238,7 +238,7 @@ func TestKubeletWireSharesViews(t *testing.T) {
 		t.Errorf("one change watched on both wires: %v encoded events, want 2 (one per wire)", got)
 	}
 	for name, want := range map[string]float64{"kubelet_pod_requests_list_total": 2, "kubelet_pod_requests_total": 2} {
-		if got := metricValue(t, reg, name, map[string]string{"server_api_version": "v1alpha1", "status_code": "OK"}); got != want {
+		if got := podstest.MetricValue(t, reg, name, map[string]string{"server_api_version": "v1alpha1", "status_code": "OK"}); got != want {
 			t.Errorf("%s{OK} = %v, want %v (one ListPods per wire)", name, got, want)
 		}
 	}
@@ -247,7 +247,7 @@ func TestKubeletWireSharesViews(t *testing.T) {
 // TestKubeletWireJSON checks that the kubelet's wire also answers the
 // Connect protocol with JSON, pods as base64, for curl.
 func TestKubeletWireJSON(t *testing.T) {
-	f := start(t, server.Config{Limits: server.LimitsConfig{QPS: -1}}, false, samplePods()...)
+	f := start(t, server.Config{Limits: server.LimitsConfig{QPS: -1}}, false, podstest.SamplePods()...)
 	req, _ := http.NewRequestWithContext(ctx(t), http.MethodPost, h2c.BaseURL+v1alpha1connect.PodsListPodsProcedure, bytes.NewReader([]byte("{}")))
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := podstest.HTTPClient(t, f.socket).Do(req)

@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -12,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
+	"github.com/podsapi/podsapi/errinfo"
 	podsv1alpha1 "github.com/podsapi/podsapi/gen/podsapi/pods/v1alpha1"
 	"github.com/podsapi/podsapi/gen/podsapi/pods/v1alpha1/podsv1alpha1connect"
 	"github.com/podsapi/podsapi/guard"
@@ -24,11 +26,11 @@ import (
 // ListPods and GetPod while WatchPods still works. The refill rate is so low
 // that no token comes back during the test.
 func TestRateLimit(t *testing.T) {
-	for _, kind := range clientKinds {
-		t.Run(kind.name, func(t *testing.T) {
-			pods := samplePods()
+	for _, kind := range podstest.ClientKinds {
+		t.Run(kind.Name, func(t *testing.T) {
+			pods := podstest.SamplePods()
 			f := start(t, server.Config{Limits: server.LimitsConfig{QPS: 1e-6, Burst: 3}}, false, pods...)
-			c := kind.dial(t, f.socket)
+			c := kind.Dial(t, f.socket)
 			uid := string(pods[0].UID)
 			for i, call := range []func() error{
 				func() error { _, err := c.List(ctx(t), nil); return err },
@@ -40,10 +42,10 @@ func TestRateLimit(t *testing.T) {
 				}
 			}
 			_, err := c.Get(ctx(t), uid, nil)
-			if codeOf(err) != connect.CodeResourceExhausted || !strings.Contains(messageOf(err), "rate limit") {
+			if podstest.ErrorCode(err) != connect.CodeResourceExhausted || !strings.Contains(podstest.ErrorMessage(err), "rate limit") {
 				t.Fatalf("GetPod beyond the burst: %v, want ResourceExhausted about the rate limit", err)
 			}
-			if _, err := c.List(ctx(t), nil); codeOf(err) != connect.CodeResourceExhausted {
+			if _, err := c.List(ctx(t), nil); podstest.ErrorCode(err) != connect.CodeResourceExhausted {
 				t.Fatalf("ListPods beyond the burst: %v, want ResourceExhausted", err)
 			}
 			for range 5 {
@@ -52,7 +54,7 @@ func TestRateLimit(t *testing.T) {
 					t.Fatal(err)
 				}
 				for range len(pods) + 1 {
-					recv(t, w)
+					podstest.Recv(t, w)
 				}
 			}
 		})
@@ -62,11 +64,11 @@ func TestRateLimit(t *testing.T) {
 // TestReadiness checks that nothing is served before the store syncs, and
 // that health follows.
 func TestReadiness(t *testing.T) {
-	for _, kind := range clientKinds {
-		t.Run(kind.name, func(t *testing.T) {
-			pods := samplePods()
+	for _, kind := range podstest.ClientKinds {
+		t.Run(kind.Name, func(t *testing.T) {
+			pods := podstest.SamplePods()
 			f := start(t, server.Config{}, true, pods[:2]...)
-			c := kind.dial(t, f.socket)
+			c := kind.Dial(t, f.socket)
 			health := healthpb.NewHealthClient(podstest.GRPCConn(t, f.socket))
 
 			for name, call := range map[string]func() error{
@@ -82,7 +84,7 @@ func TestReadiness(t *testing.T) {
 				},
 			} {
 				err := call()
-				if codeOf(err) != connect.CodeFailedPrecondition || !strings.Contains(messageOf(err), "not synced") {
+				if podstest.ErrorCode(err) != connect.CodeFailedPrecondition || !strings.Contains(podstest.ErrorMessage(err), "not synced") {
 					t.Fatalf("%s before sync: %v, want FailedPrecondition saying the sources have not synced", name, err)
 				}
 			}
@@ -117,9 +119,9 @@ func TestReadiness(t *testing.T) {
 				t.Fatal(err)
 			}
 			for range 3 {
-				recv(t, w)
+				podstest.Recv(t, w)
 			}
-			if ev := recv(t, w); ev.GetType() != podsv1alpha1.EventType_EVENT_TYPE_INITIAL_SYNC_COMPLETE {
+			if ev := podstest.Recv(t, w); ev.GetType() != podsv1alpha1.EventType_EVENT_TYPE_INITIAL_SYNC_COMPLETE {
 				t.Fatalf("got %v, want INITIAL_SYNC_COMPLETE", ev.GetType())
 			}
 		})
@@ -132,18 +134,18 @@ func TestReadiness(t *testing.T) {
 // it is a matter of the tarpit's clock, tested with synctest in package
 // guard (TestTarpitDeadline), where no busy machine can make it late.
 func TestRateLimitDelay(t *testing.T) {
-	for _, kind := range clientKinds {
-		t.Run(kind.name, func(t *testing.T) {
-			pods := samplePods()
+	for _, kind := range podstest.ClientKinds {
+		t.Run(kind.Name, func(t *testing.T) {
+			pods := podstest.SamplePods()
 			const delay = 300 * time.Millisecond
 			f := start(t, server.Config{Limits: server.LimitsConfig{QPS: 1e-6, Burst: 1, RateLimitDelay: delay}}, false, pods...)
-			c := kind.dial(t, f.socket)
+			c := kind.Dial(t, f.socket)
 			if _, err := c.List(ctx(t), nil); err != nil {
 				t.Fatalf("call within the burst: %v", err)
 			}
 			began := time.Now()
 			_, err := c.Get(ctx(t), string(pods[0].UID), nil)
-			if took := time.Since(began); codeOf(err) != connect.CodeResourceExhausted || took < delay {
+			if took := time.Since(began); podstest.ErrorCode(err) != connect.CodeResourceExhausted || took < delay {
 				t.Fatalf("GetPod beyond the burst: %v after %v, want ResourceExhausted after at least %v", err, took, delay)
 			}
 
@@ -154,15 +156,15 @@ func TestRateLimitDelay(t *testing.T) {
 // TestRateLimitNoDelay: a negative RateLimitDelay refuses at once; the
 // answer must not wait for a delay of an hour's worth of tokens.
 func TestRateLimitNoDelay(t *testing.T) {
-	pods := samplePods()
+	pods := podstest.SamplePods()
 	f := start(t, server.Config{Limits: server.LimitsConfig{QPS: 1e-6, Burst: 1, RateLimitDelay: -1, PerClientQPS: 1e-6, PerClientBurst: 1}}, false, pods...)
-	c := clientKinds[0].dial(t, f.socket)
+	c := podstest.ClientKinds[0].Dial(t, f.socket)
 	if _, err := c.List(ctx(t), nil); err != nil {
 		t.Fatalf("call within the burst: %v", err)
 	}
 	for range 20 {
 		// Without a deadline: a delay would show as the test's timeout.
-		if _, err := c.List(context.Background(), nil); codeOf(err) != connect.CodeResourceExhausted {
+		if _, err := c.List(context.Background(), nil); podstest.ErrorCode(err) != connect.CodeResourceExhausted {
 			t.Fatalf("ListPods beyond the burst: %v, want ResourceExhausted", err)
 		}
 	}
@@ -175,7 +177,7 @@ func TestRateLimitNoDelay(t *testing.T) {
 // the tarpit's clock is tested with synctest in package guard.
 func TestRateLimitDelayedGauge(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	pods := samplePods()
+	pods := podstest.SamplePods()
 	waiting := make(chan struct{})
 	var once sync.Once
 	tell := connect.UnaryInterceptorFunc(func(next connect.UnaryFunc) connect.UnaryFunc {
@@ -193,7 +195,7 @@ func TestRateLimitDelayedGauge(t *testing.T) {
 		},
 	}}
 	f := start(t, cfg, false, pods...)
-	c := clientKinds[0].dial(t, f.socket)
+	c := podstest.ClientKinds[0].Dial(t, f.socket)
 	if _, err := c.List(ctx(t), nil); err != nil {
 		t.Fatalf("call within the burst: %v", err)
 	}
@@ -205,15 +207,15 @@ func TestRateLimitDelayedGauge(t *testing.T) {
 		done <- err
 	}()
 	<-waiting
-	if got := gaugeValue(t, reg, "podsapi_rate_limit_delayed"); got != 1 {
+	if got := podstest.GaugeValue(t, reg, "podsapi_rate_limit_delayed"); got != 1 {
 		t.Fatalf("podsapi_rate_limit_delayed = %v while a refusal waits, want 1", got)
 	}
 	cancel()
-	if err := <-done; codeOf(err) != connect.CodeCanceled {
+	if err := <-done; podstest.ErrorCode(err) != connect.CodeCanceled {
 		t.Fatalf("GetPod cancelled while its refusal waited: %v, want Canceled", err)
 	}
 	f.WaitServed(t, podsv1alpha1connect.PodsGetPodProcedure, 1)
-	if got := gaugeValue(t, reg, "podsapi_rate_limit_delayed"); got != 0 {
+	if got := podstest.GaugeValue(t, reg, "podsapi_rate_limit_delayed"); got != 0 {
 		t.Fatalf("podsapi_rate_limit_delayed = %v once the refused call ended, want 0", got)
 	}
 }
@@ -227,4 +229,22 @@ type doneTells struct {
 func (c doneTells) Done() <-chan struct{} {
 	c.tell()
 	return c.Context.Done()
+}
+
+// TestFindPodsRateLimited checks that FindPods spends the tokens of the
+// rate limit GetPod and ListPods share.
+func TestFindPodsRateLimited(t *testing.T) {
+	web := podstest.Pod("default", "web", 1)
+	f := start(t, server.Config{Limits: server.LimitsConfig{QPS: 0.001, Burst: 2, RateLimitDelay: -1}}, false, web)
+	g := podstest.NewGrpcurl(t, f.socket)
+	if _, err := g.Call(t, "GetPod", fmt.Sprintf(`{"podUID": %q}`, web.UID)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.Call(t, "FindPods", `{"ip": "`+web.Status.PodIP+`"}`); err != nil {
+		t.Fatal(err)
+	}
+	_, err := g.Call(t, "FindPods", `{"ip": "`+web.Status.PodIP+`"}`)
+	if podstest.ErrorCode(err) != connect.CodeResourceExhausted || podstest.ErrorReason(err) != errinfo.RateLimited {
+		t.Fatalf("FindPods beyond the shared burst = %v, want RESOURCE_EXHAUSTED, RATE_LIMITED", err)
+	}
 }

@@ -7,11 +7,11 @@ import (
 
 	"connectrpc.com/connect"
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/podsapi/podsapi/internal/rigs/podstest"
 	"github.com/podsapi/podsapi/server"
 	"github.com/podsapi/podsapi/store"
 )
@@ -26,52 +26,15 @@ func storeWith(pods ...*corev1.Pod) *store.Store {
 	return st
 }
 
-// metricValue returns the value of the counter (or gauge) name with labels
-// in reg, or 0.
-func metricValue(t *testing.T, reg prometheus.Gatherer, name string, labels map[string]string) float64 {
-	t.Helper()
-	families, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			if matches(m, labels) {
-				if g := m.GetGauge(); g != nil {
-					return g.GetValue()
-				}
-				return m.GetCounter().GetValue()
-			}
-		}
-	}
-	return 0
-}
-
-func matches(m *dto.Metric, labels map[string]string) bool {
-	n := 0
-	for _, l := range m.GetLabel() {
-		if v, ok := labels[l.GetName()]; ok {
-			if v != l.GetValue() {
-				return false
-			}
-			n++
-		}
-	}
-	return n == len(labels)
-}
-
 // TestMetrics makes a known sequence of requests and reads /metrics over
 // HTTP.
 func TestMetrics(t *testing.T) {
-	pods := samplePods()
+	pods := podstest.SamplePods()
 	f := start(t, server.Config{Limits: server.LimitsConfig{QPS: 1e-6, Burst: 6}, Metrics: server.MetricsConfig{Address: "127.0.0.1:0"}}, true, pods...)
-	c := clientKinds[1].dial(t, f.socket)
+	c := podstest.ClientKinds[1].Dial(t, f.socket)
 	call := func(err error, want connect.Code) {
 		t.Helper()
-		if codeOf(err) != want {
+		if podstest.ErrorCode(err) != want {
 			t.Fatalf("got %v, want %v", err, want)
 		}
 	}
@@ -88,11 +51,11 @@ func TestMetrics(t *testing.T) {
 	call(err, connect.CodeNotFound)
 	_, err = c.Get(ctx(t), "", nil)
 	call(err, connect.CodeInvalidArgument)
-	_, err = c.List(ctx(t), mask("bogus"))
+	_, err = c.List(ctx(t), podstest.MaskHeader("bogus"))
 	call(err, connect.CodeInvalidArgument)
 	_, err = c.List(ctx(t), nil)
 	call(err, connect.CodeResourceExhausted)
-	w, err := c.Watch(ctx(t), mask("bogus"))
+	w, err := c.Watch(ctx(t), podstest.MaskHeader("bogus"))
 	if err == nil {
 		_, err = w.Recv()
 	}
@@ -153,14 +116,14 @@ func TestMetrics(t *testing.T) {
 // watchers using the same mask.
 func TestSharedViews(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	pods := samplePods()
+	pods := podstest.SamplePods()
 	f := start(t, server.Config{Registry: reg, Limits: server.LimitsConfig{QPS: -1}}, false, pods...)
-	c := clientKinds[0].dial(t, f.socket)
+	c := podstest.ClientKinds[0].Dial(t, f.socket)
 	view := func(name, kind string) float64 {
-		return metricValue(t, reg, name, map[string]string{"view": kind})
+		return podstest.MetricValue(t, reg, name, map[string]string{"view": kind})
 	}
 	for range 5 {
-		if _, err := c.List(ctx(t), mask("status.phase")); err != nil {
+		if _, err := c.List(ctx(t), podstest.MaskHeader("status.phase")); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -172,29 +135,29 @@ func TestSharedViews(t *testing.T) {
 	}
 
 	const watchers = 4
-	var streams []watchStream
+	var streams []podstest.WatchStream
 	for range watchers {
-		w, err := c.Watch(ctx(t), mask("status.phase"))
+		w, err := c.Watch(ctx(t), podstest.MaskHeader("status.phase"))
 		if err != nil {
 			t.Fatal(err)
 		}
 		for range len(pods) + 1 {
-			recv(t, w)
+			podstest.Recv(t, w)
 		}
 		streams = append(streams, w)
 	}
 	before := view("podsapi_view_computes_total", "watch")
-	encodes := metricValue(t, reg, "podsapi_pod_encodes_total", nil)
+	encodes := podstest.MetricValue(t, reg, "podsapi_pod_encodes_total", nil)
 	p := pods[0].DeepCopy()
 	p.Status.Phase = corev1.PodFailed
 	f.store.Upsert(p)
 	for _, w := range streams {
-		recv(t, w)
+		podstest.Recv(t, w)
 	}
 	if got := view("podsapi_view_computes_total", "watch") - before; got != 1 {
 		t.Fatalf("one change seen by %d watchers with one mask: %v watch events built, want 1", watchers, got)
 	}
-	if got := metricValue(t, reg, "podsapi_pod_encodes_total", nil) - encodes; got != 1 {
+	if got := podstest.MetricValue(t, reg, "podsapi_pod_encodes_total", nil) - encodes; got != 1 {
 		t.Fatalf("one change: %v pod encodes, want 1", got)
 	}
 }

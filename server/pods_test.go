@@ -14,11 +14,11 @@ import (
 )
 
 func TestListGetWatch(t *testing.T) {
-	for _, kind := range clientKinds {
-		t.Run(kind.name, func(t *testing.T) {
-			pods := samplePods()
+	for _, kind := range podstest.ClientKinds {
+		t.Run(kind.Name, func(t *testing.T) {
+			pods := podstest.SamplePods()
 			f := start(t, server.Config{}, false, pods[2], pods[0], pods[1])
-			c := kind.dial(t, f.socket)
+			c := kind.Dial(t, f.socket)
 
 			got, err := c.List(ctx(t), nil)
 			if err != nil {
@@ -46,9 +46,9 @@ func TestListGetWatch(t *testing.T) {
 				t.Fatalf("WatchPods: %v", err)
 			}
 			for _, p := range pods {
-				expectEvent(t, recv(t, w), podsv1alpha1.EventType_EVENT_TYPE_ADDED, podstest.Message(t, p))
+				podstest.ExpectEvent(t, podstest.Recv(t, w), podsv1alpha1.EventType_EVENT_TYPE_ADDED, podstest.Message(t, p))
 			}
-			ev := recv(t, w)
+			ev := podstest.Recv(t, w)
 			if ev.GetType() != podsv1alpha1.EventType_EVENT_TYPE_INITIAL_SYNC_COMPLETE || ev.Pod != nil {
 				t.Fatalf("after the snapshot got %v with pod %v, want INITIAL_SYNC_COMPLETE without pod", ev.GetType(), ev.GetPod())
 			}
@@ -56,83 +56,83 @@ func TestListGetWatch(t *testing.T) {
 			changed := pods[1].DeepCopy()
 			changed.Status.Phase = corev1.PodFailed
 			f.store.Upsert(changed)
-			expectEvent(t, recv(t, w), podsv1alpha1.EventType_EVENT_TYPE_MODIFIED, podstest.Message(t, changed))
+			podstest.ExpectEvent(t, podstest.Recv(t, w), podsv1alpha1.EventType_EVENT_TYPE_MODIFIED, podstest.Message(t, changed))
 
 			added := podstest.Pod("default", "web-3", 4)
 			f.store.Upsert(added)
-			expectEvent(t, recv(t, w), podsv1alpha1.EventType_EVENT_TYPE_ADDED, podstest.Message(t, added))
+			podstest.ExpectEvent(t, podstest.Recv(t, w), podsv1alpha1.EventType_EVENT_TYPE_ADDED, podstest.Message(t, added))
 
 			f.store.Delete(pods[0].UID)
-			expectEvent(t, recv(t, w), podsv1alpha1.EventType_EVENT_TYPE_DELETED, podstest.Message(t, pods[0]))
+			podstest.ExpectEvent(t, podstest.Recv(t, w), podsv1alpha1.EventType_EVENT_TYPE_DELETED, podstest.Message(t, pods[0]))
 
 			// Writing the same version again is not a change.
 			f.store.Upsert(added.DeepCopy())
 			f.store.Delete(added.UID)
-			expectEvent(t, recv(t, w), podsv1alpha1.EventType_EVENT_TYPE_DELETED, podstest.Message(t, added))
+			podstest.ExpectEvent(t, podstest.Recv(t, w), podsv1alpha1.EventType_EVENT_TYPE_DELETED, podstest.Message(t, added))
 		})
 	}
 }
 
 func TestErrors(t *testing.T) {
-	pods := samplePods()
+	pods := podstest.SamplePods()
 	tests := []struct {
 		name     string
-		call     func(t *testing.T, c apiClient) error
+		call     func(t *testing.T, c podstest.APIClient) error
 		code     connect.Code
 		contains string
 	}{
-		{"GetPod/EmptyUID", func(t *testing.T, c apiClient) error {
+		{"GetPod/EmptyUID", func(t *testing.T, c podstest.APIClient) error {
 			_, err := c.Get(ctx(t), "", nil)
 			return err
 		}, connect.CodeInvalidArgument, "podUID must not be empty"},
-		{"GetPod/UnknownUID", func(t *testing.T, c apiClient) error {
+		{"GetPod/UnknownUID", func(t *testing.T, c podstest.APIClient) error {
 			_, err := c.Get(ctx(t), "no-such-uid", nil)
 			return err
 		}, connect.CodeNotFound, `"no-such-uid"`},
-		{"GetPod/HugeRequest", func(t *testing.T, c apiClient) error {
+		{"GetPod/HugeRequest", func(t *testing.T, c podstest.APIClient) error {
 			_, err := c.Get(ctx(t), strings.Repeat("x", 64<<10), nil)
 			return err
 		}, connect.CodeResourceExhausted, ""},
-		{"ListPods/UnknownField", func(t *testing.T, c apiClient) error {
-			_, err := c.List(ctx(t), mask("metadata.name,status.bogus"))
+		{"ListPods/UnknownField", func(t *testing.T, c podstest.APIClient) error {
+			_, err := c.List(ctx(t), podstest.MaskHeader("metadata.name,status.bogus"))
 			return err
 		}, connect.CodeInvalidArgument, `"status.bogus"`},
-		{"GetPod/BelowScalar", func(t *testing.T, c apiClient) error {
-			_, err := c.Get(ctx(t), string(pods[0].UID), mask("status.phase.value"))
+		{"GetPod/BelowScalar", func(t *testing.T, c podstest.APIClient) error {
+			_, err := c.Get(ctx(t), string(pods[0].UID), podstest.MaskHeader("status.phase.value"))
 			return err
 		}, connect.CodeInvalidArgument, `"status.phase.value"`},
-		{"ListPods/EmptyElement", func(t *testing.T, c apiClient) error {
-			_, err := c.List(ctx(t), mask("status..phase"))
+		{"ListPods/EmptyElement", func(t *testing.T, c podstest.APIClient) error {
+			_, err := c.List(ctx(t), podstest.MaskHeader("status..phase"))
 			return err
 		}, connect.CodeInvalidArgument, `"status..phase"`},
-		{"WatchPods/InvalidMask", func(t *testing.T, c apiClient) error {
-			w, err := c.Watch(ctx(t), mask("spec.nope"))
+		{"WatchPods/InvalidMask", func(t *testing.T, c podstest.APIClient) error {
+			w, err := c.Watch(ctx(t), podstest.MaskHeader("spec.nope"))
 			if err != nil {
 				return err
 			}
 			_, err = w.Recv()
 			return err
 		}, connect.CodeInvalidArgument, `"spec.nope"`},
-		{"ListPods/BadBinaryMask", func(t *testing.T, c apiClient) error {
-			h := mask("")
+		{"ListPods/BadBinaryMask", func(t *testing.T, c podstest.APIClient) error {
+			h := podstest.MaskHeader("")
 			h.Del("x-kubernetes-fieldmask")
 			h.Set("x-kubernetes-fieldmask-bin", "\xff\xff\xff")
 			_, err := c.List(ctx(t), h)
 			return err
 		}, connect.CodeInvalidArgument, ""},
 	}
-	for _, kind := range clientKinds {
-		t.Run(kind.name, func(t *testing.T) {
+	for _, kind := range podstest.ClientKinds {
+		t.Run(kind.Name, func(t *testing.T) {
 			f := start(t, server.Config{Limits: server.LimitsConfig{QPS: -1}}, false, pods...)
-			c := kind.dial(t, f.socket)
+			c := kind.Dial(t, f.socket)
 			for _, tt := range tests {
 				t.Run(tt.name, func(t *testing.T) {
 					err := tt.call(t, c)
-					if codeOf(err) != tt.code {
-						t.Fatalf("code = %v (%v), want %v", codeOf(err), err, tt.code)
+					if podstest.ErrorCode(err) != tt.code {
+						t.Fatalf("code = %v (%v), want %v", podstest.ErrorCode(err), err, tt.code)
 					}
-					if !strings.Contains(messageOf(err), tt.contains) {
-						t.Errorf("message %q does not contain %q", messageOf(err), tt.contains)
+					if !strings.Contains(podstest.ErrorMessage(err), tt.contains) {
+						t.Errorf("message %q does not contain %q", podstest.ErrorMessage(err), tt.contains)
 					}
 				})
 			}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/podsapi/podsapi/internal/rigs/podstest"
 	"github.com/podsapi/podsapi/server"
 	"github.com/podsapi/podsapi/store"
 )
@@ -16,22 +17,22 @@ import (
 // podsapi_pods_too_large_total counts it.
 func TestOversizedPodRefused(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	pods := samplePods()
+	pods := podstest.SamplePods()
 	f := start(t, server.Config{Registry: reg}, false, pods...)
 	big := pods[0].DeepCopy()
 	big.Name, big.UID = "big", "uid-big"
 	big.Annotations = map[string]string{"big": strings.Repeat("x", store.DefaultMaxPodBytes)}
 	f.store.Upsert(big)
-	for _, c := range clientKinds {
-		got, err := c.dial(t, f.socket).List(ctx(t), nil)
+	for _, c := range podstest.ClientKinds {
+		got, err := c.Dial(t, f.socket).List(ctx(t), nil)
 		if err != nil {
-			t.Fatalf("%s: ListPods: %v", c.name, err)
+			t.Fatalf("%s: ListPods: %v", c.Name, err)
 		}
 		if len(got) != len(pods) {
-			t.Fatalf("%s: ListPods returned %d pods, want the %d others", c.name, len(got), len(pods))
+			t.Fatalf("%s: ListPods returned %d pods, want the %d others", c.Name, len(got), len(pods))
 		}
 	}
-	if got := metricValue(t, reg, "podsapi_pods_too_large_total", nil); got != 1 {
+	if got := podstest.MetricValue(t, reg, "podsapi_pods_too_large_total", nil); got != 1 {
 		t.Fatalf("podsapi_pods_too_large_total = %v, want 1", got)
 	}
 }

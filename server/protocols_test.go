@@ -21,7 +21,7 @@ import (
 // TestReflection lists the services over gRPC reflection and resolves the
 // Kubernetes Pod message, as grpcurl does.
 func TestReflection(t *testing.T) {
-	f := start(t, server.Config{}, false, samplePods()...)
+	f := start(t, server.Config{}, false, podstest.SamplePods()...)
 	client := grpc_reflection_v1.NewServerReflectionClient(podstest.GRPCConn(t, f.socket))
 	stream, err := client.ServerReflectionInfo(ctx(t))
 	if err != nil {
@@ -61,7 +61,7 @@ func TestReflection(t *testing.T) {
 // TestConnectJSON calls ListPods with the Connect protocol and JSON over
 // HTTP/1.1, as curl does, and gets the same pods as gRPC clients.
 func TestConnectJSON(t *testing.T) {
-	pods := samplePods()
+	pods := podstest.SamplePods()
 	f := start(t, server.Config{}, false, pods...)
 	client := &http.Client{Transport: &http.Transport{DialContext: podstest.HTTPClient(t, f.socket).Transport.(*http.Transport).DialContext}}
 	defer client.CloseIdleConnections()
@@ -96,7 +96,7 @@ func TestConnectJSON(t *testing.T) {
 // TestNoCompression asks for gzip, as connect-go clients do by default, and
 // gets uncompressed messages: compression only costs CPU on a UNIX socket.
 func TestNoCompression(t *testing.T) {
-	f := start(t, server.Config{Limits: server.LimitsConfig{QPS: -1}}, false, samplePods()...)
+	f := start(t, server.Config{Limits: server.LimitsConfig{QPS: -1}}, false, podstest.SamplePods()...)
 	body := []byte{0, 0, 0, 0, 0} // one empty, uncompressed gRPC message
 	req, err := http.NewRequestWithContext(ctx(t), http.MethodPost, "http://localhost/kubelet.pods.v1alpha1.Pods/ListPods", bytes.NewReader(body))
 	if err != nil {
@@ -131,7 +131,7 @@ func TestNoCompression(t *testing.T) {
 // read took a server under 256 MiB to 243 MiB.
 func TestReflectionStreamsBounded(t *testing.T) {
 	const procedure = "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo"
-	f := start(t, server.Config{}, false, samplePods()...)
+	f := start(t, server.Config{}, false, podstest.SamplePods()...)
 	client := grpc_reflection_v1.NewServerReflectionClient(podstest.GRPCConn(t, f.socket))
 	open := func() (grpc_reflection_v1.ServerReflection_ServerReflectionInfoClient, error) {
 		stream, err := client.ServerReflectionInfo(ctx(t))
@@ -155,8 +155,8 @@ func TestReflectionStreamsBounded(t *testing.T) {
 		streams = append(streams, s)
 	}
 	_, err := open()
-	if codeOf(err) != connect.CodeResourceExhausted || reasonOf(err) != errinfo.TooManyReflectionStreams {
-		t.Fatalf("a 9th reflection stream: %v (reason %q), want RESOURCE_EXHAUSTED %s", err, reasonOf(err), errinfo.TooManyReflectionStreams)
+	if podstest.ErrorCode(err) != connect.CodeResourceExhausted || podstest.ErrorReason(err) != errinfo.TooManyReflectionStreams {
+		t.Fatalf("a 9th reflection stream: %v (reason %q), want RESOURCE_EXHAUSTED %s", err, podstest.ErrorReason(err), errinfo.TooManyReflectionStreams)
 	}
 	f.WaitServed(t, procedure, 1)
 	if err := streams[0].CloseSend(); err != nil {

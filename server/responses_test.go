@@ -52,17 +52,17 @@ func TestUnreadResponsesBounded(t *testing.T) {
 	// The attacker's first connection asks for the list and reads only the
 	// response's HEADERS: the server has built the list and blocks on the
 	// flow-control window (64 KiB) the connection never opens further.
-	unread := dialH2(t, f.socket)
-	id := unread.open(podsv1alpha1connect.PodsListPodsProcedure)
+	unread := podstest.DialH2(t, f.socket)
+	id := unread.Open(podsv1alpha1connect.PodsListPodsProcedure)
 	req, err := proto.Marshal(&podsv1alpha1.PodListRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := unread.write(func(fr *http2.Framer) error { return fr.WriteData(id, true, podstest.Envelope(0, req)) }); err != nil {
+	if err := unread.Write(func(fr *http2.Framer) error { return fr.WriteData(id, true, podstest.Envelope(0, req)) }); err != nil {
 		t.Fatal(err)
 	}
 	for {
-		fr, err := unread.fr.ReadFrame()
+		fr, err := unread.Fr.ReadFrame()
 		if err != nil {
 			t.Fatalf("waiting for the response's HEADERS: %v", err)
 		}
@@ -70,28 +70,28 @@ func TestUnreadResponsesBounded(t *testing.T) {
 			break
 		}
 	}
-	if held := gaugeValue(t, reg, "podsapi_responses_in_flight_bytes"); held < 20*64<<10 {
+	if held := podstest.GaugeValue(t, reg, "podsapi_responses_in_flight_bytes"); held < 20*64<<10 {
 		t.Fatalf("podsapi_responses_in_flight_bytes = %v with an unread list in flight, want at least %d", held, 20*64<<10)
 	}
 
-	victim := clientKinds[0].dial(t, f.socket)
+	victim := podstest.ClientKinds[0].Dial(t, f.socket)
 	if _, err := victim.List(ctx(t), nil); err != nil {
 		t.Fatalf("another client's ListPods: %v", err)
 	}
-	again := clientKinds[0].dial(t, f.socket)
+	again := podstest.ClientKinds[0].Dial(t, f.socket)
 	_, err = again.List(ctx(t), nil)
-	if codeOf(err) != 8 || reasonOf(err) != errinfo.MemoryBudget || !strings.Contains(messageOf(err), attacker) {
-		t.Fatalf("the attacker's second ListPods with a list unread: %v (reason %q), want RESOURCE_EXHAUSTED %s naming %s", err, reasonOf(err), errinfo.MemoryBudget, attacker)
+	if podstest.ErrorCode(err) != 8 || podstest.ErrorReason(err) != errinfo.MemoryBudget || !strings.Contains(podstest.ErrorMessage(err), attacker) {
+		t.Fatalf("the attacker's second ListPods with a list unread: %v (reason %q), want RESOURCE_EXHAUSTED %s naming %s", err, podstest.ErrorReason(err), errinfo.MemoryBudget, attacker)
 	}
-	if got := metricValue(t, reg, "podsapi_responses_refused_total", nil); got != 1 {
+	if got := podstest.MetricValue(t, reg, "podsapi_responses_refused_total", nil); got != 1 {
 		t.Errorf("podsapi_responses_refused_total = %v, want 1", got)
 	}
 
 	// The unread connection ends: its call ends, and what it held is
 	// returned.
-	unread.conn.Close()
+	unread.Conn.Close()
 	f.WaitServed(t, podsv1alpha1connect.PodsListPodsProcedure, 3)
-	if held := gaugeValue(t, reg, "podsapi_responses_in_flight_bytes"); held != 0 {
+	if held := podstest.GaugeValue(t, reg, "podsapi_responses_in_flight_bytes"); held != 0 {
 		t.Errorf("podsapi_responses_in_flight_bytes = %v once no response is in flight, want 0", held)
 	}
 	if _, err := again.List(ctx(t), nil); err != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/podsapi/podsapi/errinfo"
 	"github.com/podsapi/podsapi/internal/hooks"
+	"github.com/podsapi/podsapi/internal/rigs/podstest"
 	"github.com/podsapi/podsapi/server"
 	"github.com/podsapi/podsapi/socket"
 )
@@ -55,25 +56,25 @@ func TestRootClientsToldApart(t *testing.T) {
 			"0::/system.slice/attacker.service\n",
 			"0::/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod0b7e1f6c_1111_4222_8333_444455556666.slice/cri-containerd-0123abcd.scope\n",
 		),
-	}, false, samplePods()...)
+	}, false, podstest.SamplePods()...)
 	wctx, cancel := context.WithCancel(ctx(t))
 	defer cancel()
 
 	// The attacker's connection is accepted first: it holds its share of
 	// watches, and spends its calls.
-	a := clientKinds[0].dial(t, f.socket)
+	a := podstest.ClientKinds[0].Dial(t, f.socket)
 	for range share {
 		w, err := a.Watch(wctx, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		recv(t, w)
+		podstest.Recv(t, w)
 	}
 	w, err := a.Watch(wctx, nil)
 	if err == nil {
 		_, err = w.Recv()
 	}
-	if codeOf(err) != connect.CodeResourceExhausted || reasonOf(err) != errinfo.TooManyWatches || !strings.Contains(messageOf(err), attacker) {
+	if podstest.ErrorCode(err) != connect.CodeResourceExhausted || podstest.ErrorReason(err) != errinfo.TooManyWatches || !strings.Contains(podstest.ErrorMessage(err), attacker) {
 		t.Fatalf("attacker's watch beyond its share: %v, want RESOURCE_EXHAUSTED %s naming %s", err, errinfo.TooManyWatches, attacker)
 	}
 	for range 2 {
@@ -81,18 +82,18 @@ func TestRootClientsToldApart(t *testing.T) {
 			t.Fatalf("attacker's ListPods within its burst: %v", err)
 		}
 	}
-	if _, err := a.List(wctx, nil); reasonOf(err) != errinfo.ClientRateLimited {
+	if _, err := a.List(wctx, nil); podstest.ErrorReason(err) != errinfo.ClientRateLimited {
 		t.Fatalf("attacker's ListPods beyond its burst: %v, want %s", err, errinfo.ClientRateLimited)
 	}
 
 	// The victim, root too, in a pod: its own share of watches and calls.
-	v := clientKinds[0].dial(t, f.socket)
+	v := podstest.ClientKinds[0].Dial(t, f.socket)
 	for i := range share {
 		w, err := v.Watch(wctx, nil)
 		if err != nil {
 			t.Fatalf("victim's watch %d: %v", i, err)
 		}
-		if ev := recv(t, w); ev.GetPod() == nil {
+		if ev := podstest.Recv(t, w); ev.GetPod() == nil {
 			t.Fatalf("victim's watch %d: %v first, want a pod", i, ev.GetType())
 		}
 	}
@@ -103,7 +104,7 @@ func TestRootClientsToldApart(t *testing.T) {
 	}
 
 	for client, want := range map[string]float64{attacker: share, victim: share} {
-		if got := metricValue(t, reg, "podsapi_client_watches", map[string]string{"client": client}); got != want {
+		if got := podstest.MetricValue(t, reg, "podsapi_client_watches", map[string]string{"client": client}); got != want {
 			t.Errorf("podsapi_client_watches{client=%q} = %v, want %v", client, got, want)
 		}
 	}
@@ -123,20 +124,20 @@ func TestRootClientsPendingShares(t *testing.T) {
 			"0::/system.slice/attacker.service\n",
 			"0::/kubepods.slice/kubepods-pod0b7e1f6c_1111_4222_8333_444455556666.slice/cri-containerd-0123abcd.scope\n",
 		),
-	}, false, samplePods()...)
+	}, false, podstest.SamplePods()...)
 	// The attacker's connection is accepted first; one more held stream
 	// than its share shows the share is full.
-	c := dialH2(t, f.socket)
+	c := podstest.DialH2(t, f.socket)
 	for range limit + 1 {
-		c.open("/grpc.health.v1.Health/Check")
+		c.Open("/grpc.health.v1.Health/Check")
 	}
-	ends, _ := c.readUntil(func(ends map[uint32]streamEnd, _, _ bool) bool { return len(ends) == 1 })
+	ends, _ := c.ReadUntil(func(ends map[uint32]podstest.StreamEnd, _, _ bool) bool { return len(ends) == 1 })
 	for id, end := range ends {
-		if end.status != strconv.Itoa(int(connect.CodeResourceExhausted)) {
+		if end.Status != strconv.Itoa(int(connect.CodeResourceExhausted)) {
 			t.Fatalf("the attacker's held stream %d beyond its share ended %+v, want RESOURCE_EXHAUSTED", id, end)
 		}
 	}
-	v := clientKinds[0].dial(t, f.socket)
+	v := podstest.ClientKinds[0].Dial(t, f.socket)
 	for i := range 3 {
 		if _, err := v.List(ctx(t), nil); err != nil {
 			t.Fatalf("victim's ListPods %d while the attacker holds its share of waiting calls: %v", i, err)

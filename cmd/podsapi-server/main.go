@@ -22,6 +22,7 @@ import (
 	"github.com/podsapi/podsapi/budget"
 	"github.com/podsapi/podsapi/internal/buildinfo"
 	"github.com/podsapi/podsapi/internal/loglimit"
+	"github.com/podsapi/podsapi/kubeapi/door"
 	"github.com/podsapi/podsapi/server"
 	"github.com/podsapi/podsapi/source"
 	"github.com/podsapi/podsapi/store"
@@ -95,8 +96,9 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		logLevel    = fs.String("log-level", "info", "log level: debug, info, warn or error")
 		showVersion = fs.Bool("version", false, "print the version and exit")
 		srcFlags    = addSourceFlags(fs)
-		kubeFlags   = addKubeAPIFlags(fs)
+		kube        door.Settings
 	)
+	kube.AddFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: podsapi-server [--source manifest] --manifest-dir DIR [flags]\n"+
 			"       podsapi-server --source kubelet-http [--kubelet-url URL] [flags]\n"+
@@ -129,7 +131,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	case *nodeName == "":
 		return usageError{errors.New("--node-name is required: the host name is unknown"), serverHint}
 	}
-	if err := cfg.Validate(); err != nil {
+	if err := errors.Join(cfg.Validate(), kube.Validate()); err != nil {
 		return usageError{err, serverHint}
 	}
 	var level slog.Level
@@ -140,10 +142,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 	reg := server.NewRegistry()
 	cfg.Logger, cfg.Registry = logger, reg
-	if err := kubeFlags.check(); err != nil {
-		return usageError{err, serverHint}
-	}
-	if kubeFlags.enabled() {
+	if kube.Enabled() {
 		// The door's API server is --kubeconfig's whatever the source.
 		srcFlags.share("kubeconfig")
 	}
@@ -152,24 +151,32 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return usageError{err, serverHint}
 	}
 	st := store.New(append(cfg.Store.Options(), store.WithErrorHandler(storeErrors(logger)))...)
-	var kube *kubeAPI
-	if kubeFlags.enabled() {
-		kubeconfig := fs.Lookup("kubeconfig").Value.String()
-		if kube, err = kubeFlags.newKubeAPI(st, *nodeName, kubeconfig, cfg.Access, cfg.Limits.MaxWatchers, cfg.Transport.ShutdownTimeout, logger, reg); err != nil {
+	var api *door.API
+	if kube.Enabled() {
+		sockOpts, err := cfg.Access.SocketOptions()
+		if err != nil {
+			return err
+		}
+		api, err = kube.Open(door.Env{
+			Pods: st, Node: *nodeName, Kubeconfig: fs.Lookup("kubeconfig").Value.String(),
+			Peers: cfg.Access.Policy(), SocketOptions: sockOpts, MaxWatches: cfg.Limits.MaxWatchers,
+			ShutdownTimeout: cfg.Transport.ShutdownTimeout, Logger: logger, Registerer: reg,
+		})
+		if err != nil {
 			return err
 		}
 	}
 	srv, err := server.New(st, cfg)
 	if err != nil {
-		if kube != nil {
-			kube.server.Close()
+		if api != nil {
+			api.Close()
 		}
 		// The libraries name no flags: say here which ones to change.
 		return fmt.Errorf("%w (choose another --socket or --metrics-address)", err)
 	}
-	if kube != nil {
-		logger.Info("serving the node's pods through the Kubernetes API", "address", addrString(kube.server.Addr()),
-			"socket", kubeFlags.socket, "upstream", kube.auth != nil)
+	if api != nil {
+		logger.Info("serving the node's pods through the Kubernetes API", "address", addrString(api.Addr()),
+			"socket", kube.Socket, "upstream", api.Auth != nil)
 	}
 	l := cfg.Limits
 	logger.Info("serving the Pods API", "version", buildinfo.Get(),
@@ -190,19 +197,10 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		srcDone <- err
 	}()
 	kubeDone := make(chan struct{})
-	if kube != nil {
-		if kube.auth != nil {
-			go func() {
-				cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-				defer cancel()
-				if err := kube.auth.Check(cctx); err != nil {
-					logger.Warn("the Kubernetes API cannot verify its callers", "error", err)
-				}
-			}()
-		}
+	if api != nil {
 		go func() {
 			defer close(kubeDone)
-			if err := kube.server.Serve(ctx, kube.door); err != nil {
+			if err := api.Serve(ctx); err != nil {
 				cancel(fmt.Errorf("Kubernetes API: %w", err))
 			}
 		}()

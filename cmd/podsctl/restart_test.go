@@ -187,31 +187,7 @@ func TestWatchResumes(t *testing.T) {
 	st.MarkSynced()
 	socket := podstest.SocketPath(t)
 	serve := func() (stop func()) {
-		srv, err := server.New(st, server.Config{Socket: socket, Logger: slog.New(slog.NewTextHandler(t.Output(), nil))})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- srv.Serve(ctx) }()
-		stopped := false
-		stop = func() {
-			if stopped {
-				return
-			}
-			stopped = true
-			cancel()
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Errorf("serve: %v", err)
-				}
-			case <-time.After(testTimeout):
-				t.Error("server did not stop")
-			}
-		}
-		t.Cleanup(stop)
-		return stop
+		return podstest.Serve(t, st, server.Config{Socket: socket, Logger: slog.New(slog.NewTextHandler(t.Output(), nil))}).Stop
 	}
 	stop := serve()
 	out, stderr := startWatch(t, "--socket", socket, "-o", "name")

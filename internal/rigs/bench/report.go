@@ -755,6 +755,7 @@ server package in the harness's children, which link neither its sources nor its
 	fmt.Fprintf(&sb, "\n%s", changes)
 	fmt.Fprintf(&sb, "\n%s", kubeletSideBySide)
 	fmt.Fprintf(&sb, "\n%s", runtimeEvents)
+	fmt.Fprintf(&sb, "\n%s", revisions)
 	if len(r.Errors) > 0 {
 		fmt.Fprintf(&sb, "\nErrors:\n\n- %s\n", strings.Join(r.Errors, "\n- "))
 	}
@@ -788,3 +789,10 @@ var kubeletSideBySide string
 //
 //go:embed nri.md
 var runtimeEvents string
+
+// revisions is a measurement of one revision against another, interleaved,
+// by make bench-ab (internal/rigs/cmd/benchab), which needs two builds: make
+// bench copies the last one written by hand from its output.
+//
+//go:embed ab.md
+var revisions string

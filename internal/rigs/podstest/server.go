@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -40,6 +41,16 @@ func SocketPath(t testing.TB) string {
 // unless cfg names an address.
 func Start(t testing.TB, st server.Pods, cfg server.Config) *server.Server {
 	t.Helper()
+	srv, _ := start(t, st, cfg)
+	return srv
+}
+
+// start is Start, and also returns what stops the server: it cancels Serve
+// and waits for it to return, failing the test if it returns an error or
+// does not return within 30 s. It runs at the end of the test if not
+// before.
+func start(t testing.TB, st server.Pods, cfg server.Config) (*server.Server, func()) {
+	t.Helper()
 	if cfg.Socket == "" {
 		cfg.Socket = SocketPath(t)
 	}
@@ -53,18 +64,22 @@ func Start(t testing.TB, st server.Pods, cfg server.Config) *server.Server {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("serve: %v", err)
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("serve: %v", err)
+				}
+			case <-time.After(30 * time.Second):
+				t.Errorf("server did not stop within 30s")
 			}
-		case <-time.After(30 * time.Second):
-			t.Errorf("server did not stop within 30s")
-		}
-	})
-	return srv
+		})
+	}
+	t.Cleanup(stop)
+	return srv, stop
 }
 
 // HTTPClient returns an h2c HTTP client for socket, closed at the end of the

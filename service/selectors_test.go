@@ -1,9 +1,7 @@
-package server_test
+package service_test
 
 import (
 	"context"
-
-	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -11,13 +9,9 @@ import (
 
 	"connectrpc.com/connect"
 	"github.com/prometheus/client_golang/prometheus"
-	"google.golang.org/genproto/googleapis/rpc/errdetails"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/status"
 
 	"github.com/podsapi/podsapi/errinfo"
 	podsv1alpha1 "github.com/podsapi/podsapi/gen/podsapi/pods/v1alpha1"
-	"github.com/podsapi/podsapi/gen/podsapi/pods/v1alpha1/podsv1alpha1connect"
 	"github.com/podsapi/podsapi/internal/rigs/podstest"
 	"github.com/podsapi/podsapi/server"
 	"github.com/podsapi/podsapi/store"
@@ -25,82 +19,6 @@ import (
 
 // These tests check selectors, revisions, resume and progress marks
 // (issue 16) over real sockets, with both clients.
-
-// requestClient is a client that sends whole request messages.
-type requestClient interface {
-	ListReq(ctx context.Context, req *podsv1alpha1.PodListRequest, h http.Header) (*podsv1alpha1.PodListResponse, error)
-	WatchReq(ctx context.Context, req *podsv1alpha1.PodWatchRequest, h http.Header) (watchStream, error)
-}
-
-func (c connectClient) ListReq(ctx context.Context, msg *podsv1alpha1.PodListRequest, h http.Header) (*podsv1alpha1.PodListResponse, error) {
-	req := connect.NewRequest(msg)
-	connectHeader(req.Header(), h)
-	resp, err := c.c.ListPods(ctx, req)
-	if err != nil {
-		return nil, err
-	}
-	return resp.Msg, nil
-}
-
-func (c connectClient) WatchReq(ctx context.Context, msg *podsv1alpha1.PodWatchRequest, h http.Header) (watchStream, error) {
-	req := connect.NewRequest(msg)
-	connectHeader(req.Header(), h)
-	stream, err := c.c.WatchPods(ctx, req)
-	if err != nil {
-		return nil, err
-	}
-	return connectStream{stream}, nil
-}
-
-func (c grpcClient) ListReq(ctx context.Context, msg *podsv1alpha1.PodListRequest, h http.Header) (*podsv1alpha1.PodListResponse, error) {
-	resp := &podsv1alpha1.PodListResponse{}
-	if err := c.conn.Invoke(grpcContext(ctx, h), podsv1alpha1connect.PodsListPodsProcedure, msg, resp); err != nil {
-		return nil, err
-	}
-	return resp, nil
-}
-
-func (c grpcClient) WatchReq(ctx context.Context, msg *podsv1alpha1.PodWatchRequest, h http.Header) (watchStream, error) {
-	desc := &grpc.StreamDesc{StreamName: "WatchPods", ServerStreams: true}
-	stream, err := c.conn.NewStream(grpcContext(ctx, h), desc, podsv1alpha1connect.PodsWatchPodsProcedure)
-	if err != nil {
-		return nil, err
-	}
-	if err := stream.SendMsg(msg); err != nil {
-		return nil, err
-	}
-	if err := stream.CloseSend(); err != nil {
-		return nil, err
-	}
-	return grpcStream{stream}, nil
-}
-
-// dialReq dials a client of kind i that sends request messages.
-func dialReq(t *testing.T, i int, socket string) requestClient {
-	return clientKinds[i].dial(t, socket).(requestClient)
-}
-
-// errorMetadata returns the metadata of the ErrorInfo of err from either
-// client.
-func errorMetadata(err error) map[string]string {
-	if info := errinfo.Of(err); info != nil {
-		return info.GetMetadata()
-	}
-	if st, ok := status.FromError(err); ok {
-		for _, d := range st.Details() {
-			if info, ok := d.(*errdetails.ErrorInfo); ok && info.GetDomain() == errinfo.Domain {
-				return info.GetMetadata()
-			}
-		}
-	}
-	return nil
-}
-
-// revision returns the store's current revision.
-func (f *fixture) revision() string {
-	v, _ := f.store.List()
-	return f.store.Revision(v)
-}
 
 func TestListSelectors(t *testing.T) {
 	f := start(t, server.Config{Limits: server.LimitsConfig{QPS: -1}}, false, podstest.SelectorPods()...)
@@ -123,12 +41,12 @@ func TestListSelectors(t *testing.T) {
 		{"pod IP", &podsv1alpha1.PodListRequest{FieldSelector: "status.podIP=10.244.0.4"}, []string{"web-2"}},
 		{"all three", &podsv1alpha1.PodListRequest{Namespace: "default", LabelSelector: "tier=web", FieldSelector: "status.phase!=Pending"}, []string{"web-1"}},
 	}
-	for i, kind := range clientKinds {
-		t.Run(kind.name, func(t *testing.T) {
-			c := dialReq(t, i, f.socket)
+	for i, kind := range podstest.ClientKinds {
+		t.Run(kind.Name, func(t *testing.T) {
+			c := podstest.ClientKinds[i].Dial(t, f.Socket)
 			for _, tc := range cases {
 				t.Run(tc.name, func(t *testing.T) {
-					resp, err := c.ListReq(ctx(t), tc.req, nil)
+					resp, err := c.ListReq(t.Context(), tc.req, nil)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -139,8 +57,8 @@ func TestListSelectors(t *testing.T) {
 					if !slices.Equal(got, tc.want) {
 						t.Fatalf("pods %v, want %v", got, tc.want)
 					}
-					if resp.GetRevision() != f.revision() {
-						t.Fatalf("revision %q, want the store's %q", resp.GetRevision(), f.revision())
+					if resp.GetRevision() != f.Revision() {
+						t.Fatalf("revision %q, want the store's %q", resp.GetRevision(), f.Revision())
 					}
 				})
 			}
@@ -154,14 +72,14 @@ func TestListSelectors(t *testing.T) {
 func TestListSelectorsMaskAndCache(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	f := start(t, server.Config{Registry: reg, Limits: server.LimitsConfig{QPS: -1}}, false, podstest.SelectorPods()...)
-	c := dialReq(t, 0, f.socket)
+	c := podstest.ClientKinds[0].Dial(t, f.Socket)
 	view := func(name, kind string) float64 {
-		return metricValue(t, reg, name, map[string]string{"view": kind})
+		return podstest.MetricValue(t, reg, name, map[string]string{"view": kind})
 	}
 	// The selector sees the whole pod, the mask trims what is returned.
 	req := &podsv1alpha1.PodListRequest{LabelSelector: "tier=web", FieldSelector: "status.phase=Running"}
 	for range 3 {
-		resp, err := c.ListReq(ctx(t), req, mask("status.podIP"))
+		resp, err := c.ListReq(t.Context(), req, podstest.MaskHeader("status.podIP"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -177,7 +95,7 @@ func TestListSelectorsMaskAndCache(t *testing.T) {
 	}
 	// Another selection is another list; a selection of nothing encodes no
 	// pod.
-	if _, err := c.ListReq(ctx(t), &podsv1alpha1.PodListRequest{Namespace: "nope"}, mask("status.podIP")); err != nil {
+	if _, err := c.ListReq(t.Context(), &podsv1alpha1.PodListRequest{Namespace: "nope"}, podstest.MaskHeader("status.podIP")); err != nil {
 		t.Fatal(err)
 	}
 	if computes := view("podsapi_view_computes_total", "list"); computes != 2 {
@@ -201,34 +119,34 @@ func TestInvalidSelectors(t *testing.T) {
 		{"field without operator", "", "", "status.phase", "field_selector", "field_selector"},
 		{"long namespace", strings.Repeat("n", 2000), "", "", "namespace", "namespace"},
 	}
-	for i, kind := range clientKinds {
-		t.Run(kind.name, func(t *testing.T) {
-			c := dialReq(t, i, f.socket)
+	for i, kind := range podstest.ClientKinds {
+		t.Run(kind.Name, func(t *testing.T) {
+			c := podstest.ClientKinds[i].Dial(t, f.Socket)
 			for _, tc := range cases {
 				t.Run(tc.name, func(t *testing.T) {
-					_, lerr := c.ListReq(ctx(t), &podsv1alpha1.PodListRequest{Namespace: tc.ns, LabelSelector: tc.lab, FieldSelector: tc.fld}, nil)
+					_, lerr := c.ListReq(t.Context(), &podsv1alpha1.PodListRequest{Namespace: tc.ns, LabelSelector: tc.lab, FieldSelector: tc.fld}, nil)
 					var werr error
-					w, err := c.WatchReq(ctx(t), &podsv1alpha1.PodWatchRequest{Namespace: tc.ns, LabelSelector: tc.lab, FieldSelector: tc.fld}, nil)
+					w, err := c.WatchReq(t.Context(), &podsv1alpha1.PodWatchRequest{Namespace: tc.ns, LabelSelector: tc.lab, FieldSelector: tc.fld}, nil)
 					if werr = err; err == nil {
 						_, werr = w.Recv()
 					}
 					for what, err := range map[string]error{"list": lerr, "watch": werr} {
-						if codeOf(err) != connect.CodeInvalidArgument || reasonOf(err) != errinfo.InvalidSelector {
+						if podstest.ErrorCode(err) != connect.CodeInvalidArgument || podstest.ErrorReason(err) != errinfo.InvalidSelector {
 							t.Fatalf("%s: %v, want INVALID_ARGUMENT %s", what, err, errinfo.InvalidSelector)
 						}
-						if !strings.Contains(messageOf(err), tc.saying) || errorMetadata(err)["field"] != tc.field {
-							t.Fatalf("%s: message %q, metadata %v: want it to name %q and field %q", what, messageOf(err), errorMetadata(err), tc.saying, tc.field)
+						if !strings.Contains(podstest.ErrorMessage(err), tc.saying) || podstest.ErrorMetadata(err)["field"] != tc.field {
+							t.Fatalf("%s: message %q, metadata %v: want it to name %q and field %q", what, podstest.ErrorMessage(err), podstest.ErrorMetadata(err), tc.saying, tc.field)
 						}
 					}
 				})
 			}
 			// A revision this server did not write.
-			for _, rev := range []string{"garbage", strings.Repeat("r", 100), f.store.Revision(1 << 40)} {
-				w, err := c.WatchReq(ctx(t), &podsv1alpha1.PodWatchRequest{ResumeFrom: rev}, nil)
+			for _, rev := range []string{"garbage", strings.Repeat("r", 100), f.Store.Revision(1 << 40)} {
+				w, err := c.WatchReq(t.Context(), &podsv1alpha1.PodWatchRequest{ResumeFrom: rev}, nil)
 				if err == nil {
 					_, err = w.Recv()
 				}
-				if codeOf(err) != connect.CodeInvalidArgument || reasonOf(err) != errinfo.InvalidRevision {
+				if podstest.ErrorCode(err) != connect.CodeInvalidArgument || podstest.ErrorReason(err) != errinfo.InvalidRevision {
 					t.Fatalf("resume_from %.20q: %v, want INVALID_ARGUMENT %s", rev, err, errinfo.InvalidRevision)
 				}
 			}
@@ -239,18 +157,18 @@ func TestInvalidSelectors(t *testing.T) {
 // TestWatchResumeTooOld resumes from revisions the server no longer holds:
 // out of its history, or from another instance of the server.
 func TestWatchResumeTooOld(t *testing.T) {
-	for i, kind := range clientKinds {
-		t.Run(kind.name, func(t *testing.T) {
+	for i, kind := range podstest.ClientKinds {
+		t.Run(kind.Name, func(t *testing.T) {
 			pods := podstest.SelectorPods()
 			reg := prometheus.NewRegistry()
 			f := startWith(t, server.Config{Registry: reg}, []store.Option{store.WithHistory(2, 1<<20)}, pods...)
-			c := dialReq(t, i, f.socket)
+			c := podstest.ClientKinds[i].Dial(t, f.Socket)
 			var revs []string
 			for k := range 4 {
 				p := pods[0].DeepCopy()
 				p.ResourceVersion = strconv.Itoa(k + 2)
-				f.store.Upsert(p)
-				revs = append(revs, f.revision())
+				f.Store.Upsert(p)
+				revs = append(revs, f.Revision())
 			}
 			// A restarted server: a new store with the same pods, hence the
 			// same version numbers.
@@ -258,39 +176,39 @@ func TestWatchResumeTooOld(t *testing.T) {
 			for k := range 4 {
 				p := pods[0].DeepCopy()
 				p.ResourceVersion = strconv.Itoa(k + 2)
-				restarted.store.Upsert(p)
+				restarted.Store.Upsert(p)
 			}
-			rc := dialReq(t, i, restarted.socket)
+			rc := podstest.ClientKinds[i].Dial(t, restarted.Socket)
 			for _, tc := range []struct {
 				name string
-				c    requestClient
+				c    podstest.APIClient
 				rev  string
 			}{
 				{"out of the history", c, revs[0]},
 				{"another instance", rc, revs[2]},
 			} {
-				w, err := tc.c.WatchReq(ctx(t), &podsv1alpha1.PodWatchRequest{ResumeFrom: tc.rev}, nil)
+				w, err := tc.c.WatchReq(t.Context(), &podsv1alpha1.PodWatchRequest{ResumeFrom: tc.rev}, nil)
 				if err == nil {
 					_, err = w.Recv()
 				}
-				if codeOf(err) != connect.CodeOutOfRange || reasonOf(err) != errinfo.RevisionTooOld || errorMetadata(err)["revision"] != tc.rev {
-					t.Fatalf("%s: %v (metadata %v), want OUT_OF_RANGE %s", tc.name, err, errorMetadata(err), errinfo.RevisionTooOld)
+				if podstest.ErrorCode(err) != connect.CodeOutOfRange || podstest.ErrorReason(err) != errinfo.RevisionTooOld || podstest.ErrorMetadata(err)["revision"] != tc.rev {
+					t.Fatalf("%s: %v (metadata %v), want OUT_OF_RANGE %s", tc.name, err, podstest.ErrorMetadata(err), errinfo.RevisionTooOld)
 				}
 			}
-			if got := gaugeValue(t, reg, "podsapi_watch_history_events"); got != 2 {
+			if got := podstest.GaugeValue(t, reg, "podsapi_watch_history_events"); got != 2 {
 				t.Fatalf("podsapi_watch_history_events = %v, want 2", got)
 			}
 			// The last two changes are still held.
-			w, err := c.WatchReq(ctx(t), &podsv1alpha1.PodWatchRequest{ResumeFrom: revs[1]}, nil)
+			w, err := c.WatchReq(t.Context(), &podsv1alpha1.PodWatchRequest{ResumeFrom: revs[1]}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
 			for _, want := range []string{"4", "5"} {
-				if ev := recv(t, w); ev.GetPod().GetMetadata().GetResourceVersion() != want {
+				if ev := podstest.Recv(t, w); ev.GetPod().GetMetadata().GetResourceVersion() != want {
 					t.Fatalf("replayed %v, want resourceVersion %s", ev, want)
 				}
 			}
-			if ev := recv(t, w); ev.GetType() != podsv1alpha1.EventType_EVENT_TYPE_INITIAL_SYNC_COMPLETE {
+			if ev := podstest.Recv(t, w); ev.GetType() != podsv1alpha1.EventType_EVENT_TYPE_INITIAL_SYNC_COMPLETE {
 				t.Fatalf("after the replay: %v, want INITIAL_SYNC_COMPLETE", ev)
 			}
 		})
@@ -301,33 +219,33 @@ func TestWatchResumeTooOld(t *testing.T) {
 // revision its error carries: the resumed watch continues exactly where the
 // dropped one stopped.
 func TestDroppedWatcherResumes(t *testing.T) {
-	for _, kind := range clientKinds {
-		t.Run(kind.name, func(t *testing.T) {
+	for _, kind := range podstest.ClientKinds {
+		t.Run(kind.Name, func(t *testing.T) {
 			reg := prometheus.NewRegistry()
 			pod := podstest.Pod("default", "busy", 1)
 			pod.Annotations["padding"] = strings.Repeat("x", 64<<10)
 			f := start(t, server.Config{Registry: reg, Watch: server.WatchConfig{Queue: 8}}, false, pod)
-			wctx, cancel := context.WithCancel(ctx(t))
+			wctx, cancel := context.WithCancel(t.Context())
 			defer cancel()
-			healthy, err := kind.dial(t, f.socket).Watch(wctx, nil)
+			healthy, err := kind.Dial(t, f.Socket).Watch(wctx, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
-			stalled, err := kind.dialSmallWindow(t, f.socket).Watch(wctx, nil)
+			stalled, err := kind.DialSmallWindow(t, f.Socket).Watch(wctx, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, w := range []watchStream{healthy, stalled} {
-				recv(t, w) // ADDED
-				recv(t, w) // INITIAL_SYNC_COMPLETE
+			for _, w := range []podstest.WatchStream{healthy, stalled} {
+				podstest.Recv(t, w) // ADDED
+				podstest.Recv(t, w) // INITIAL_SYNC_COMPLETE
 			}
 			const bound = 20000
 			k := 1
-			for ; k <= bound && metricValue(t, reg, "kubelet_pod_watch_events_dropped_total", nil) == 0; k++ {
+			for ; k <= bound && podstest.MetricValue(t, reg, "kubelet_pod_watch_events_dropped_total", nil) == 0; k++ {
 				p := pod.DeepCopy()
 				p.ResourceVersion = strconv.Itoa(k + 1)
-				f.store.Upsert(p)
-				recv(t, healthy)
+				f.Store.Upsert(p)
+				podstest.Recv(t, healthy)
 			}
 			if k > bound {
 				t.Fatalf("the stalled watcher was not dropped after %d changes", bound)
@@ -343,20 +261,20 @@ func TestDroppedWatcherResumes(t *testing.T) {
 				rv, _ = strconv.Atoi(ev.GetPod().GetMetadata().GetResourceVersion())
 				last = ev.GetRevision()
 			}
-			rev := errorMetadata(ferr)["revision"]
-			if reasonOf(ferr) != errinfo.FellBehind || rev == "" {
-				t.Fatalf("dropped with %v (metadata %v), want FELL_BEHIND with a revision", ferr, errorMetadata(ferr))
+			rev := podstest.ErrorMetadata(ferr)["revision"]
+			if podstest.ErrorReason(ferr) != errinfo.FellBehind || rev == "" {
+				t.Fatalf("dropped with %v (metadata %v), want FELL_BEHIND with a revision", ferr, podstest.ErrorMetadata(ferr))
 			}
 			if last != "" && rev != last {
 				t.Fatalf("FELL_BEHIND says revision %q, the last event received was at %q", rev, last)
 			}
 			// Resume: the changes the dropped watcher lost, in order.
-			w, err := kind.dial(t, f.socket).(requestClient).WatchReq(wctx, &podsv1alpha1.PodWatchRequest{ResumeFrom: rev}, nil)
+			w, err := kind.Dial(t, f.Socket).WatchReq(wctx, &podsv1alpha1.PodWatchRequest{ResumeFrom: rev}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
 			for {
-				ev := recv(t, w)
+				ev := podstest.Recv(t, w)
 				if ev.GetType() == podsv1alpha1.EventType_EVENT_TYPE_INITIAL_SYNC_COMPLETE {
 					break
 				}

@@ -1,11 +1,10 @@
-package server_test
+package transport_test
 
 import (
-	"bufio"
 	"bytes"
 	"compress/gzip"
 	"context"
-	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -13,14 +12,17 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	podsv1alpha1 "github.com/podsapi/podsapi/gen/podsapi/pods/v1alpha1"
+
+	corev1 "k8s.io/api/core/v1"
 
 	"connectrpc.com/connect"
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/net/http2"
-	"golang.org/x/net/http2/hpack"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/podsapi/podsapi/gen/podsapi/pods/v1alpha1/podsv1alpha1connect"
 	"github.com/podsapi/podsapi/internal/rigs/podstest"
@@ -43,8 +45,8 @@ func TestMetricsIdleConnections(t *testing.T) {
 	f := start(t, server.Config{
 		Registry: reg,
 		Metrics:  server.MetricsConfig{Address: "127.0.0.1:0", Timeout: 500 * time.Millisecond, MaxConnections: maxConns},
-	}, false, samplePods()...)
-	addr := f.srv.MetricsAddr().String()
+	}, false, podstest.SamplePods()...)
+	addr := f.Server.MetricsAddr().String()
 	heapBefore := heapInUse()
 
 	conns := make([]net.Conn, 0, attackers)
@@ -62,11 +64,11 @@ func TestMetricsIdleConnections(t *testing.T) {
 		c.SetDeadline(podstest.Deadline(t))
 		// A closed connection fails the write: it is then read to EOF below.
 		_, _ = io.WriteString(c, "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
-		if open := gaugeValue(t, reg, "podsapi_metrics_connections_open"); open > maxConns {
+		if open := podstest.GaugeValue(t, reg, "podsapi_metrics_connections_open"); open > maxConns {
 			t.Fatalf("%v metrics connections open, want at most %d", open, maxConns)
 		}
 	}
-	if _, err := clientKinds[0].dial(t, f.socket).List(ctx(t), nil); err != nil {
+	if _, err := podstest.ClientKinds[0].Dial(t, f.Socket).List(t.Context(), nil); err != nil {
 		t.Fatalf("ListPods during the attack: %v", err)
 	}
 	// Every attacking connection is closed by the server.
@@ -87,8 +89,8 @@ func TestMetricsIdleConnections(t *testing.T) {
 	if resp.StatusCode != http.StatusOK || !bytes.Contains(body, []byte("podsapi_metrics_connections_shed_total")) {
 		t.Fatalf("scrape after the attack: %s\n%.300s", resp.Status, body)
 	}
-	shed := metricValue(t, reg, "podsapi_metrics_connections_shed_total", nil)
-	rejected := metricValue(t, reg, "podsapi_metrics_connections_rejected_total", nil)
+	shed := podstest.MetricValue(t, reg, "podsapi_metrics_connections_shed_total", nil)
+	rejected := podstest.MetricValue(t, reg, "podsapi_metrics_connections_rejected_total", nil)
 	t.Logf("shed %v, rejected %v of %d connections", shed, rejected, attackers)
 	if shed == 0 {
 		t.Errorf("no connection shed: want idle ones to make room for new ones")
@@ -106,7 +108,7 @@ func TestMetricsUnixSocket(t *testing.T) {
 	if fi.Mode().Perm() != 0o600 || fi.Mode().Type() != os.ModeSocket {
 		t.Errorf("metrics socket mode %v, want a socket with 0600", fi.Mode())
 	}
-	if got := f.srv.MetricsAddr().String(); got != path {
+	if got := f.Server.MetricsAddr().String(); got != path {
 		t.Errorf("MetricsAddr = %q, want %q", got, path)
 	}
 	c := &http.Client{Transport: &http.Transport{DialContext: func(ctx2 context.Context, _, _ string) (net.Conn, error) {
@@ -170,9 +172,9 @@ func gzipBomb(t *testing.T, n int) []byte {
 // only UID 4242 is allowed): health stays open to it.
 func TestHealthGzipBomb(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	cfg := server.Config{Registry: reg, Hooks: asRoot(), Access: server.AccessConfig{AllowedUIDs: []uint32{4242}}}
+	cfg := server.Config{Registry: reg, Hooks: podstest.AsRoot(), Access: server.AccessConfig{AllowedUIDs: []uint32{4242}}}
 	f := start(t, cfg, false)
-	c := podstest.HTTPClient(t, f.socket)
+	c := podstest.HTTPClient(t, f.Socket)
 	for _, tc := range []struct {
 		name     string
 		inflated int
@@ -187,7 +189,7 @@ func TestHealthGzipBomb(t *testing.T) {
 				t.Fatalf("the small bomb is %d bytes compressed, want it under the 4 KiB limit", len(body))
 			}
 			before := totalAlloc()
-			req, _ := http.NewRequestWithContext(ctx(t), http.MethodPost, "http://podsapi/grpc.health.v1.Health/Check", bytes.NewReader(body))
+			req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, "http://podsapi/grpc.health.v1.Health/Check", bytes.NewReader(body))
 			req.Header.Set("Content-Type", "application/grpc")
 			req.Header.Set("Grpc-Encoding", "gzip")
 			req.Header.Set("Te", "trailers")
@@ -209,166 +211,9 @@ func TestHealthGzipBomb(t *testing.T) {
 			}
 		})
 	}
-	if got := metricValue(t, reg, "podsapi_calls_refused_total", map[string]string{"service": "grpc.health.v1.Health", "code": "resource_exhausted"}); got != 2 {
+	if got := podstest.MetricValue(t, reg, "podsapi_calls_refused_total", map[string]string{"service": "grpc.health.v1.Health", "code": "resource_exhausted"}); got != 2 {
 		t.Errorf("podsapi_calls_refused_total for health = %v, want 2", got)
 	}
-}
-
-// h2Client is a raw HTTP/2 client over a UNIX socket, for the attacks real
-// clients do not make.
-type h2Client struct {
-	t    *testing.T
-	conn net.Conn
-	fr   *http2.Framer
-	enc  *hpack.Encoder
-	hbuf bytes.Buffer
-	next uint32
-	mu   sync.Mutex // held while a frame is written
-}
-
-// write writes frames with fr, alone.
-func (c *h2Client) write(f func(fr *http2.Framer) error) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return f(c.fr)
-}
-
-// dialH2 connects to socket and sends the preface and SETTINGS.
-func dialH2(t *testing.T, socket string, settings ...http2.Setting) *h2Client {
-	t.Helper()
-	conn, err := net.Dial("unix", socket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	conn.SetDeadline(podstest.Deadline(t))
-	c := &h2Client{t: t, conn: conn, next: 1}
-	bw := bufio.NewWriter(conn)
-	c.fr = http2.NewFramer(writerFunc(func(p []byte) (int, error) {
-		n, err := bw.Write(p)
-		if err == nil {
-			err = bw.Flush()
-		}
-		return n, err
-	}), conn)
-	c.fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
-	c.fr.MaxHeaderListSize = 1 << 20
-	c.enc = hpack.NewEncoder(&c.hbuf)
-	if _, err := io.WriteString(bw, http2.ClientPreface); err != nil {
-		t.Fatal(err)
-	}
-	for _, st := range settings {
-		if st.ID == http2.SettingMaxFrameSize {
-			c.fr.SetMaxReadFrameSize(st.Val)
-		}
-	}
-	if err := c.write(func(fr *http2.Framer) error { return fr.WriteSettings(settings...) }); err != nil {
-		t.Fatal(err)
-	}
-	// The server's SETTINGS come first: acknowledged here, so that no
-	// acknowledgement falls in the middle of a header block later.
-	for {
-		f, err := c.fr.ReadFrame()
-		if err != nil {
-			t.Fatalf("reading the server's SETTINGS: %v", err)
-		}
-		if sf, ok := f.(*http2.SettingsFrame); ok && !sf.IsAck() {
-			if err := c.write(func(fr *http2.Framer) error { return fr.WriteSettingsAck() }); err != nil {
-				t.Fatal(err)
-			}
-			return c
-		}
-	}
-}
-
-type writerFunc func([]byte) (int, error)
-
-func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
-
-// headers returns the HPACK block of a gRPC call to path.
-func (c *h2Client) headers(path string) []byte {
-	c.hbuf.Reset()
-	for _, kv := range [][2]string{
-		{":method", "POST"}, {":scheme", "http"}, {":authority", "podsapi"}, {":path", path},
-		{"content-type", "application/grpc"}, {"te", "trailers"},
-	} {
-		c.enc.WriteField(hpack.HeaderField{Name: kv[0], Value: kv[1]})
-	}
-	return bytes.Clone(c.hbuf.Bytes())
-}
-
-// open starts a call to path with HEADERS only: its body never comes.
-func (c *h2Client) open(path string) uint32 {
-	c.t.Helper()
-	id := c.next
-	c.next += 2
-	if err := c.openErr(path, id); err != nil {
-		c.t.Fatal(err)
-	}
-	return id
-}
-
-// openErr sends the HEADERS of a call to path on stream id.
-func (c *h2Client) openErr(path string, id uint32) error {
-	return c.write(func(fr *http2.Framer) error {
-		return fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: c.headers(path), EndHeaders: true})
-	})
-}
-
-// streamEnd is how a stream ended: its gRPC status, or a reset.
-type streamEnd struct {
-	status string
-	reset  bool
-}
-
-// readUntil reads frames, answering pings and settings, until done holds
-// or the connection ends; it returns the ends of the streams and whether a
-// GOAWAY came.
-func (c *h2Client) readUntil(done func(ends map[uint32]streamEnd, goaway, closed bool) bool) (map[uint32]streamEnd, bool) {
-	c.t.Helper()
-	ends := map[uint32]streamEnd{}
-	status := map[uint32]string{}
-	goaway := false
-	for !done(ends, goaway, false) {
-		f, err := c.fr.ReadFrame()
-		if err != nil {
-			if errors.Is(err, io.EOF) || strings.Contains(err.Error(), "reset by peer") {
-				if !done(ends, goaway, true) {
-					c.t.Fatalf("connection closed; %d streams ended, goaway %v", len(ends), goaway)
-				}
-				return ends, goaway
-			}
-			c.t.Fatalf("reading frames: %v (%d streams ended so far)", err, len(ends))
-		}
-		switch f := f.(type) {
-		case *http2.MetaHeadersFrame:
-			if s := f.PseudoValue("status"); s == "" || f.StreamEnded() {
-				for _, hf := range f.Fields {
-					if hf.Name == "grpc-status" {
-						status[f.StreamID] = hf.Value
-					}
-				}
-			}
-			if f.StreamEnded() {
-				ends[f.StreamID] = streamEnd{status: status[f.StreamID]}
-			}
-		case *http2.RSTStreamFrame:
-			if _, ok := ends[f.StreamID]; !ok {
-				ends[f.StreamID] = streamEnd{status: status[f.StreamID], reset: true}
-			}
-		case *http2.GoAwayFrame:
-			goaway = true
-		case *http2.PingFrame:
-			if !f.IsAck() {
-				c.write(func(fr *http2.Framer) error { return fr.WritePing(true, f.Data) })
-			}
-		case *http2.SettingsFrame:
-			if !f.IsAck() {
-				c.write(func(fr *http2.Framer) error { return fr.WriteSettingsAck() })
-			}
-		}
-	}
-	return ends, goaway
 }
 
 // TestHeldStreams opens streams that send HEADERS and never their body, on
@@ -377,9 +222,9 @@ func (c *h2Client) readUntil(done func(ends map[uint32]streamEnd, goaway, closed
 // handler returns (the deadlines' clock is tested with synctest in
 // server/internal/transport).
 func TestHeldStreams(t *testing.T) {
-	f := start(t, server.Config{Limits: server.LimitsConfig{MaxPendingPerClient: 1000, MaxStreams: 1000}, Transport: server.TransportConfig{RequestReadTimeout: 200 * time.Millisecond}}, false, samplePods()...)
+	f := start(t, server.Config{Limits: server.LimitsConfig{MaxPendingPerClient: 1000, MaxStreams: 1000}, Transport: server.TransportConfig{RequestReadTimeout: 200 * time.Millisecond}}, false, podstest.SamplePods()...)
 	// A first call lets the server start what it keeps running.
-	if _, err := clientKinds[0].dial(t, f.socket).List(ctx(t), nil); err != nil {
+	if _, err := podstest.ClientKinds[0].Dial(t, f.Socket).List(t.Context(), nil); err != nil {
 		t.Fatal(err)
 	}
 	paths := []string{
@@ -391,20 +236,20 @@ func TestHeldStreams(t *testing.T) {
 		"/grpc.reflection.v1.ServerReflection/ServerReflectionInfo",
 	}
 	const perPath = 50
-	c := dialH2(t, f.socket)
+	c := podstest.DialH2(t, f.Socket)
 	want := map[uint32]string{}
 	for range perPath {
 		for _, p := range paths {
-			want[c.open(p)] = p
+			want[c.Open(p)] = p
 		}
 	}
-	ends, _ := c.readUntil(func(ends map[uint32]streamEnd, _, _ bool) bool { return len(ends) == len(want) })
+	ends, _ := c.ReadUntil(func(ends map[uint32]podstest.StreamEnd, _, _ bool) bool { return len(ends) == len(want) })
 	reflection := 0 // held reflection streams: a client may hold 8 at once
 	for id, end := range ends {
-		if want[id] == paths[len(paths)-1] && end.status == strconv.Itoa(int(connect.CodeResourceExhausted)) {
+		if want[id] == paths[len(paths)-1] && end.Status == strconv.Itoa(int(connect.CodeResourceExhausted)) {
 			continue
 		}
-		if end.status != strconv.Itoa(int(connect.CodeDeadlineExceeded)) {
+		if end.Status != strconv.Itoa(int(connect.CodeDeadlineExceeded)) {
 			t.Fatalf("held stream %d (%s) ended %+v, want DEADLINE_EXCEEDED", id, want[id], end)
 		}
 		if want[id] == paths[len(paths)-1] {
@@ -419,7 +264,7 @@ func TestHeldStreams(t *testing.T) {
 	for _, p := range paths {
 		f.WaitServed(t, p, perPath)
 	}
-	c.conn.Close()
+	c.Conn.Close()
 	f.WaitClosed(t, 1)
 }
 
@@ -429,21 +274,21 @@ func TestHeldStreams(t *testing.T) {
 // are served again.
 func TestHeldStreamsPerUID(t *testing.T) {
 	const limit, held = 10, 30
-	f := start(t, server.Config{Limits: server.LimitsConfig{MaxPendingPerClient: limit}, Transport: server.TransportConfig{RequestReadTimeout: time.Hour}}, false, samplePods()...)
-	c := dialH2(t, f.socket)
+	f := start(t, server.Config{Limits: server.LimitsConfig{MaxPendingPerClient: limit}, Transport: server.TransportConfig{RequestReadTimeout: time.Hour}}, false, podstest.SamplePods()...)
+	c := podstest.DialH2(t, f.Socket)
 	for range held {
-		c.open("/grpc.health.v1.Health/Check")
+		c.Open("/grpc.health.v1.Health/Check")
 	}
-	ends, _ := c.readUntil(func(ends map[uint32]streamEnd, _, _ bool) bool { return len(ends) == held-limit })
+	ends, _ := c.ReadUntil(func(ends map[uint32]podstest.StreamEnd, _, _ bool) bool { return len(ends) == held-limit })
 	for id, end := range ends {
-		if end.status != strconv.Itoa(int(connect.CodeResourceExhausted)) {
+		if end.Status != strconv.Itoa(int(connect.CodeResourceExhausted)) {
 			t.Fatalf("held stream %d beyond the limit ended %+v, want RESOURCE_EXHAUSTED", id, end)
 		}
 	}
-	c.conn.Close()
+	c.Conn.Close()
 	// The held streams end with their connection.
 	f.WaitServed(t, "/grpc.health.v1.Health/Check", held)
-	if _, err := clientKinds[0].dial(t, f.socket).List(ctx(t), nil); err != nil {
+	if _, err := podstest.ClientKinds[0].Dial(t, f.Socket).List(t.Context(), nil); err != nil {
 		t.Fatalf("ListPods once the held streams are gone: %v", err)
 	}
 }
@@ -453,19 +298,19 @@ func TestHeldStreamsPerUID(t *testing.T) {
 // closed once they end, though the read timeout is an hour.
 func TestHeldStreamsDenied(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	f := start(t, server.Config{Hooks: asRoot(), Registry: reg, Access: server.AccessConfig{AllowedUIDs: []uint32{4242}}, Transport: server.TransportConfig{RequestReadTimeout: time.Hour}}, false)
-	c := dialH2(t, f.socket)
+	f := start(t, server.Config{Hooks: podstest.AsRoot(), Registry: reg, Access: server.AccessConfig{AllowedUIDs: []uint32{4242}}, Transport: server.TransportConfig{RequestReadTimeout: time.Hour}}, false)
+	c := podstest.DialH2(t, f.Socket)
 	const streams = 20
 	for range streams {
-		c.open("/kubelet.pods.v1alpha1.Pods/ListPods")
+		c.Open("/kubelet.pods.v1alpha1.Pods/ListPods")
 	}
-	ends, goaway := c.readUntil(func(_ map[uint32]streamEnd, _, closed bool) bool { return closed })
+	ends, goaway := c.ReadUntil(func(_ map[uint32]podstest.StreamEnd, _, closed bool) bool { return closed })
 	if !goaway {
 		t.Errorf("no GOAWAY before the connection of a denied peer was closed")
 	}
 	denied := 0
 	for _, end := range ends {
-		if end.status == strconv.Itoa(int(connect.CodePermissionDenied)) {
+		if end.Status == strconv.Itoa(int(connect.CodePermissionDenied)) {
 			denied++
 		}
 	}
@@ -473,7 +318,7 @@ func TestHeldStreamsDenied(t *testing.T) {
 	if denied == 0 {
 		t.Fatalf("streams ended %v, want PERMISSION_DENIED", ends)
 	}
-	if got := metricValue(t, reg, "podsapi_peer_denied_total", nil); got != float64(denied) {
+	if got := podstest.MetricValue(t, reg, "podsapi_peer_denied_total", nil); got != float64(denied) {
 		t.Errorf("podsapi_peer_denied_total = %v, want %d", got, denied)
 	}
 }
@@ -484,10 +329,10 @@ func TestHeldStreamsDenied(t *testing.T) {
 func TestSlowPrefacesShed(t *testing.T) {
 	const slots = 4
 	reg := prometheus.NewRegistry()
-	f := start(t, server.Config{Registry: reg, Limits: server.LimitsConfig{MaxConnections: slots}}, false, samplePods()...)
+	f := start(t, server.Config{Registry: reg, Limits: server.LimitsConfig{MaxConnections: slots}}, false, podstest.SamplePods()...)
 	var silent []net.Conn
 	for range slots {
-		c, err := net.Dial("unix", f.socket)
+		c, err := net.Dial("unix", f.Socket)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -496,11 +341,11 @@ func TestSlowPrefacesShed(t *testing.T) {
 		silent = append(silent, c)
 	}
 	f.WaitAccepted(t, slots)
-	if got := gaugeValue(t, reg, "podsapi_connections_open"); got != slots {
+	if got := podstest.GaugeValue(t, reg, "podsapi_connections_open"); got != slots {
 		t.Fatalf("podsapi_connections_open = %v with %d silent connections accepted", got, slots)
 	}
 	for i := range 3 {
-		if _, err := clientKinds[0].dial(t, f.socket).List(ctx(t), nil); err != nil {
+		if _, err := podstest.ClientKinds[0].Dial(t, f.Socket).List(t.Context(), nil); err != nil {
 			t.Fatalf("client %d with every slot held by silent connections: %v", i, err)
 		}
 	}
@@ -510,16 +355,16 @@ func TestSlowPrefacesShed(t *testing.T) {
 			t.Fatalf("silent connection %d not closed: %v", i, err)
 		}
 	}
-	if got := metricValue(t, reg, "podsapi_connections_shed_total", nil); got != 3 {
+	if got := podstest.MetricValue(t, reg, "podsapi_connections_shed_total", nil); got != 3 {
 		t.Errorf("podsapi_connections_shed_total = %v, want 3", got)
 	}
 	// One more connection takes the slot of the last silent one, not of a
 	// client that made a call.
-	rawH2(t, f.socket)
+	podstest.RawH2(t, f.Socket)
 	if err := drain(silent[3]); err != nil {
 		t.Fatalf("last silent connection not closed: %v", err)
 	}
-	if got := metricValue(t, reg, "podsapi_connections_rejected_total", nil); got != 0 {
+	if got := podstest.MetricValue(t, reg, "podsapi_connections_rejected_total", nil); got != 0 {
 		t.Errorf("podsapi_connections_rejected_total = %v, want 0 while silent connections could be shed", got)
 	}
 }
@@ -527,35 +372,35 @@ func TestSlowPrefacesShed(t *testing.T) {
 // TestWatchersPerUID: one UID cannot open more than its share of watches.
 func TestWatchersPerUID(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	f := start(t, server.Config{Registry: reg, Limits: server.LimitsConfig{MaxWatchers: 100, MaxWatchersPerClient: 3}}, false, samplePods()...)
-	c := clientKinds[0].dial(t, f.socket)
-	wctx, cancel := context.WithCancel(ctx(t))
+	f := start(t, server.Config{Registry: reg, Limits: server.LimitsConfig{MaxWatchers: 100, MaxWatchersPerClient: 3}}, false, podstest.SamplePods()...)
+	c := podstest.ClientKinds[0].Dial(t, f.Socket)
+	wctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	for range 3 {
 		w, err := c.Watch(wctx, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		recv(t, w)
+		podstest.Recv(t, w)
 	}
-	w, err := c.Watch(ctx(t), nil)
+	w, err := c.Watch(t.Context(), nil)
 	if err == nil {
 		_, err = w.Recv()
 	}
-	if codeOf(err) != connect.CodeResourceExhausted || !strings.Contains(messageOf(err), "per client") {
+	if podstest.ErrorCode(err) != connect.CodeResourceExhausted || !strings.Contains(podstest.ErrorMessage(err), "per client") {
 		t.Fatalf("watch beyond the share of one UID: %v, want ResourceExhausted naming the per-client limit", err)
 	}
 	cancel()
 	// The three cancelled watches and the refused one, served to the end.
 	f.WaitServed(t, podsv1alpha1connect.PodsWatchPodsProcedure, 4)
-	if got := gaugeValue(t, reg, "podsapi_watches_open"); got != 0 {
+	if got := podstest.GaugeValue(t, reg, "podsapi_watches_open"); got != 0 {
 		t.Fatalf("podsapi_watches_open = %v once every watch ended, want 0", got)
 	}
-	w, err = c.Watch(ctx(t), nil)
+	w, err = c.Watch(t.Context(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	recv(t, w)
+	podstest.Recv(t, w)
 }
 
 // TestFrameFloods sends the floods net/http lets through on its own: empty
@@ -565,28 +410,28 @@ func TestWatchersPerUID(t *testing.T) {
 func TestFrameFloods(t *testing.T) {
 	for _, tc := range []struct {
 		name, reason string
-		flood        func(c *h2Client) error
+		flood        func(c *podstest.H2Client) error
 	}{
-		{"empty CONTINUATION frames", "continuation", func(c *h2Client) error {
-			block := c.headers("/grpc.health.v1.Health/Check")
-			if err := c.write(func(fr *http2.Framer) error {
+		{"empty CONTINUATION frames", "continuation", func(c *podstest.H2Client) error {
+			block := c.Headers("/grpc.health.v1.Health/Check")
+			if err := c.Write(func(fr *http2.Framer) error {
 				return fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: block})
 			}); err != nil {
 				return err
 			}
 			for range 100000 {
-				if err := c.write(func(fr *http2.Framer) error { return fr.WriteContinuation(1, false, nil) }); err != nil {
+				if err := c.Write(func(fr *http2.Framer) error { return fr.WriteContinuation(1, false, nil) }); err != nil {
 					return err
 				}
 			}
 			return nil
 		}},
-		{"Rapid Reset", "rapid_reset", func(c *h2Client) error {
+		{"Rapid Reset", "rapid_reset", func(c *podstest.H2Client) error {
 			for id := uint32(1); id < 200000; id += 2 {
-				if err := c.openErr("/grpc.health.v1.Health/Check", id); err != nil {
+				if err := c.OpenErr("/grpc.health.v1.Health/Check", id); err != nil {
 					return err
 				}
-				if err := c.write(func(fr *http2.Framer) error {
+				if err := c.Write(func(fr *http2.Framer) error {
 					if err := fr.WriteData(id, true, podstest.Envelope(0, nil)); err != nil {
 						return err
 					}
@@ -600,18 +445,18 @@ func TestFrameFloods(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			reg := prometheus.NewRegistry()
-			f := start(t, server.Config{Registry: reg}, false, samplePods()...)
-			c := dialH2(t, f.socket)
+			f := start(t, server.Config{Registry: reg}, false, podstest.SamplePods()...)
+			c := podstest.DialH2(t, f.Socket)
 			flooded := make(chan error, 1)
 			go func() { flooded <- tc.flood(c) }()
-			c.readUntil(func(_ map[uint32]streamEnd, _, closed bool) bool { return closed })
+			c.ReadUntil(func(_ map[uint32]podstest.StreamEnd, _, closed bool) bool { return closed })
 			if err := <-flooded; err == nil {
 				t.Fatalf("the whole flood was sent: the connection was not closed")
 			}
-			if got := metricValue(t, reg, "podsapi_connections_flood_closed_total", map[string]string{"reason": tc.reason}); got != 1 {
+			if got := podstest.MetricValue(t, reg, "podsapi_connections_flood_closed_total", map[string]string{"reason": tc.reason}); got != 1 {
 				t.Errorf("podsapi_connections_flood_closed_total{reason=%q} = %v, want 1", tc.reason, got)
 			}
-			if _, err := clientKinds[0].dial(t, f.socket).List(ctx(t), nil); err != nil {
+			if _, err := podstest.ClientKinds[0].Dial(t, f.Socket).List(t.Context(), nil); err != nil {
 				t.Fatalf("ListPods after the flood: %v", err)
 			}
 		})
@@ -623,25 +468,25 @@ func TestFrameFloods(t *testing.T) {
 // closed as soon as accepted, and closing one makes room.
 func TestDeniedConnectionShare(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	f := start(t, server.Config{Hooks: asRoot(), Registry: reg, Access: server.AccessConfig{AllowedUIDs: []uint32{4242}}}, false)
-	var held []*h2Client
+	f := start(t, server.Config{Hooks: podstest.AsRoot(), Registry: reg, Access: server.AccessConfig{AllowedUIDs: []uint32{4242}}}, false)
+	var held []*podstest.H2Client
 	for range server.DefaultMaxDeniedConnections {
-		held = append(held, dialH2(t, f.socket)) // each reads the server's SETTINGS
+		held = append(held, podstest.DialH2(t, f.Socket)) // each reads the server's SETTINGS
 	}
-	extra := rawH2(t, f.socket)
-	if frames := readFrames(t, extra); len(frames) != 0 {
+	extra := podstest.RawH2(t, f.Socket)
+	if frames := podstest.ReadFrames(t, extra); len(frames) != 0 {
 		t.Fatalf("a denied peer's connection beyond its share got %d frames, want to be closed at once", len(frames))
 	}
-	if got := metricValue(t, reg, "podsapi_connections_rejected_total", nil); got != 1 {
+	if got := podstest.MetricValue(t, reg, "podsapi_connections_rejected_total", nil); got != 1 {
 		t.Errorf("podsapi_connections_rejected_total = %v, want 1", got)
 	}
-	held[0].conn.Close()
+	held[0].Conn.Close()
 	// The refused connection and the one the client closed.
 	f.WaitClosed(t, 2)
-	if got := gaugeValue(t, reg, "podsapi_connections_open"); got != server.DefaultMaxDeniedConnections-1 {
+	if got := podstest.GaugeValue(t, reg, "podsapi_connections_open"); got != server.DefaultMaxDeniedConnections-1 {
 		t.Fatalf("podsapi_connections_open = %v once one was closed, want %d", got, server.DefaultMaxDeniedConnections-1)
 	}
-	dialH2(t, f.socket)
+	podstest.DialH2(t, f.Socket)
 }
 
 // TestAdvertisedSettings: the server advertises the protocol's initial
@@ -649,8 +494,8 @@ func TestDeniedConnectionShare(t *testing.T) {
 // that a client cannot have it buffer
 // net/http's default 1 MiB per connection that no handler reads.
 func TestAdvertisedSettings(t *testing.T) {
-	f := start(t, server.Config{}, false, samplePods()...)
-	conn, err := net.Dial("unix", f.socket)
+	f := start(t, server.Config{}, false, podstest.SamplePods()...)
+	conn, err := net.Dial("unix", f.Socket)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -707,4 +552,110 @@ func TestAdvertisedSettings(t *testing.T) {
 	if connWindowRaise != 0 {
 		t.Errorf("the server raised the connection's window by %d; want the protocol's 65,535 bytes", connWindowRaise)
 	}
+}
+
+// TestSnapshotFrameSize watches over a raw HTTP/2 connection that grants
+// every byte the server may send and allows frames of 1 MiB: the shared
+// snapshot, about 100 KiB, must arrive in DATA frames no larger than 16 KiB
+// (grpc-go's largest), because net/http keeps, for the life of the
+// connection, a write buffer as large as the largest frame it wrote there.
+func TestSnapshotFrameSize(t *testing.T) {
+	var pods []*corev1.Pod
+	for i := range 25 {
+		pods = append(pods, podstest.Pod("default", fmt.Sprintf("p-%02d", i), i))
+	}
+	f := start(t, server.Config{}, false, pods...)
+	c := podstest.DialH2(t, f.Socket, http2.Setting{ID: http2.SettingMaxFrameSize, Val: 1 << 20})
+	req, err := proto.Marshal(&podsv1alpha1.PodWatchRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := c.Open(podsv1alpha1connect.PodsWatchPodsProcedure)
+	if err := c.Write(func(fr *http2.Framer) error { return fr.WriteData(id, true, podstest.Envelope(0, req)) }); err != nil {
+		t.Fatal(err)
+	}
+	r := &h2DataReader{c: c, id: id}
+	events, snapshot := 0, 0 // ADDED events, and bytes up to INITIAL_SYNC_COMPLETE
+	for {
+		msg, err := podstest.ReadEnvelope(r)
+		if err != nil {
+			t.Fatalf("after %d events: %v", events, err)
+		}
+		snapshot += len(msg)
+		ev := &podsv1alpha1.PodWatchResponse{}
+		if err := proto.Unmarshal(msg[5:], ev); err != nil {
+			t.Fatalf("event %d: %v", events, err)
+		}
+		if ev.GetType() == podsv1alpha1.EventType_EVENT_TYPE_INITIAL_SYNC_COMPLETE {
+			break
+		}
+		events++
+	}
+	if events != len(pods) {
+		t.Errorf("%d ADDED events before INITIAL_SYNC_COMPLETE, want %d", events, len(pods))
+	}
+	if snapshot < 64<<10 {
+		t.Fatalf("the snapshot is %d bytes: too small to tell 16 KiB writes from larger ones", snapshot)
+	}
+	if r.largest > 16<<10 {
+		t.Errorf("largest DATA frame: %d bytes, want at most 16384 (snapshot of %d bytes)", r.largest, snapshot)
+	}
+}
+
+// h2DataReader reads the response body of stream id of a raw connection:
+// it grants back every byte it receives, answers pings, and records the
+// largest DATA frame.
+type h2DataReader struct {
+	c       *podstest.H2Client
+	id      uint32
+	buf     []byte // received, not yet read
+	largest int
+}
+
+func (r *h2DataReader) Read(p []byte) (int, error) {
+	for len(r.buf) == 0 {
+		fm, err := r.c.Fr.ReadFrame()
+		if err != nil {
+			return 0, err
+		}
+		switch fm := fm.(type) {
+		case *http2.DataFrame:
+			if fm.StreamID != r.id {
+				continue
+			}
+			n := len(fm.Data())
+			r.largest = max(r.largest, n)
+			r.buf = append(r.buf, fm.Data()...)
+			if n > 0 {
+				if err := r.c.Write(func(fr *http2.Framer) error {
+					if err := fr.WriteWindowUpdate(0, uint32(n)); err != nil {
+						return err
+					}
+					return fr.WriteWindowUpdate(r.id, uint32(n))
+				}); err != nil {
+					return 0, err
+				}
+			}
+		case *http2.MetaHeadersFrame:
+			if fm.StreamID == r.id && fm.StreamEnded() {
+				return 0, fmt.Errorf("the stream ended: %v", fm.Fields)
+			}
+		case *http2.PingFrame:
+			if !fm.IsAck() {
+				if err := r.c.Write(func(fr *http2.Framer) error { return fr.WritePing(true, fm.Data) }); err != nil {
+					return 0, err
+				}
+			}
+		}
+	}
+	n := copy(p, r.buf)
+	r.buf = r.buf[n:]
+	return n, nil
+}
+
+// start serves pods from a fresh store over a real socket, the one way
+// tests start a server (podstest.Serve), synced unless unsynced is set.
+func start(t *testing.T, cfg server.Config, unsynced bool, pods ...*corev1.Pod) *podstest.Fixture {
+	t.Helper()
+	return podstest.Serve(t, podstest.NewStore(nil, unsynced, pods...), cfg)
 }

@@ -1,4 +1,4 @@
-package server_test
+package service_test
 
 import (
 	"fmt"
@@ -27,20 +27,20 @@ import (
 // left out, one revision each.
 func TestResumeEqualsLiveWatch(t *testing.T) {
 	const changes = 700 // more than five blocks of the history
-	for i, kind := range clientKinds {
-		t.Run(kind.name, func(t *testing.T) {
+	for i, kind := range podstest.ClientKinds {
+		t.Run(kind.Name, func(t *testing.T) {
 			reg := prometheus.NewRegistry()
 			f := startWith(t, server.Config{Registry: reg}, []store.Option{store.WithHistory(4000, 1<<30)})
-			c := dialReq(t, i, f.socket)
+			c := podstest.ClientKinds[i].Dial(t, f.Socket)
 			h := http.Header{}
 			h.Set(fieldmask.Header, "metadata.labels,status.phase")
 			req := &podsv1alpha1.PodWatchRequest{LabelSelector: "tier=web"}
-			start := f.revision()
-			live, err := c.WatchReq(ctx(t), req, h)
+			start := f.Revision()
+			live, err := c.WatchReq(t.Context(), req, h)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if ev := recv(t, live); ev.GetType() != podsv1alpha1.EventType_EVENT_TYPE_INITIAL_SYNC_COMPLETE {
+			if ev := podstest.Recv(t, live); ev.GetType() != podsv1alpha1.EventType_EVENT_TYPE_INITIAL_SYNC_COMPLETE {
 				t.Fatalf("live watch: %v, want the sync marker of an empty store", ev.GetType())
 			}
 			for k := range changes {
@@ -51,27 +51,27 @@ func TestResumeEqualsLiveWatch(t *testing.T) {
 					p.Status.Phase = "Running"
 				}
 				if k%41 == 40 {
-					f.store.Delete(p.UID)
+					f.Store.Delete(p.UID)
 					continue
 				}
-				f.store.Upsert(p)
+				f.Store.Upsert(p)
 			}
 			// The last change is one the watches see.
 			last := podstest.Pod("ns", "last", 99)
 			last.Labels = map[string]string{"tier": "web"}
-			f.store.Upsert(last)
-			end := f.revision()
+			f.Store.Upsert(last)
+			end := f.Revision()
 			var want []*podsv1alpha1.PodWatchResponse
 			for len(want) == 0 || want[len(want)-1].GetRevision() != end {
-				want = append(want, recv(t, live))
+				want = append(want, podstest.Recv(t, live))
 			}
 			req.ResumeFrom = start
-			resumed, err := c.WatchReq(ctx(t), req, h)
+			resumed, err := c.WatchReq(t.Context(), req, h)
 			if err != nil {
 				t.Fatal(err)
 			}
 			for n := 0; ; n++ {
-				ev := recv(t, resumed)
+				ev := podstest.Recv(t, resumed)
 				if ev.GetType() == podsv1alpha1.EventType_EVENT_TYPE_INITIAL_SYNC_COMPLETE {
 					if n != len(want) {
 						t.Fatalf("resumed watch synced after %d events, want %d", n, len(want))
@@ -82,7 +82,7 @@ func TestResumeEqualsLiveWatch(t *testing.T) {
 					t.Fatalf("resumed event %d: %v\nwant %v", n, ev, want[n])
 				}
 			}
-			if blocks := metricValue(t, reg, "podsapi_view_computes_total", map[string]string{"view": "replay"}); blocks < 4 {
+			if blocks := podstest.MetricValue(t, reg, "podsapi_view_computes_total", map[string]string{"view": "replay"}); blocks < 4 {
 				t.Fatalf("%v blocks of the history enveloped, want the replay sent from at least 4", blocks)
 			}
 		})
@@ -94,18 +94,18 @@ func TestResumeEqualsLiveWatch(t *testing.T) {
 // RESOURCE_EXHAUSTED MEMORY_BUDGET_EXCEEDED, saying where to resume from,
 // after every change up to there, and that the server keeps serving.
 func TestResumeOverShare(t *testing.T) {
-	for i, kind := range clientKinds {
-		t.Run(kind.name, func(t *testing.T) {
+	for i, kind := range podstest.ClientKinds {
+		t.Run(kind.Name, func(t *testing.T) {
 			// A share of 64 KiB; a block of 128 changes of 3 KB is 384 KB.
 			f := startWith(t, server.Config{}, []store.Option{store.WithHistory(4000, 1<<30), store.WithBudget(budget.New(256 << 10))})
-			start := f.revision()
+			start := f.Revision()
 			for k := range 400 {
 				p := podstest.Pod("ns", fmt.Sprintf("p%d", k%7), k%7)
 				p.Annotations = map[string]string{"pad": strings.Repeat("x", 3000), "n": strconv.Itoa(k)}
-				f.store.Upsert(p)
+				f.Store.Upsert(p)
 			}
-			c := dialReq(t, i, f.socket)
-			w, err := c.WatchReq(ctx(t), &podsv1alpha1.PodWatchRequest{ResumeFrom: start}, nil)
+			c := podstest.ClientKinds[i].Dial(t, f.Socket)
+			w, err := c.WatchReq(t.Context(), &podsv1alpha1.PodWatchRequest{ResumeFrom: start}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -113,10 +113,10 @@ func TestResumeOverShare(t *testing.T) {
 			for {
 				ev, err := w.Recv()
 				if err != nil {
-					if codeOf(err) != connect.CodeResourceExhausted || reasonOf(err) != errinfo.MemoryBudget {
+					if podstest.ErrorCode(err) != connect.CodeResourceExhausted || podstest.ErrorReason(err) != errinfo.MemoryBudget {
 						t.Fatalf("after %d events: %v, want RESOURCE_EXHAUSTED %s", n, err, errinfo.MemoryBudget)
 					}
-					if rev := errorMetadata(err)["revision"]; n == 0 || rev != ev2rev(f, start, n) {
+					if rev := podstest.ErrorMetadata(err)["revision"]; n == 0 || rev != ev2rev(f, start, n) {
 						t.Fatalf("after %d events: resume from %q, want the revision of the last event", n, rev)
 					}
 					break
@@ -126,7 +126,7 @@ func TestResumeOverShare(t *testing.T) {
 				}
 				n++
 			}
-			if _, err := c.ListReq(ctx(t), &podsv1alpha1.PodListRequest{}, nil); err != nil {
+			if _, err := c.ListReq(t.Context(), &podsv1alpha1.PodListRequest{}, nil); err != nil {
 				t.Fatalf("ListPods after the refusal: %v", err)
 			}
 		})
@@ -135,8 +135,8 @@ func TestResumeOverShare(t *testing.T) {
 
 // ev2rev returns the revision of the n-th change after the revision start
 // of f's store.
-func ev2rev(f *fixture, start string, n int) string {
+func ev2rev(f *podstest.Fixture, start string, n int) string {
 	_, v, _ := strings.Cut(start, ".")
 	from, _ := strconv.ParseUint(v, 10, 64)
-	return f.store.Revision(from + uint64(n))
+	return f.Store.Revision(from + uint64(n))
 }

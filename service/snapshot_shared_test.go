@@ -1,4 +1,4 @@
-package server_test
+package service_test
 
 import (
 	"bytes"
@@ -12,9 +12,7 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"golang.org/x/net/http2"
 	"google.golang.org/protobuf/proto"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/kubelet/pkg/apis/pods/v1alpha1"
 
 	"github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1/v1alpha1connect"
@@ -96,15 +94,8 @@ func TestSnapshotShared(t *testing.T) {
 	sock := podstest.SocketPath(t)
 	// The holders stop reading for the whole test: no stall guard.
 	cfg := server.Config{Socket: sock, Registry: reg, Logger: slog.New(slog.NewTextHandler(t.Output(), nil)), Limits: server.LimitsConfig{QPS: -1}, Transport: server.TransportConfig{WriteStallTimeout: -1}}
-	events := withEvents(&cfg)
-	srv, err := server.New(st, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sctx, stop := context.WithCancel(context.Background())
-	defer stop()
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(sctx) }()
+	f := podstest.Serve(t, st, cfg)
+	events := f.Events
 	ref := serveReference(t, st)
 
 	type result struct {
@@ -125,7 +116,7 @@ func TestSnapshotShared(t *testing.T) {
 	}
 	want := make([][][]byte, len(calls))
 	for i, c := range calls {
-		msgs, resp, err := watchRaw(ctx(t), plain, c.w, c.p)
+		msgs, resp, err := watchRaw(t.Context(), plain, c.w, c.p)
 		if err != nil {
 			t.Fatalf("%s %s from the plain handler: %v", c.w.name, c.p.Name, err)
 		}
@@ -146,7 +137,7 @@ func TestSnapshotShared(t *testing.T) {
 		if n := snapshotRest(want[i]); n < 2*holderWindow {
 			t.Fatalf("%s: %d bytes of snapshot after the first event, want at least %d to hold it", c.w.name, n, 2*holderWindow)
 		}
-		resp, err := openWatch(ctx(t), holderClient(t, sock), c.w, c.p)
+		resp, err := openWatch(t.Context(), holderClient(t, sock), c.w, c.p)
 		if err != nil {
 			t.Fatalf("%s holder: %v", c.w.name, err)
 		}
@@ -154,7 +145,7 @@ func TestSnapshotShared(t *testing.T) {
 		holders = append(holders, resp)
 	}
 	kinds := len(snapshotWatches)
-	if got := gaugeValue(t, reg, "podsapi_watch_snapshots"); got != float64(kinds) {
+	if got := podstest.GaugeValue(t, reg, "podsapi_watch_snapshots"); got != float64(kinds) {
 		t.Fatalf("%v snapshots in flight with a holder of each of the %d kinds", got, kinds)
 	}
 
@@ -168,7 +159,7 @@ func TestSnapshotShared(t *testing.T) {
 			wg.Go(func() {
 				<-begin
 				r := &got[i][j]
-				r.msgs, r.resp, r.err = watchRaw(ctx(t), real, c.w, c.p)
+				r.msgs, r.resp, r.err = watchRaw(t.Context(), real, c.w, c.p)
 			})
 		}
 	}
@@ -200,7 +191,7 @@ func TestSnapshotShared(t *testing.T) {
 		}
 	}
 	view := func(name string) float64 {
-		return metricValue(t, reg, name, map[string]string{"view": "snapshot"})
+		return podstest.MetricValue(t, reg, name, map[string]string{"view": "snapshot"})
 	}
 	if computes, hits := view("podsapi_view_computes_total"), view("podsapi_view_cache_hits_total"); computes != float64(kinds) || hits != float64(kinds*binary*watchers) {
 		t.Fatalf("snapshots built %v times and reused %v times, want %d and %d", computes, hits, kinds, kinds*binary*watchers)
@@ -218,16 +209,13 @@ func TestSnapshotShared(t *testing.T) {
 
 	// The server's shutdown ends the watches, after their snapshots, with
 	// UNAVAILABLE in each protocol's way.
-	stop()
+	f.Stop()
 	for i, c := range calls {
 		for j, r := range got[i] {
 			if _, err := podstest.ExpectEnd(r.resp, c.p, 14, "unavailable"); err != nil {
 				t.Fatalf("%s %s watcher %d: %v", c.w.name, c.p.Name, j, err)
 			}
 		}
-	}
-	if err := <-done; err != nil {
-		t.Fatalf("Serve: %v", err)
 	}
 }
 
@@ -306,10 +294,6 @@ func openWatch(ctx context.Context, c *http.Client, w snapshotWatch, p podstest.
 	return podstest.OpenWatch(ctx, c, h2c.BaseURL+w.path, w.req, w.mask, p)
 }
 
-// holderWindow is the HTTP/2 flow-control window, of the stream and of the
-// connection, of the clients of holderClient.
-const holderWindow = 64 << 10
-
 // holderClient returns an HTTP/2 client of socket, on a connection of its
 // own, whose flow-control windows hold holderWindow bytes: a watch of a
 // larger snapshot that does not read keeps the server's write blocked, and
@@ -338,106 +322,7 @@ func snapshotRest(msgs [][]byte) int {
 // one kept, once every watch that sent one has returned.
 func expectNoSnapshots(t *testing.T, reg prometheus.Gatherer) {
 	t.Helper()
-	if n, b := gaugeValue(t, reg, "podsapi_watch_snapshots"), gaugeValue(t, reg, "podsapi_watch_snapshots_bytes"); n != 0 || b != 0 {
+	if n, b := podstest.GaugeValue(t, reg, "podsapi_watch_snapshots"), podstest.GaugeValue(t, reg, "podsapi_watch_snapshots_bytes"); n != 0 || b != 0 {
 		t.Fatalf("%v snapshots of %v bytes still kept once no watcher sends one", n, b)
 	}
-}
-
-// TestSnapshotFrameSize watches over a raw HTTP/2 connection that grants
-// every byte the server may send and allows frames of 1 MiB: the shared
-// snapshot, about 100 KiB, must arrive in DATA frames no larger than 16 KiB
-// (grpc-go's largest), because net/http keeps, for the life of the
-// connection, a write buffer as large as the largest frame it wrote there.
-func TestSnapshotFrameSize(t *testing.T) {
-	var pods []*corev1.Pod
-	for i := range 25 {
-		pods = append(pods, podstest.Pod("default", fmt.Sprintf("p-%02d", i), i))
-	}
-	f := start(t, server.Config{}, false, pods...)
-	c := dialH2(t, f.socket, http2.Setting{ID: http2.SettingMaxFrameSize, Val: 1 << 20})
-	req, err := proto.Marshal(&podsv1alpha1.PodWatchRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := c.open(podsv1alpha1connect.PodsWatchPodsProcedure)
-	if err := c.write(func(fr *http2.Framer) error { return fr.WriteData(id, true, podstest.Envelope(0, req)) }); err != nil {
-		t.Fatal(err)
-	}
-	r := &h2DataReader{c: c, id: id}
-	events, snapshot := 0, 0 // ADDED events, and bytes up to INITIAL_SYNC_COMPLETE
-	for {
-		msg, err := podstest.ReadEnvelope(r)
-		if err != nil {
-			t.Fatalf("after %d events: %v", events, err)
-		}
-		snapshot += len(msg)
-		ev := &podsv1alpha1.PodWatchResponse{}
-		if err := proto.Unmarshal(msg[5:], ev); err != nil {
-			t.Fatalf("event %d: %v", events, err)
-		}
-		if ev.GetType() == podsv1alpha1.EventType_EVENT_TYPE_INITIAL_SYNC_COMPLETE {
-			break
-		}
-		events++
-	}
-	if events != len(pods) {
-		t.Errorf("%d ADDED events before INITIAL_SYNC_COMPLETE, want %d", events, len(pods))
-	}
-	if snapshot < 64<<10 {
-		t.Fatalf("the snapshot is %d bytes: too small to tell 16 KiB writes from larger ones", snapshot)
-	}
-	if r.largest > 16<<10 {
-		t.Errorf("largest DATA frame: %d bytes, want at most 16384 (snapshot of %d bytes)", r.largest, snapshot)
-	}
-}
-
-// h2DataReader reads the response body of stream id of a raw connection:
-// it grants back every byte it receives, answers pings, and records the
-// largest DATA frame.
-type h2DataReader struct {
-	c       *h2Client
-	id      uint32
-	buf     []byte // received, not yet read
-	largest int
-}
-
-func (r *h2DataReader) Read(p []byte) (int, error) {
-	for len(r.buf) == 0 {
-		fm, err := r.c.fr.ReadFrame()
-		if err != nil {
-			return 0, err
-		}
-		switch fm := fm.(type) {
-		case *http2.DataFrame:
-			if fm.StreamID != r.id {
-				continue
-			}
-			n := len(fm.Data())
-			r.largest = max(r.largest, n)
-			r.buf = append(r.buf, fm.Data()...)
-			if n > 0 {
-				if err := r.c.write(func(fr *http2.Framer) error {
-					if err := fr.WriteWindowUpdate(0, uint32(n)); err != nil {
-						return err
-					}
-					return fr.WriteWindowUpdate(r.id, uint32(n))
-				}); err != nil {
-					return 0, err
-				}
-			}
-		case *http2.MetaHeadersFrame:
-			if fm.StreamID == r.id && fm.StreamEnded() {
-				return 0, fmt.Errorf("the stream ended: %v", fm.Fields)
-			}
-		case *http2.PingFrame:
-			if !fm.IsAck() {
-				if err := r.c.write(func(fr *http2.Framer) error { return fr.WritePing(true, fm.Data) }); err != nil {
-					return 0, err
-				}
-			}
-		}
-	}
-	n := copy(p, r.buf)
-	r.buf = r.buf[n:]
-	return n, nil
 }

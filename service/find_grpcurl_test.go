@@ -1,4 +1,4 @@
-package server_test
+package service_test
 
 import (
 	"bytes"
@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -22,25 +21,9 @@ import (
 	"github.com/podsapi/podsapi/server"
 )
 
-// grpcurlTimeout bounds each run of the real grpcurl: far above what a call
-// over a UNIX socket takes on a busy machine, so that only a hung grpcurl or
-// server reaches it.
-const grpcurlTimeout = 2 * time.Minute
-
 // grpcurlStatusOffset is what grpcurl adds to a call's gRPC code to make
 // its exit status (statusCodeOffset in cmd/grpcurl).
 const grpcurlStatusOffset = 64
-
-// realGrpcurl returns the path of the grpcurl binary in PODSAPI_GRPCURL
-// (make test-grpcurl builds it from tools/go.mod), or skips the test.
-func realGrpcurl(t *testing.T) string {
-	t.Helper()
-	bin := os.Getenv("PODSAPI_GRPCURL")
-	if bin == "" {
-		t.Skip("PODSAPI_GRPCURL is unset: run make test-grpcurl to build grpcurl from tools/go.mod and run this test with it")
-	}
-	return bin
-}
 
 // grpcurlRun is one run of the real grpcurl: what it printed and its exit
 // status.
@@ -58,7 +41,7 @@ type grpcurlRun struct {
 // server handles the call.
 func runGrpcurl(t *testing.T, bin, socket, request string, started func(pid int), headers ...string) grpcurlRun {
 	t.Helper()
-	c, cancel := context.WithTimeout(t.Context(), grpcurlTimeout)
+	c, cancel := context.WithTimeout(t.Context(), podstest.GrpcurlTimeout)
 	defer cancel()
 	data := request
 	if started != nil {
@@ -95,7 +78,7 @@ func runGrpcurl(t *testing.T, bin, socket, request string, started func(pid int)
 	}
 	err := cmd.Wait()
 	if c.Err() != nil {
-		t.Fatalf("grpcurl %s did not end within %v: %s", strings.Join(args, " "), grpcurlTimeout, stderr.String())
+		t.Fatalf("grpcurl %s did not end within %v: %s", strings.Join(args, " "), podstest.GrpcurlTimeout, stderr.String())
 	}
 	run := grpcurlRun{stdout: stdout.String(), stderr: stderr.String()}
 	var exit *exec.ExitError
@@ -133,11 +116,11 @@ func (r grpcurlRun) check(t *testing.T, tc findCase) {
 // grpcurl binary in PODSAPI_GRPCURL. The caller is grpcurl's own process,
 // put in web's app container of the fake --host-proc once its PID is known.
 func TestFindPodsRealGrpcurl(t *testing.T) {
-	bin := realGrpcurl(t)
+	bin := podstest.RealGrpcurl(t)
 	web, gone, host := findPods()
 	proc := hostProc(t)
 	f := start(t, server.Config{HostProc: proc, Registry: prometheus.NewRegistry(), Limits: server.LimitsConfig{QPS: -1}}, false, append([]*corev1.Pod{web, gone}, host...)...)
-	f.store.Delete(gone.UID)
+	f.Store.Delete(gone.UID)
 	inWeb := func(pid int) {
 		if _, err := podstest.WriteHostProc(proc, map[int]string{pid: podstest.SystemdCgroup(findUID, findCID) + "\n"}); err != nil {
 			t.Fatal(err)
@@ -149,12 +132,12 @@ func TestFindPodsRealGrpcurl(t *testing.T) {
 			if tc.request == callerRequest {
 				started = inWeb
 			}
-			runGrpcurl(t, bin, f.socket, tc.request, started).check(t, tc)
+			runGrpcurl(t, bin, f.Socket, tc.request, started).check(t, tc)
 		})
 	}
 
 	t.Run("a field mask", func(t *testing.T) {
-		r := runGrpcurl(t, bin, f.socket, `{"pid": 100}`, nil, "x-kubernetes-fieldmask: status.phase")
+		r := runGrpcurl(t, bin, f.Socket, `{"pid": 100}`, nil, "x-kubernetes-fieldmask: status.phase")
 		r.check(t, findCase{request: `{"pid": 100}`, want: "default/web/app"})
 		if strings.Contains(r.stdout, "containerStatuses") || !strings.Contains(strings.Join(strings.Fields(r.stdout), ""), `"phase":"Running"`) {
 			t.Errorf("grpcurl FindPods with a mask = %s, want status.phase alone besides the identity", r.stdout)
@@ -167,8 +150,8 @@ func TestFindPodsRealGrpcurl(t *testing.T) {
 // test runs in a pod), so FindPods answers NOT_FOUND, NO_POD_MATCHES, the
 // documented answer for a process outside any pod.
 func TestFindPodsRealGrpcurlCallerRealProc(t *testing.T) {
-	bin := realGrpcurl(t)
+	bin := podstest.RealGrpcurl(t)
 	web, _, _ := findPods()
 	f := start(t, server.Config{Limits: server.LimitsConfig{QPS: -1}}, false, web)
-	runGrpcurl(t, bin, f.socket, callerRequest, nil).check(t, findCase{request: callerRequest, code: connect.CodeNotFound, reason: errinfo.NoPodMatches})
+	runGrpcurl(t, bin, f.Socket, callerRequest, nil).check(t, findCase{request: callerRequest, code: connect.CodeNotFound, reason: errinfo.NoPodMatches})
 }

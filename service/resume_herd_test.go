@@ -1,4 +1,4 @@
-package server_test
+package service_test
 
 import (
 	"fmt"
@@ -37,8 +37,8 @@ func TestResumeHerdConverges(t *testing.T) {
 		queue    = 100
 		churnPer = 1000 // events received by the herd per change
 	)
-	for i, kind := range clientKinds {
-		t.Run(kind.name, func(t *testing.T) {
+	for i, kind := range podstest.ClientKinds {
+		t.Run(kind.Name, func(t *testing.T) {
 			reg := prometheus.NewRegistry()
 			pod := func(k, rv int) *corev1.Pod {
 				p := podstest.Pod("herd", fmt.Sprintf("p%02d", k), k)
@@ -54,12 +54,12 @@ func TestResumeHerdConverges(t *testing.T) {
 			rv := 1
 			change := func() {
 				rv++
-				f.store.Upsert(pod(rv%pods, rv))
+				f.Store.Upsert(pod(rv%pods, rv))
 			}
 			for range changes {
 				change()
 			}
-			current, _ := f.store.List()
+			current, _ := f.Store.List()
 			// Watches must be open before the churn starts, so the watch
 			// of the herd's first watcher is registered before any
 			// change; the churner waits for the herd's events.
@@ -83,16 +83,16 @@ func TestResumeHerdConverges(t *testing.T) {
 					}
 				}
 			}()
-			var clients []requestClient
+			var clients []podstest.APIClient
 			for range (watchers + perConn - 1) / perConn {
-				clients = append(clients, dialReq(t, i, f.socket))
+				clients = append(clients, podstest.ClientKinds[i].Dial(t, f.Socket))
 			}
 			var wg sync.WaitGroup
 			errs := make(chan error, watchers)
 			for w := range watchers {
 				from := current - back + uint64(w)
 				wg.Go(func() {
-					s, err := clients[w/perConn].WatchReq(ctx(t), &podsv1alpha1.PodWatchRequest{ResumeFrom: f.store.Revision(from)}, nil)
+					s, err := clients[w/perConn].WatchReq(t.Context(), &podsv1alpha1.PodWatchRequest{ResumeFrom: f.Store.Revision(from)}, nil)
 					if err != nil {
 						errs <- fmt.Errorf("watcher %d: %w", w, err)
 						return
@@ -116,8 +116,8 @@ func TestResumeHerdConverges(t *testing.T) {
 							}
 							return
 						}
-						if got := ev.GetRevision(); got != f.store.Revision(want) {
-							errs <- fmt.Errorf("watcher %d: event of revision %s, want %s", w, got, f.store.Revision(want))
+						if got := ev.GetRevision(); got != f.Store.Revision(want) {
+							errs <- fmt.Errorf("watcher %d: event of revision %s, want %s", w, got, f.Store.Revision(want))
 							return
 						}
 						want++
@@ -131,8 +131,8 @@ func TestResumeHerdConverges(t *testing.T) {
 			for err := range errs {
 				t.Error(err)
 			}
-			enveloped := metricValue(t, reg, "podsapi_view_computes_total", map[string]string{"view": "watch"})
-			blocks := metricValue(t, reg, "podsapi_view_computes_total", map[string]string{"view": "replay"})
+			enveloped := podstest.MetricValue(t, reg, "podsapi_view_computes_total", map[string]string{"view": "watch"})
+			blocks := podstest.MetricValue(t, reg, "podsapi_view_computes_total", map[string]string{"view": "replay"})
 			t.Logf("enveloped %v events one at a time, %v shared blocks", enveloped, blocks)
 			if limit := float64(watchers * back / 4); enveloped > limit {
 				t.Errorf("the server enveloped %v watch events for %d watchers replaying about %d changes each: over %v, the replay is enveloped per watcher", enveloped, watchers, back, limit)

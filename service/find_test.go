@@ -1,24 +1,13 @@
-package server_test
+package service_test
 
 import (
 	"encoding/json"
-	"fmt"
 	"os"
 	"strings"
 	"testing"
 
 	"connectrpc.com/connect"
 	"github.com/prometheus/client_golang/prometheus"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/metadata"
-	"google.golang.org/grpc/reflection/grpc_reflection_v1"
-	"google.golang.org/protobuf/encoding/protojson"
-	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/reflect/protodesc"
-	"google.golang.org/protobuf/reflect/protoreflect"
-	"google.golang.org/protobuf/reflect/protoregistry"
-	"google.golang.org/protobuf/types/descriptorpb"
-	"google.golang.org/protobuf/types/dynamicpb"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/podsapi/podsapi/errinfo"
@@ -26,79 +15,6 @@ import (
 	"github.com/podsapi/podsapi/server"
 	"github.com/podsapi/podsapi/store"
 )
-
-// grpcurl calls a method of the socket the way grpcurl does: it learns the
-// request and response messages from the server's reflection alone, builds
-// the request from JSON, calls over grpc-go, and returns the response as
-// JSON (indented like grpcurl's, with default values left out).
-type grpcurl struct {
-	conn  *grpc.ClientConn
-	files *protoregistry.Files
-}
-
-func newGrpcurl(t *testing.T, socket string) *grpcurl {
-	t.Helper()
-	conn := podstest.GRPCConn(t, socket)
-	stream, err := grpc_reflection_v1.NewServerReflectionClient(conn).ServerReflectionInfo(ctx(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stream.CloseSend()
-	if err := stream.Send(&grpc_reflection_v1.ServerReflectionRequest{
-		MessageRequest: &grpc_reflection_v1.ServerReflectionRequest_FileContainingSymbol{FileContainingSymbol: "kubelet.pods.v1alpha1.Pods"},
-	}); err != nil {
-		t.Fatal(err)
-	}
-	resp, err := stream.Recv()
-	if err != nil {
-		t.Fatal(err)
-	}
-	set := &descriptorpb.FileDescriptorSet{}
-	for _, b := range resp.GetFileDescriptorResponse().GetFileDescriptorProto() {
-		fd := &descriptorpb.FileDescriptorProto{}
-		if err := proto.Unmarshal(b, fd); err != nil {
-			t.Fatal(err)
-		}
-		set.File = append(set.File, fd)
-	}
-	files, err := protodesc.NewFiles(set)
-	if err != nil {
-		t.Fatalf("reflection's descriptors: %v", err)
-	}
-	return &grpcurl{conn: conn, files: files}
-}
-
-// call invokes service/method with the JSON request and the headers (such
-// as "x-kubernetes-fieldmask: status.phase"), and returns the response as
-// JSON.
-func (g *grpcurl) call(t *testing.T, method, request string, headers ...string) (string, error) {
-	t.Helper()
-	d, err := g.files.FindDescriptorByName(protoreflect.FullName("kubelet.pods.v1alpha1.Pods"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	md := d.(protoreflect.ServiceDescriptor).Methods().ByName(protoreflect.Name(method))
-	if md == nil {
-		t.Fatalf("reflection has no method %s", method)
-	}
-	req, resp := dynamicpb.NewMessage(md.Input()), dynamicpb.NewMessage(md.Output())
-	if err := (protojson.UnmarshalOptions{Resolver: dynamicpb.NewTypes(g.files)}).Unmarshal([]byte(request), req); err != nil {
-		t.Fatalf("request %s: %v", request, err)
-	}
-	c := ctx(t)
-	for _, h := range headers {
-		k, v, _ := strings.Cut(h, ": ")
-		c = metadata.AppendToOutgoingContext(c, k, v)
-	}
-	if err := g.conn.Invoke(c, "/kubelet.pods.v1alpha1.Pods/"+method, req, resp); err != nil {
-		return "", err
-	}
-	out, err := (protojson.MarshalOptions{Resolver: dynamicpb.NewTypes(g.files), Multiline: true}).Marshal(resp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(out), nil
-}
 
 // findMatches returns "namespace/name[/container][ (deleted)][ (host)]"
 // for each match of a FindPods response in JSON.
@@ -247,14 +163,14 @@ func TestFindPodsGrpcurl(t *testing.T) {
 	web, gone, host := findPods()
 	reg := prometheus.NewRegistry()
 	f := start(t, server.Config{HostProc: hostProc(t), Registry: reg, Limits: server.LimitsConfig{QPS: -1}}, false, append([]*corev1.Pod{web, gone}, host...)...)
-	f.store.Delete(gone.UID)
-	g := newGrpcurl(t, f.socket)
+	f.Store.Delete(gone.UID)
+	g := podstest.NewGrpcurl(t, f.Socket)
 	for _, tc := range findCases(web, gone) {
 		t.Run(tc.name, func(t *testing.T) {
-			out, err := g.call(t, "FindPods", tc.request)
+			out, err := g.Call(t, "FindPods", tc.request)
 			if tc.code != 0 {
-				if codeOf(err) != tc.code || reasonOf(err) != tc.reason {
-					t.Fatalf("FindPods(%s) = %v (%s); want %v, reason %s", tc.request, err, reasonOf(err), tc.code, tc.reason)
+				if podstest.ErrorCode(err) != tc.code || podstest.ErrorReason(err) != tc.reason {
+					t.Fatalf("FindPods(%s) = %v (%s); want %v, reason %s", tc.request, err, podstest.ErrorReason(err), tc.code, tc.reason)
 				}
 				return
 			}
@@ -268,7 +184,7 @@ func TestFindPodsGrpcurl(t *testing.T) {
 	}
 
 	// A field mask trims the pods and keeps their identity.
-	out, err := g.call(t, "FindPods", `{"pid": 100}`, "x-kubernetes-fieldmask: status.phase")
+	out, err := g.Call(t, "FindPods", `{"pid": 100}`, "x-kubernetes-fieldmask: status.phase")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,7 +192,7 @@ func TestFindPodsGrpcurl(t *testing.T) {
 		t.Errorf("FindPods with a mask = %s", out)
 	}
 	// FindPods is counted in the seed's metrics, with their labels.
-	if n := metricValue(t, reg, "kubelet_pod_requests_total", map[string]string{"server_api_version": "v1alpha1", "status_code": "NotFound"}); n < 5 {
+	if n := podstest.MetricValue(t, reg, "kubelet_pod_requests_total", map[string]string{"server_api_version": "v1alpha1", "status_code": "NotFound"}); n < 5 {
 		t.Errorf("kubelet_pod_requests_total{status_code=NotFound} = %v, want the NOT_FOUND calls counted", n)
 	}
 	// The deleted pod kept findable is in the gauges.
@@ -302,26 +218,8 @@ func TestFindPodsGrpcurl(t *testing.T) {
 func TestFindPodsCallerRealProc(t *testing.T) {
 	web, _, _ := findPods()
 	f := start(t, server.Config{Limits: server.LimitsConfig{QPS: -1}}, false, web)
-	_, err := newGrpcurl(t, f.socket).call(t, "FindPods", callerRequest)
-	if codeOf(err) != connect.CodeNotFound || reasonOf(err) != errinfo.NoPodMatches {
-		t.Fatalf("FindPods of the caller = %v (%s), want NOT_FOUND, NO_POD_MATCHES", err, reasonOf(err))
-	}
-}
-
-// TestFindPodsRateLimited checks that FindPods spends the tokens of the
-// rate limit GetPod and ListPods share.
-func TestFindPodsRateLimited(t *testing.T) {
-	web, _, _ := findPods()
-	f := start(t, server.Config{Limits: server.LimitsConfig{QPS: 0.001, Burst: 2, RateLimitDelay: -1}}, false, web)
-	g := newGrpcurl(t, f.socket)
-	if _, err := g.call(t, "GetPod", fmt.Sprintf(`{"podUID": %q}`, web.UID)); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := g.call(t, "FindPods", `{"ip": "`+web.Status.PodIP+`"}`); err != nil {
-		t.Fatal(err)
-	}
-	_, err := g.call(t, "FindPods", `{"ip": "`+web.Status.PodIP+`"}`)
-	if codeOf(err) != connect.CodeResourceExhausted || reasonOf(err) != errinfo.RateLimited {
-		t.Fatalf("FindPods beyond the shared burst = %v, want RESOURCE_EXHAUSTED, RATE_LIMITED", err)
+	_, err := podstest.NewGrpcurl(t, f.Socket).Call(t, "FindPods", callerRequest)
+	if podstest.ErrorCode(err) != connect.CodeNotFound || podstest.ErrorReason(err) != errinfo.NoPodMatches {
+		t.Fatalf("FindPods of the caller = %v (%s), want NOT_FOUND, NO_POD_MATCHES", err, podstest.ErrorReason(err))
 	}
 }

@@ -1,0 +1,152 @@
+package door
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/podsapi/podsapi/guard"
+	"github.com/podsapi/podsapi/kubeapi"
+	"github.com/podsapi/podsapi/socket"
+)
+
+// Env is what the Kubernetes API takes from the server it serves beside:
+// not settings of its own.
+type Env struct {
+	// Pods are the node's pods (the server's store).
+	Pods kubeapi.PodReader
+	// Node is the name of the node.
+	Node string
+	// Kubeconfig is the path of the kubeconfig file of the API server that
+	// requests are passed to and reviews sent to (Upstream).
+	Kubeconfig string
+	// Peers are the peers of the socket that may call: the gRPC socket's
+	// access policy. Nil: root only (WithPeerPolicy).
+	Peers *guard.AccessPolicy
+	// SocketOptions set the socket's mode and group, as the gRPC socket's.
+	SocketOptions []socket.Option
+	// MaxWatches bounds the local watches open at once (WithMaxWatches).
+	MaxWatches int
+	// ShutdownTimeout bounds a graceful shutdown (Config).
+	ShutdownTimeout time.Duration
+	// Logger receives the API's logs. Default slog.Default().
+	Logger *slog.Logger
+	// Registerer receives the door's metrics. Default none.
+	Registerer prometheus.Registerer
+}
+
+// API is the Kubernetes API that Open assembles: its Door, the listeners
+// that serve it and, with an API server, how callers are verified.
+type API struct {
+	Door   *Door
+	Server *Server
+	// Auth is nil without an API server.
+	Auth *Auth
+
+	logger *slog.Logger
+}
+
+// Upstream returns the configuration of the API server that the door
+// passes requests to and asks for reviews, with podsapi's own credentials:
+// the kubeconfig file, else the in-cluster configuration when podsapi runs
+// in a pod, else nil.
+func Upstream(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig != "" {
+		cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+		if err != nil {
+			return nil, fmt.Errorf("--kubeconfig: %w", err)
+		}
+		return cfg, nil
+	}
+	cfg, err := rest.InClusterConfig()
+	if errors.Is(err, rest.ErrNotInCluster) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("the in-cluster configuration: %w", err)
+	}
+	return cfg, nil
+}
+
+// Open assembles the Kubernetes API of env's pods that s describes, behind
+// its door, and opens its listeners: authentication and authorization
+// against the Upstream API server of env.Kubeconfig and the pass-through
+// to it; without an API server, discovery is answered locally (pods only)
+// and only the socket's peers are served. Its errors name the flags to
+// change.
+func (s Settings) Open(env Env) (*API, error) {
+	if env.Logger == nil {
+		env.Logger = slog.Default()
+	}
+	up, err := Upstream(env.Kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	var (
+		opts      []Option
+		localOpts []kubeapi.Option
+		a         = &API{logger: env.Logger}
+	)
+	if up == nil {
+		localOpts = append(localOpts, kubeapi.WithDiscovery())
+		env.Logger.Warn("the Kubernetes API has no API server: only the node's pods are served, only to the peers of --kube-api-socket")
+	} else {
+		own := rest.CopyConfig(up)
+		own.UserAgent = "podsapi-server"
+		own.QPS, own.Burst = 50, 100
+		authOpts := []AuthOption{WithCacheTTLs(s.TokenCacheTTL, s.AllowCacheTTL, s.DenyCacheTTL)}
+		if s.ClientCAFile != "" {
+			authOpts = append(authOpts, WithClientCAFile(s.ClientCAFile))
+		}
+		if a.Auth, err = NewAuth(own, authOpts...); err != nil {
+			return nil, fmt.Errorf("--kube-api-client-ca-file: %w", err)
+		}
+		pass, err := NewPassThrough(up)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, WithAuth(a.Auth), WithPassThrough(pass))
+	}
+	if env.Peers != nil {
+		opts = append(opts, WithPeerPolicy(env.Peers))
+	}
+	opts = append(opts, WithRegisterer(env.Registerer), WithLogger(env.Logger), WithMaxWatches(env.MaxWatches))
+	a.Door = New(kubeapi.New(env.Pods, env.Node, localOpts...), opts...)
+	a.Server, err = Listen(Config{
+		Address: s.Address, CertFile: s.CertFile, KeyFile: s.KeyFile, ClientCertificates: s.ClientCAFile != "",
+		Socket: s.Socket, SocketOptions: env.SocketOptions, ShutdownTimeout: env.ShutdownTimeout, Logger: env.Logger,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("Kubernetes API: %w (choose another --kube-api-address or --kube-api-socket)", err)
+	}
+	return a, nil
+}
+
+// Addr returns the address of the HTTPS listener, or nil without one.
+func (a *API) Addr() net.Addr { return a.Server.Addr() }
+
+// Close closes the listeners of an API that is not served.
+func (a *API) Close() { a.Server.Close() }
+
+// Serve serves the door until ctx is done, as Server.Serve does. With an
+// API server, it first asks in the background whether podsapi may verify
+// its callers (Auth.Check, bounded to 30 s) and warns when it may not.
+func (a *API) Serve(ctx context.Context) error {
+	if a.Auth != nil {
+		go func() {
+			cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			defer cancel()
+			if err := a.Auth.Check(cctx); err != nil {
+				a.logger.Warn("the Kubernetes API cannot verify its callers", "error", err)
+			}
+		}()
+	}
+	return a.Server.Serve(ctx, a.Door)
+}
