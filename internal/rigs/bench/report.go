@@ -735,6 +735,7 @@ INITIAL_SYNC_COMPLETE.
 	fmt.Fprintf(&sb, "\n%s", changes)
 	fmt.Fprintf(&sb, "\n%s", kubeletSideBySide)
 	fmt.Fprintf(&sb, "\n%s", runtimeEvents)
+	fmt.Fprintf(&sb, "\n%s", runtimeWindow)
 	if len(r.Errors) > 0 {
 		fmt.Fprintf(&sb, "\nErrors:\n\n- %s\n", strings.Join(r.Errors, "\n- "))
 	}
@@ -768,3 +769,11 @@ var kubeletSideBySide string
 //
 //go:embed nri.md
 var runtimeEvents string
+
+// runtimeWindow is the window NRI closes, measured side by side on a real
+// node with and without NRI through both pod sources, written by make
+// bench-nri (internal/rigs/e2enode TestNRIWindow): make bench cannot run a
+// node, so it copies the last measurement.
+//
+//go:embed nri-window.md
+var runtimeWindow string
