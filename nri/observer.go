@@ -199,7 +199,11 @@ func (o *Observer) session(ctx context.Context) (synced bool, err error) {
 		case <-c.wrote:
 			// The stub has sent its registration: it may wait for its
 			// configuration, which only a Configure call ends. The
-			// plugin refuses it (abandoned), and the stub stops.
+			// plugin refuses it (abandoned), and the stub stops. (A
+			// runtime's Configure already read off the connection at
+			// this very moment would hand the stub a second answer; the
+			// stub reads one, so its handler would stay blocked: one
+			// goroutine, once, not per attempt.)
 			if cfg, ok := s.(configurer); ok {
 				_, _ = cfg.Configure(context.Background(), &api.ConfigureRequest{
 					RuntimeName: "podsapi-watchdog", NRIVersion: "abandoned"})
