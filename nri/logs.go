@@ -24,20 +24,23 @@ var (
 )
 
 // RouteLogs sends what NRI's libraries log through logrus's standard
-// logger to l: ttrpc logs there (by way of github.com/containerd/log), and
-// so do NRI's packages unless given a logger (github.com/containerd/nri/pkg/log's
-// fallback), as text lines on stderr otherwise. Errors and
-// warnings (a runtime's garbage on the socket, a dropped stream) become
-// warnings of l, information its debug; each message, prefixed "nri: ", is
-// bounded in length and in fields. The standard logger's own output is
-// discarded from then on. The last call's l is the one used.
-func RouteLogs(l *slog.Logger) {
+// logger to l, until the returned function is called: ttrpc logs there (by
+// way of github.com/containerd/log), and so do NRI's packages unless given
+// a logger (github.com/containerd/nri/pkg/log's fallback), as text lines on
+// stderr otherwise. Errors and warnings (a runtime's garbage on the socket,
+// a dropped stream) become warnings of l, information its debug; each
+// message, prefixed "nri: ", is bounded in length and in fields. The
+// standard logger's own output is discarded from the first call on. The
+// last call's l is the one used; once it is stopped, the lines are
+// dropped. Observer.Run routes them to its logger while it runs.
+func RouteLogs(l *slog.Logger) (stop func()) {
 	routed.Store(l)
 	routeOnce.Do(func() {
 		std := logrus.StandardLogger()
 		std.SetOutput(io.Discard)
 		std.AddHook(slogHook{})
 	})
+	return func() { routed.CompareAndSwap(l, nil) }
 }
 
 // slogHook hands logrus's entries to the routed logger.

@@ -36,8 +36,8 @@ func (s *syncBuffer) String() string {
 // warnings, bounded, and nothing on logrus's own output.
 func TestRouteLogs(t *testing.T) {
 	var buf syncBuffer
-	nri.RouteLogs(slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})))
-	t.Cleanup(func() { nri.RouteLogs(slog.New(slog.DiscardHandler)) })
+	stop := nri.RouteLogs(slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	t.Cleanup(stop)
 	ctx := context.Background()
 
 	cases := []struct {
@@ -71,6 +71,15 @@ func TestRouteLogs(t *testing.T) {
 			max:  8 << 10,
 		},
 	}
+	t.Cleanup(func() {
+		// Stopped, the routing drops the lines.
+		stop()
+		before := len(buf.String())
+		clog.G(ctx).Error("after the end")
+		if got := buf.String()[before:]; got != "" {
+			t.Errorf("logged after RouteLogs was stopped: %q", got)
+		}
+	})
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			before := len(buf.String())

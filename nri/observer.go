@@ -104,8 +104,10 @@ func New(socket string, sink Sink, opts ...Option) *Observer {
 // Run connects and observes until ctx is done, connecting again with
 // backoff whenever the runtime is not there or closes the connection (it
 // restarted, or found the observer too slow). It returns nil when ctx is
-// done.
+// done. While it runs, what NRI's libraries log through logrus goes to
+// its logger (RouteLogs).
 func (o *Observer) Run(ctx context.Context) error {
+	defer RouteLogs(o.logger)()
 	backoff := retry.NewBackoff(o.first, o.max)
 	logged := false
 	for {
@@ -199,14 +201,17 @@ func (o *Observer) session(ctx context.Context) (synced bool, err error) {
 		case <-c.wrote:
 			// The stub has sent its registration: it may wait for its
 			// configuration, which only a Configure call ends. The
-			// plugin refuses it (abandoned), and the stub stops. (A
-			// runtime's Configure already read off the connection at
-			// this very moment would hand the stub a second answer; the
-			// stub reads one, so its handler would stay blocked: one
-			// goroutine, once, not per attempt.)
+			// plugin refuses it (abandoned), and the stub stops. The
+			// call has a goroutine of its own: should the stub have
+			// failed its registration and a runtime's Configure have
+			// come at this very moment, the stub's channel would
+			// take that one answer and this call would stay blocked
+			// (one goroutine, in that race only, never the session).
 			if cfg, ok := s.(configurer); ok {
-				_, _ = cfg.Configure(context.Background(), &api.ConfigureRequest{
-					RuntimeName: "podsapi-watchdog", NRIVersion: "abandoned"})
+				go func() {
+					_, _ = cfg.Configure(context.Background(), &api.ConfigureRequest{
+						RuntimeName: "podsapi-watchdog", NRIVersion: "abandoned"})
+				}()
 			}
 		default:
 			// Not registered yet: the closed connection fails it.

@@ -7,13 +7,11 @@ import (
 // newObserver returns the observer of the runtime's NRI socket
 // cfg.NRISocket feeding st, or nil without a socket; an error when st
 // takes no runtime facts. Its metrics are registered, and st told to count
-// the delay of the pod source behind the runtime, and what NRI's libraries
-// log through logrus goes to cfg.Logger.
+// the delay of the pod source behind the runtime.
 func newObserver(cfg Config, st Pods) (*nri.Observer, error) {
 	if cfg.NRISocket == "" {
 		return nil, nil
 	}
-	nri.RouteLogs(cfg.Logger)
 	m := nri.NewMetrics(cfg.Registry)
 	st.ObserveReports(m.ObserveReport)
 	opts := []nri.Option{nri.WithLogger(cfg.Logger), nri.WithMetrics(m)}
