@@ -100,6 +100,11 @@ bench-kubelet: kubelet-tools ## Measure podsapi side by side with a real kubelet
 	PODSAPI_KUBE_BIN="$(KUBELET_BIN)" PODSAPI_BENCH_KUBELET="$(CURDIR)/internal/rigs/bench/kubelet.md" \
 		go test -count=1 -timeout 20m -run '^TestSideBySide$$' ./internal/rigs/realkubelet/
 
+.PHONY: bench-nri
+bench-nri: kube-bin kubelet-tools ## Measure how long after a container's creation FindPods finds it, with and without NRI, through kubelet-grpc and apiserver in one run on a real node (namespaces of its own; Linux, root; about 3 minutes) into internal/rigs/bench/nri-window.md, which make bench puts in docs/benchmarks.md.
+	PODSAPI_KUBE_BIN='$(KUBE_BIN)' PODSAPI_KUBELET_BIN='$(KUBELET_BIN)' PODSAPI_BENCH_NRI='$(CURDIR)/internal/rigs/bench/nri-window.md' \
+		go test -count=1 -v -timeout 20m -run '^TestNRIWindow$$' ./internal/rigs/e2enode
+
 .PHONY: bench-micro
 bench-micro: ## Run the Go micro-benchmarks of every package.
 	go test -run '^$$' -bench . -benchmem ./...

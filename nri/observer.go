@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/containerd/nri/pkg/api"
 	"github.com/containerd/nri/pkg/stub"
 
 	"github.com/podsapi/podsapi/internal/retry"
@@ -29,6 +30,11 @@ const (
 	// connection attempts.
 	DefaultFirstWait = 500 * time.Millisecond
 	DefaultMaxWait   = 30 * time.Second
+	// DefaultConfigureTimeout bounds the wait, from the connection, for
+	// the runtime to configure the plugin: twice NRI's registration
+	// timeout, which a runtime gives the plugin to register before it
+	// configures it.
+	DefaultConfigureTimeout = 2 * stub.DefaultRegistrationTimeout
 )
 
 // Observer connects to the runtime's NRI socket as a plugin, again after
@@ -41,6 +47,7 @@ type Observer struct {
 	name, idx string
 	first     time.Duration
 	max       time.Duration
+	configure time.Duration
 
 	// gen numbers the connections; mu orders the events' effects on the
 	// sink (plugin.apply).
@@ -65,6 +72,14 @@ func WithBackoff(first, max time.Duration) Option {
 	return func(o *Observer) { o.first, o.max = first, max }
 }
 
+// WithConfigureTimeout sets how long the observer waits, from the
+// connection, for the runtime to configure it before it gives the
+// connection up and connects again. The default is
+// DefaultConfigureTimeout.
+func WithConfigureTimeout(d time.Duration) Option {
+	return func(o *Observer) { o.configure = d }
+}
+
 // WithPlugin sets the name and index the observer registers with. The
 // defaults are DefaultPluginName and DefaultPluginIndex.
 func WithPlugin(name, index string) Option {
@@ -78,6 +93,7 @@ func New(socket string, sink Sink, opts ...Option) *Observer {
 		logger: slog.New(slog.DiscardHandler),
 		name:   DefaultPluginName, idx: DefaultPluginIndex,
 		first: DefaultFirstWait, max: DefaultMaxWait,
+		configure: DefaultConfigureTimeout,
 	}
 	for _, opt := range opts {
 		opt(o)
@@ -88,8 +104,10 @@ func New(socket string, sink Sink, opts ...Option) *Observer {
 // Run connects and observes until ctx is done, connecting again with
 // backoff whenever the runtime is not there or closes the connection (it
 // restarted, or found the observer too slow). It returns nil when ctx is
-// done.
+// done. While it runs, what NRI's libraries log through logrus goes to
+// its logger (RouteLogs).
 func (o *Observer) Run(ctx context.Context) error {
+	defer RouteLogs(o.logger)()
 	backoff := retry.NewBackoff(o.first, o.max)
 	logged := false
 	for {
@@ -119,10 +137,18 @@ func (o *Observer) Run(ctx context.Context) error {
 
 // session runs one connection, and reports whether the runtime's
 // synchronisation was taken.
+//
+// NRI's stub waits for the runtime to configure it without a context:
+// a runtime that registers the plugin and never configures it would hold
+// the stub's goroutines for ever, one set per connection. A watchdog
+// gives such a connection up after the configure timeout (or when ctx is
+// done): it closes the connection, and, when the stub has registered and
+// so waits for its configuration, configures the stub itself with a
+// configuration the plugin refuses, so that the stub fails and stops.
 func (o *Observer) session(ctx context.Context) (synced bool, err error) {
 	var (
 		mu   sync.Mutex
-		conn net.Conn
+		conn *watchedConn
 		once sync.Once
 	)
 	syncedC := make(chan struct{})
@@ -143,33 +169,76 @@ func (o *Observer) session(ctx context.Context) (synced bool, err error) {
 			dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 			defer cancel()
 			c, err := d.DialContext(dctx, "unix", path)
+			if err != nil {
+				return nil, err
+			}
+			w := &watchedConn{Conn: c, wrote: make(chan struct{})}
 			mu.Lock()
-			conn = c
-			mu.Unlock()
-			return c, err
+			defer mu.Unlock()
+			if p.state.Load() == stateAbandoned {
+				c.Close()
+				return nil, errAbandoned
+			}
+			conn = w
+			return w, nil
 		}),
 	)
 	if err != nil {
 		return false, fmt.Errorf("NRI plugin: %w", err)
 	}
+	abandon := func() {
+		if !p.state.CompareAndSwap(stateWaiting, stateAbandoned) {
+			return // configured: the stub stops on ctx or when the connection closes
+		}
+		mu.Lock()
+		c := conn
+		mu.Unlock()
+		if c == nil {
+			return // not connected: the dialer refuses to connect now
+		}
+		c.Close()
+		select {
+		case <-c.wrote:
+			// The stub has sent its registration: it may wait for its
+			// configuration, which only a Configure call ends. The
+			// plugin refuses it (abandoned), and the stub stops. The
+			// call has a goroutine of its own: should the stub have
+			// failed its registration and a runtime's Configure have
+			// come at this very moment, the stub's channel would
+			// take that one answer and this call would stay blocked
+			// (one goroutine, in that race only, never the session).
+			if cfg, ok := s.(configurer); ok {
+				go func() {
+					_, _ = cfg.Configure(context.Background(), &api.ConfigureRequest{
+						RuntimeName: "podsapi-watchdog", NRIVersion: "abandoned"})
+				}()
+			}
+		default:
+			// Not registered yet: the closed connection fails it.
+		}
+	}
 	done := make(chan error, 1)
 	go func() { done <- s.Run(ctx) }()
+	watchdog := time.NewTimer(o.configure)
+	defer watchdog.Stop()
 	select {
 	case err = <-done:
-	case <-ctx.Done():
-		// The stub stops on ctx, unless it still waits for the runtime to
-		// configure it, which it does without a context: the connection
-		// is closed under it.
-		mu.Lock()
-		if conn != nil {
-			conn.Close()
+	case <-watchdog.C:
+		abandon()
+		if p.state.Load() == stateAbandoned {
+			err = <-done
+			if err == nil || errors.Is(err, errAbandoned) {
+				err = errAbandoned
+			}
+			break
 		}
-		mu.Unlock()
 		select {
 		case err = <-done:
-		case <-time.After(stub.DefaultRegistrationTimeout):
-			err = errors.New("the NRI plugin did not stop")
+		case <-ctx.Done():
+			err = o.stop(abandon, done)
 		}
+	case <-ctx.Done():
+		err = o.stop(abandon, done)
 	}
 	select {
 	case <-syncedC:
@@ -177,6 +246,40 @@ func (o *Observer) session(ctx context.Context) (synced bool, err error) {
 	default:
 	}
 	return synced, err
+}
+
+// stop gives up a session when ctx is done, and waits for its stub to
+// return.
+func (o *Observer) stop(abandon func(), done <-chan error) error {
+	// The stub stops on ctx once configured; before, abandon stops it.
+	abandon()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(stub.DefaultRegistrationTimeout):
+		return errors.New("the NRI plugin did not stop")
+	}
+}
+
+// configurer is the stub's Configure, which the runtime calls: the
+// watchdog calls it to end a stub that waits for a configuration that
+// does not come.
+type configurer interface {
+	Configure(context.Context, *api.ConfigureRequest) (*api.ConfigureResponse, error)
+}
+
+// watchedConn is the connection to the runtime, telling when the stub
+// first wrote to it (its registration: the stub has then made the channel
+// its configuration is handed on, so the watchdog may configure it).
+type watchedConn struct {
+	net.Conn
+	once  sync.Once
+	wrote chan struct{}
+}
+
+func (c *watchedConn) Write(b []byte) (int, error) {
+	c.once.Do(func() { close(c.wrote) })
+	return c.Conn.Write(b)
 }
 
 // nriLogger is NRI's logger on slog: its chatter (plugin created, started,

@@ -2,6 +2,8 @@ package nri
 
 import (
 	"context"
+	"errors"
+	"sync/atomic"
 
 	"github.com/containerd/nri/pkg/api"
 
@@ -38,7 +40,22 @@ type plugin struct {
 	gen uint64
 	// synced is called once the initial synchronisation is taken.
 	synced func()
+	// state is where the connection's configuration stands: waiting,
+	// configured by the runtime, or abandoned by the watchdog (which
+	// then configures the stub itself, in vain, so that it gives up).
+	state atomic.Int32
 }
+
+// The states of plugin.state.
+const (
+	stateWaiting int32 = iota
+	stateConfigured
+	stateAbandoned
+)
+
+// errAbandoned is the configuration's error once the watchdog gave up the
+// connection.
+var errAbandoned = errors.New("the container runtime did not configure the plugin in time")
 
 // apply runs f, what an event does to the sink, one event at a time, and
 // not at all once a newer connection has started: a handler that outlived
@@ -52,8 +69,12 @@ func (p *plugin) apply(f func()) {
 	}
 }
 
-// Configure logs the runtime and subscribes to the events plugin handles.
+// Configure logs the runtime and subscribes to the events plugin handles;
+// once the watchdog abandoned the connection, it fails, and the stub stops.
 func (p *plugin) Configure(ctx context.Context, _, runtime, version string) (api.EventMask, error) {
+	if !p.state.CompareAndSwap(stateWaiting, stateConfigured) {
+		return 0, errAbandoned
+	}
 	p.o.logger.Info("connected to the container runtime's NRI", "socket", p.o.socket, "runtime", runtime, "runtimeVersion", version)
 	return 0, nil
 }

@@ -755,6 +755,7 @@ server package in the harness's children, which link neither its sources nor its
 	fmt.Fprintf(&sb, "\n%s", changes)
 	fmt.Fprintf(&sb, "\n%s", kubeletSideBySide)
 	fmt.Fprintf(&sb, "\n%s", runtimeEvents)
+	fmt.Fprintf(&sb, "\n%s", runtimeWindow)
 	fmt.Fprintf(&sb, "\n%s", revisions)
 	if len(r.Errors) > 0 {
 		fmt.Fprintf(&sb, "\nErrors:\n\n- %s\n", strings.Join(r.Errors, "\n- "))
@@ -789,6 +790,14 @@ var kubeletSideBySide string
 //
 //go:embed nri.md
 var runtimeEvents string
+
+// runtimeWindow is the window NRI closes, measured side by side on a real
+// node with and without NRI through both pod sources, written by make
+// bench-nri (internal/rigs/e2enode TestNRIWindow): make bench cannot run a
+// node, so it copies the last measurement.
+//
+//go:embed nri-window.md
+var runtimeWindow string
 
 // revisions is a measurement of one revision against another, interleaved,
 // by make bench-ab (internal/rigs/cmd/benchab), which needs two builds: make

@@ -263,8 +263,9 @@ func buildServer(t *testing.T, bin string) {
 }
 
 // runServer runs podsapi-server with args until the end of the test, its
-// output in logPath, stopped by its PID (SIGTERM, then SIGKILL after 20 s).
-func runServer(t *testing.T, bin, logPath string, args ...string) {
+// output in logPath, stopped by its PID (SIGTERM, then SIGKILL after 20 s),
+// and returns its PID.
+func runServer(t *testing.T, bin, logPath string, args ...string) int {
 	t.Helper()
 	lf, err := os.Create(logPath)
 	if err != nil {
@@ -289,6 +290,7 @@ func runServer(t *testing.T, bin, logPath string, args ...string) {
 			t.Errorf("podsapi-server did not stop within 20 s of SIGTERM")
 		}
 	})
+	return cmd.Process.Pid
 }
 
 // freeAddress returns a loopback address whose port was free a moment ago.

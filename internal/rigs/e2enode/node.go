@@ -70,9 +70,18 @@ type Node struct {
 	starts  int
 }
 
+// Option configures the node Start starts.
+type Option func(*realkubelet.Options)
+
+// WithFakeCRIArgs gives fakecri more arguments (such as --nri-socket and
+// --events-file). None by default.
+func WithFakeCRIArgs(args ...string) Option {
+	return func(o *realkubelet.Options) { o.FakeCRIArgs = append(o.FakeCRIArgs, args...) }
+}
+
 // Start starts a node in the namespaces of Reexec (it fails elsewhere) and
 // stops it at the end of the test.
-func Start(t testing.TB) *Node {
+func Start(t testing.TB, opts ...Option) *Node {
 	t.Helper()
 	if !InNamespace() {
 		t.Fatal("e2enode: a node runs only in the namespaces of Reexec (TestMain)")
@@ -94,7 +103,7 @@ func Start(t testing.TB) *Node {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { log.Close() })
-	k, err := realkubelet.Start(n.ctx, realkubelet.Options{
+	ko := realkubelet.Options{
 		BinDir:   os.Getenv(KubeletBinEnv),
 		NodeName: NodeName,
 		Log:      log,
@@ -105,7 +114,11 @@ func Start(t testing.TB) *Node {
 			HealthzPort: healthzPort,
 			ConfigPath:  filepath.Join(n.Dir, "kubelet-config"),
 		},
-	})
+	}
+	for _, o := range opts {
+		o(&ko)
+	}
+	k, err := realkubelet.Start(n.ctx, ko)
 	if err != nil {
 		t.Fatal(err)
 	}

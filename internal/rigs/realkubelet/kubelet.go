@@ -44,6 +44,9 @@ type Options struct {
 	// Node, when not nil, registers the kubelet with an API server as a
 	// node; nil (the default) runs it standalone.
 	Node *NodeOptions
+	// FakeCRIArgs are more arguments of fakecri, such as --nri-socket
+	// and --events-file. None by default.
+	FakeCRIArgs []string
 }
 
 // NodeOptions registers a kubelet with an API server (as internal/rigs/e2enode
@@ -162,7 +165,7 @@ func Start(ctx context.Context, opts Options) (*Kubelet, error) {
 	}
 	criSocket := filepath.Join(dir, "cri.sock")
 	k.fakecri, err = startProcess(ctx, filepath.Join(dir, "fakecri.log"), opts.Log, filepath.Join(dir, "work"), nil,
-		filepath.Join(opts.BinDir, "fakecri"), "--socket", criSocket, "--image-fs", filepath.Join(dir, "images"))
+		filepath.Join(opts.BinDir, "fakecri"), append([]string{"--socket", criSocket, "--image-fs", filepath.Join(dir, "images")}, opts.FakeCRIArgs...)...)
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, err
