@@ -10,11 +10,13 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -35,6 +37,14 @@ const benchNRIEnv = "PODSAPI_BENCH_NRI"
 // (default 50; at most 54, since the pods of both phases stay on the node
 // and a kubelet runs at most 110).
 const benchNRIPodsEnv = "PODSAPI_BENCH_NRI_PODS"
+
+// benchNRIProfileEnv names a directory where TestNRIWindow, when it is
+// set, records a CPU profile of each server over the cost phase with
+// Linux's perf (`perf record -g`, at 999 Hz), one file a server
+// (S.perf.data, S the server's index in the table), to read with `perf
+// report -i FILE --no-children`. Off by default: perf perturbs what the
+// phase measures.
+const benchNRIProfileEnv = "PODSAPI_BENCH_NRI_PROFILE"
 
 // Pacing and bounds of TestNRIWindow.
 const (
@@ -420,6 +430,10 @@ func measureCost(t *testing.T, n *e2enode.Node, servers []*windowServer, tail <-
 	t.Helper()
 	r := costResult{cpu: make([]time.Duration, len(servers)), rss: make([]int64, len(servers))}
 	before := make([]time.Duration, len(servers))
+	if dir := os.Getenv(benchNRIProfileEnv); dir != "" {
+		stop := profileServers(t, dir, servers)
+		defer stop()
+	}
 	for i, s := range servers {
 		before[i] = runTime(t, s.pid)
 	}
@@ -457,6 +471,34 @@ func measureCost(t *testing.T, n *e2enode.Node, servers []*windowServer, tail <-
 		r.rss[i] = vmRSS(t, s.pid)
 	}
 	return r
+}
+
+// profileServers starts `perf record` on each server, writing to dir, and
+// returns the function that stops them and waits for their files.
+func profileServers(t *testing.T, dir string, servers []*windowServer) (stop func()) {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var cmds []*exec.Cmd
+	for i, s := range servers {
+		cmd := exec.Command("perf", "record", "-q", "-F", "999", "-g", "-p", strconv.Itoa(s.pid),
+			"-o", filepath.Join(dir, fmt.Sprintf("%d.perf.data", i)))
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+		if err := cmd.Start(); err != nil {
+			t.Fatalf("%s: %v", benchNRIProfileEnv, err)
+		}
+		cmds = append(cmds, cmd)
+	}
+	return func() {
+		for i, cmd := range cmds {
+			_ = cmd.Process.Signal(syscall.SIGINT)
+			if err := cmd.Wait(); err != nil {
+				t.Logf("perf record of %s: %v", servers[i].name, err)
+			}
+		}
+		t.Logf("CPU profiles of the cost phase in %s (0-%d.perf.data, in the table's order)", dir, len(cmds)-1)
+	}
 }
 
 // runTime is the time the threads of pid ran on a CPU.
