@@ -420,7 +420,9 @@ func containersOf(t *testing.T, tail <-chan created, want int) <-chan created {
 type costResult struct {
 	containers int
 	cpu        []time.Duration
-	rss        []int64 // bytes, at the end
+	// switches are the context switches of the server's threads.
+	switches []int64
+	rss      []int64 // bytes, at the end
 }
 
 // measureCost creates pods at nriPodRate with no FindPods while they
@@ -428,14 +430,16 @@ type costResult struct {
 // source, and takes the CPU time each server used meanwhile and its RSS.
 func measureCost(t *testing.T, n *e2enode.Node, servers []*windowServer, tail <-chan created, pods int) costResult {
 	t.Helper()
-	r := costResult{cpu: make([]time.Duration, len(servers)), rss: make([]int64, len(servers))}
+	r := costResult{cpu: make([]time.Duration, len(servers)), switches: make([]int64, len(servers)), rss: make([]int64, len(servers))}
 	before := make([]time.Duration, len(servers))
+	switchesBefore := make([]int64, len(servers))
 	if dir := os.Getenv(benchNRIProfileEnv); dir != "" {
 		stop := profileServers(t, dir, servers)
 		defer stop()
 	}
 	for i, s := range servers {
 		before[i] = runTime(t, s.pid)
+		switchesBefore[i] = contextSwitches(s.pid)
 	}
 	var (
 		ids []created
@@ -468,6 +472,7 @@ func measureCost(t *testing.T, n *e2enode.Node, servers []*windowServer, tail <-
 	}
 	for i, s := range servers {
 		r.cpu[i] = runTime(t, s.pid) - before[i]
+		r.switches[i] = contextSwitches(s.pid) - switchesBefore[i]
 		r.rss[i] = vmRSS(t, s.pid)
 	}
 	return r
@@ -518,6 +523,26 @@ func runTime(t *testing.T, pid int) time.Duration {
 		total += time.Duration(ns)
 	}
 	return total
+}
+
+// contextSwitches is the number of context switches, voluntary and not,
+// of the threads of pid (those of threads that exited are not counted).
+func contextSwitches(pid int) int64 {
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/status", pid))
+	var n int64
+	for _, f := range tasks {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue // the thread exited
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.HasSuffix(k, "ctxt_switches") {
+				c, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+				n += c
+			}
+		}
+	}
+	return n
 }
 
 // vmRSS is the resident set of pid, in bytes.
@@ -586,8 +611,9 @@ func windowMarkdown(servers []*windowServer, w windowResult, c costResult, pods 
 	fmt.Fprintf(&sb, "FindPods a container, until each server finds it from its pod source): the CPU time of each server's process over the\n")
 	fmt.Fprintf(&sb, "phase (`/proc/PID/task/*/schedstat`), per 1,000 containers, and its resident set at the end (`VmRSS`). The servers\n")
 	fmt.Fprintf(&sb, "with NRI take every sandbox and container event of the runtime (run, create, start) besides their pod source; each\n")
-	fmt.Fprintf(&sb, "server's idle work over the phase is in its CPU time, alike with and without NRI.\n\n")
-	fmt.Fprintf(&sb, "| podsapi-server | CPU per 1,000 containers | ratio to the same source without NRI | added by NRI per 1,000 containers | RSS at the end |\n|---|---|---|---|---|\n")
+	fmt.Fprintf(&sb, "server's idle work over the phase is in its CPU time, alike with and without NRI. The context switches are those of the\n")
+	fmt.Fprintf(&sb, "server's threads over the phase (`/proc/PID/task/*/status`), per container: each time the process wakes for an event.\n\n")
+	fmt.Fprintf(&sb, "| podsapi-server | CPU per 1,000 containers | ratio to the same source without NRI | added by NRI per 1,000 containers | context switches per container | RSS at the end |\n|---|---|---|---|---|---|\n")
 	for i, s := range servers {
 		per := time.Duration(0)
 		if c.containers > 0 {
@@ -598,8 +624,18 @@ func windowMarkdown(servers []*windowServer, w windowResult, c costResult, pods 
 			r = ratio(c.cpu[i], c.cpu[i-1])
 			added = ((c.cpu[i] - c.cpu[i-1]) * 1000 / time.Duration(c.containers)).Round(time.Millisecond).String()
 		}
-		fmt.Fprintf(&sb, "| %s | %s | %s | %s | %.1f MiB |\n", s.name, per.Round(time.Millisecond), r, added, float64(c.rss[i])/(1<<20))
+		sw := 0.0
+		if c.containers > 0 {
+			sw = float64(c.switches[i]) / float64(c.containers)
+		}
+		fmt.Fprintf(&sb, "| %s | %s | %s | %s | %.0f | %.1f MiB |\n", s.name, per.Round(time.Millisecond), r, added, sw, float64(c.rss[i])/(1<<20))
 	}
+	fmt.Fprintf(&sb, "\nWhere the added CPU went when profiled (2026-12-02, a `perf` profile of each server over this phase: `PODSAPI_BENCH_NRI_PROFILE=DIR\n")
+	fmt.Fprintf(&sb, "make bench-nri`, then `perf report -i DIR/1.perf.data --no-children`): not into podsapi's handling of the facts, but into NRI's transport\n")
+	fmt.Fprintf(&sb, "(ttrpc over NRI's multiplexed connection: the socket's reads and writes, a goroutine and a protobuf decoding of the whole\n")
+	fmt.Fprintf(&sb, "pod sandbox and container per event) and into Go's scheduler waking the idle process's threads for each of the three\n")
+	fmt.Fprintf(&sb, "events of a container (`runtime.sysmon`, `runtime.findRunnable`), which the micro-benchmark of the previous section,\n")
+	fmt.Fprintf(&sb, "sending its events back to back, does not pay unless they are paced (its `events paced` case).\n")
 	return sb.String()
 }
 
