@@ -300,7 +300,7 @@ func (e *env) runCase(ctx context.Context, tc *Case) (res Result) {
 	defer c.mu.Unlock()
 	res.Status, res.Message, res.Log = c.status, c.msg, append([]string(nil), c.log...)
 	if res.Status == Failed {
-		if hint := e.timeoutHint(cctx.Err() == context.DeadlineExceeded, timeout, slices.Contains(tc.Needs, NeedLifecycle)); hint != "" {
+		if hint := e.timeoutHint(deadlineReached(cctx, res.Message), timeout, slices.Contains(tc.Needs, NeedLifecycle)); hint != "" {
 			res.Message += hint
 		} else {
 			res.Message += e.eventTimeoutHint(res.Message)
@@ -367,6 +367,28 @@ func (e *env) missing(tc *Case) string {
 		}
 	}
 	return ""
+}
+
+// deadlineSlack is how long before the case's deadline an implementation's
+// DEADLINE_EXCEEDED still counts as the case timeout: the deadline travels
+// with the case's calls (grpc-timeout), so the implementation may end a call
+// a moment before the case's own timer has fired.
+const deadlineSlack = 100 * time.Millisecond
+
+// deadlineReached reports whether the case's context ran out: its timer
+// fired, or its deadline has passed (on a busy machine the timer may fire
+// after the failure it caused is seen), or the implementation ended a call
+// with DEADLINE_EXCEEDED within deadlineSlack of it.
+func deadlineReached(ctx context.Context, msg string) bool {
+	if ctx.Err() == context.DeadlineExceeded {
+		return true
+	}
+	dl, ok := ctx.Deadline()
+	if !ok {
+		return false
+	}
+	left := time.Until(dl)
+	return left <= 0 || (left < deadlineSlack && strings.Contains(msg, "DEADLINE_EXCEEDED"))
 }
 
 // timeoutHint says which timeout a failure ran into and how to raise it:
