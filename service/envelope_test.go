@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 
 	podsv1alpha1 "github.com/podsapi/podsapi/gen/podsapi/pods/v1alpha1"
 	"github.com/podsapi/podsapi/gen/podsapi/pods/v1alpha1/podsv1alpha1connect"
@@ -96,38 +95,11 @@ func watchEnvelopes(t *testing.T, h *harness, contentType string) [][]byte {
 	}
 }
 
+// snapshotView selects the metrics of the shared snapshots' view.
+var snapshotView = map[string]string{"view": "snapshot"}
+
 // snapshotComputes returns how many shared snapshots were built.
 func snapshotComputes(t *testing.T, reg prometheus.Gatherer) float64 {
 	t.Helper()
-	return metric(t, reg, "podsapi_view_computes_total", "snapshot")
-}
-
-// metric returns the value of the counter or gauge name in reg, of the
-// view view unless view is empty, or 0.
-func metric(t *testing.T, reg prometheus.Gatherer, name, view string) float64 {
-	t.Helper()
-	families, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			if view == "" || labelIs(m, "view", view) {
-				return m.GetCounter().GetValue() + m.GetGauge().GetValue()
-			}
-		}
-	}
-	return 0
-}
-
-func labelIs(m *dto.Metric, name, value string) bool {
-	for _, l := range m.GetLabel() {
-		if l.GetName() == name && l.GetValue() == value {
-			return true
-		}
-	}
-	return false
+	return podstest.MetricValue(t, reg, "podsapi_view_computes_total", snapshotView)
 }

@@ -58,13 +58,13 @@ func TestSnapshotBounded(t *testing.T) {
 	masks = masks[:inFlight+1]
 	expect := func(computes, hits float64) {
 		t.Helper()
-		if c, h := metric(t, reg, "podsapi_view_computes_total", "snapshot"), metric(t, reg, "podsapi_view_cache_hits_total", "snapshot"); c != computes || h != hits {
+		if c, h := podstest.MetricValue(t, reg, "podsapi_view_computes_total", snapshotView), podstest.MetricValue(t, reg, "podsapi_view_cache_hits_total", snapshotView); c != computes || h != hits {
 			t.Fatalf("snapshots built %v times and reused %v times, want %v and %v", c, h, computes, hits)
 		}
 	}
 	expectKept := func(snapshots float64) {
 		t.Helper()
-		n, b := metric(t, reg, "podsapi_watch_snapshots", ""), metric(t, reg, "podsapi_watch_snapshots_bytes", "")
+		n, b := podstest.MetricValue(t, reg, "podsapi_watch_snapshots", nil), podstest.MetricValue(t, reg, "podsapi_watch_snapshots_bytes", nil)
 		if n != snapshots || (snapshots == 0) != (b == 0) {
 			t.Fatalf("%v snapshots of %v bytes in flight, want %v", n, b, snapshots)
 		}

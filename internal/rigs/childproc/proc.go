@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -55,4 +56,56 @@ func FDs(pid int) (int, error) {
 		return 0, err
 	}
 	return len(entries), nil
+}
+
+// RunTime returns the time the threads of process pid have run on a CPU,
+// in nanoseconds (the first field of /proc/PID/task/*/schedstat): finer
+// than CPU's 10 ms ticks. Threads that exited are not counted.
+func RunTime(pid int) (time.Duration, error) {
+	var total time.Duration
+	n, err := eachTask(pid, "schedstat", func(s string) {
+		if f := strings.Fields(s); len(f) > 0 {
+			ns, _ := strconv.ParseInt(f[0], 10, 64)
+			total += time.Duration(ns)
+		}
+	})
+	if err == nil && n == 0 {
+		err = fmt.Errorf("childproc: no schedstat of process %d", pid)
+	}
+	return total, err
+}
+
+// ContextSwitches returns the context switches, voluntary and not, of the
+// threads of process pid (/proc/PID/task/*/status). Threads that exited are
+// not counted.
+func ContextSwitches(pid int) (int64, error) {
+	var total int64
+	_, err := eachTask(pid, "status", func(s string) {
+		for l := range strings.SplitSeq(s, "\n") {
+			if k, v, ok := strings.Cut(l, ":"); ok && strings.HasSuffix(k, "ctxt_switches") {
+				c, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+				total += c
+			}
+		}
+	})
+	return total, err
+}
+
+// eachTask calls fn with the file name of each thread of process pid that
+// could be read, and returns how many were.
+func eachTask(pid int, name string, fn func(string)) (int, error) {
+	tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/%s", pid, name))
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, f := range tasks {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue // the thread exited
+		}
+		fn(string(b))
+		n++
+	}
+	return n, nil
 }

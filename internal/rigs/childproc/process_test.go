@@ -148,7 +148,16 @@ func TestProc(t *testing.T) {
 	if _, err := childproc.CPU(pid); err != nil {
 		t.Errorf("CPU: %v", err)
 	}
+	if d, err := childproc.RunTime(pid); err != nil || d <= 0 {
+		t.Errorf("RunTime: %v, %v; this test has run", d, err)
+	}
+	if n, err := childproc.ContextSwitches(pid); err != nil || n <= 0 {
+		t.Errorf("ContextSwitches: %d, %v; this test's threads have been switched", n, err)
+	}
 	if _, err := childproc.RSS(-1); err == nil {
 		t.Error("RSS of no process: no error")
+	}
+	if _, err := childproc.RunTime(-1); err == nil {
+		t.Error("RunTime of no process: no error")
 	}
 }

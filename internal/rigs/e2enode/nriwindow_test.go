@@ -1,7 +1,6 @@
 package e2enode_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -25,6 +24,7 @@ import (
 
 	"github.com/podsapi/podsapi/client"
 	podsv1alpha1 "github.com/podsapi/podsapi/gen/podsapi/pods/v1alpha1"
+	"github.com/podsapi/podsapi/internal/rigs/childproc"
 	"github.com/podsapi/podsapi/internal/rigs/e2enode"
 )
 
@@ -509,59 +509,28 @@ func profileServers(t *testing.T, dir string, servers []*windowServer) (stop fun
 // runTime is the time the threads of pid ran on a CPU.
 func runTime(t *testing.T, pid int) time.Duration {
 	t.Helper()
-	tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/schedstat", pid))
-	if err != nil || len(tasks) == 0 {
-		t.Fatalf("schedstat of %d: %v", pid, err)
+	d, err := childproc.RunTime(pid)
+	if err != nil {
+		t.Fatal(err)
 	}
-	var total time.Duration
-	for _, f := range tasks {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			continue // the thread exited
-		}
-		ns, _ := strconv.ParseInt(strings.Fields(string(b))[0], 10, 64)
-		total += time.Duration(ns)
-	}
-	return total
+	return d
 }
 
 // contextSwitches is the number of context switches, voluntary and not,
 // of the threads of pid (those of threads that exited are not counted).
 func contextSwitches(pid int) int64 {
-	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/status", pid))
-	var n int64
-	for _, f := range tasks {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			continue // the thread exited
-		}
-		for _, line := range strings.Split(string(b), "\n") {
-			if k, v, ok := strings.Cut(line, ":"); ok && strings.HasSuffix(k, "ctxt_switches") {
-				c, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-				n += c
-			}
-		}
-	}
+	n, _ := childproc.ContextSwitches(pid)
 	return n
 }
 
 // vmRSS is the resident set of pid, in bytes.
 func vmRSS(t *testing.T, pid int) int64 {
 	t.Helper()
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	n, err := childproc.RSS(pid)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
-			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			return kb << 10
-		}
-	}
-	t.Fatalf("no VmRSS in /proc/%d/status", pid)
-	return 0
+	return n
 }
 
 // windowMarkdown is the report of TestNRIWindow.

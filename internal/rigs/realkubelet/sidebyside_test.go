@@ -22,6 +22,7 @@ import (
 
 	"github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1/v1alpha1connect"
 	"github.com/podsapi/podsapi/internal/h2c"
+	"github.com/podsapi/podsapi/internal/rigs/childproc"
 	"github.com/podsapi/podsapi/internal/rigs/podstest"
 	"github.com/podsapi/podsapi/internal/rigs/realkubelet"
 )
@@ -271,20 +272,11 @@ func watchStorm(t *testing.T, socket string, pid, w int) stormResult {
 // runTime is the time the threads of pid ran on a CPU.
 func runTime(t *testing.T, pid int) time.Duration {
 	t.Helper()
-	tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/schedstat", pid))
-	if err != nil || len(tasks) == 0 {
-		t.Fatalf("schedstat of %d: %v", pid, err)
+	d, err := childproc.RunTime(pid)
+	if err != nil {
+		t.Fatal(err)
 	}
-	var total time.Duration
-	for _, f := range tasks {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			continue // the thread exited
-		}
-		ns, _ := strconv.ParseInt(strings.Fields(string(b))[0], 10, 64)
-		total += time.Duration(ns)
-	}
-	return total
+	return d
 }
 
 // benchPod is the i-th synthetic pod of make bench, made a static pod a
