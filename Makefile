@@ -140,6 +140,10 @@ kube-bin: ## Build kube-apiserver, etcd and kubectl v1.37.2 (tools/kube) once, c
 		rm -rf '$(KUBE_BIN)' && mv "$$tmp" '$(KUBE_BIN)'; \
 	fi
 
+.PHONY: kube-bin-dir
+kube-bin-dir: ## Print KUBE_BIN, the directory of make kube-bin's binaries (for PODSAPI_KUBE_BIN=$(make -s kube-bin-dir)).
+	@echo '$(KUBE_BIN)'
+
 .PHONY: test-apiserver
 test-apiserver: kube-bin ## Run the tests against a real kube-apiserver and etcd (started on loopback by the tests, stopped by PID), and those of an unchanged kubectl v1.37.2.
 	PODSAPI_KUBE_BIN='$(KUBE_BIN)' go test -race -count=1 -timeout 20m -run 'APIServer|Kubectl' -v ./internal/rigs/kubetest ./source/apiserver ./kubeapi ./kubeapi/door ./cmd/podsapi-server

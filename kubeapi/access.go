@@ -156,3 +156,31 @@ func isTrue(q url.Values, key string) bool {
 	v, ok := q[key]
 	return ok && len(v) > 0 && v[0] != "0" && !strings.EqualFold(v[0], "false")
 }
+
+// Pods reports whether r reads pods through the paths the handler serves,
+// local or not (a get of a pod the store does not hold, a list or watch not
+// pinned to the node), and the accesses it needs, as Local does for the
+// requests it claims. A door with no API server to pass such requests to
+// has the handler answer them, once allowed: 404 NotFound for the pod, 503
+// naming the field selector to add for the list.
+func (h *Handler) Pods(r *http.Request) ([]Access, bool) {
+	rt := routeOf(r)
+	switch rt.kind {
+	case kindGet:
+		if isTrue(r.URL.Query(), "watch") {
+			return nil, false
+		}
+		return []Access{{Verb: "get", Namespace: rt.namespace, Resource: "pods", Name: rt.name}}, true
+	case kindList:
+		q := r.URL.Query()
+		verb := "list"
+		if isTrue(q, "watch") {
+			verb = "watch"
+		}
+		return []Access{{
+			Verb: verb, Namespace: rt.namespace, Resource: "pods",
+			FieldSelector: q.Get("fieldSelector"), LabelSelector: q.Get("labelSelector"),
+		}}, true
+	}
+	return nil, false
+}

@@ -27,7 +27,7 @@ func errNotServed() error {
 // to the node: only the API server can answer it.
 func errNotPinned(node string) error {
 	return apierrors.NewServiceUnavailable(fmt.Sprintf(
-		"podsapi answers only the pods of node %q (a fieldSelector requiring spec.nodeName=%s); this request is the API server's", node, node))
+		"podsapi answers only the pods of node %q, and this request is the API server's: add the field selector spec.nodeName=%s (kubectl get pods --field-selector spec.nodeName=%s; an informer's ListOptions.FieldSelector)", node, node, node))
 }
 
 // errPodNotFound is the answer to a get of a pod the store does not hold.

@@ -25,6 +25,11 @@ type Local interface {
 	// accesses r needs: r is allowed when any one of them is, tried in
 	// order. No access means that an authenticated caller suffices.
 	Local(r *http.Request) ([]kubeapi.Access, bool)
+	// Pods reports whether r reads pods, whether Local claims it or not,
+	// and the accesses it needs: a door with no API server has the
+	// handler answer those it does not claim (a pod the node does not
+	// hold, a list not pinned to the node), once allowed.
+	Pods(r *http.Request) ([]kubeapi.Access, bool)
 }
 
 // Door routes each request to the Local side, after authenticating and
@@ -155,6 +160,14 @@ func (d *Door) allowed(w http.ResponseWriter, r *http.Request, accesses []kubeap
 		return true
 	}
 	if d.auth == nil {
+		if len(accesses) == 1 && accesses[0].Path != "" {
+			// The discovery of a door with no API server lists pods alone
+			// and the version: public, as the API server's /version is.
+			// Served to anyone, so that kubectl gets to the request it
+			// came for and shows the refusal's message (a 401 of
+			// discovery reaches it as "You must be logged in" alone).
+			return true
+		}
 		writeStatus(w, errNoAuth())
 		return false
 	}
@@ -215,7 +228,7 @@ func (d *Door) allowed(w http.ResponseWriter, r *http.Request, accesses []kubeap
 // or when its caller's credentials cannot be passed.
 func (d *Door) passThrough(w http.ResponseWriter, r *http.Request) {
 	if d.pass == nil {
-		writeStatus(w, errNoUpstream())
+		d.withoutUpstream(w, r)
 		return
 	}
 	if r.TLS != nil && len(r.TLS.PeerCertificates) > 0 && !hasToken(r) {
@@ -223,6 +236,23 @@ func (d *Door) passThrough(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d.pass.ServeHTTP(w, r)
+}
+
+// withoutUpstream answers a request that only an API server could answer,
+// on a door that has none: a read of pods (a pod the node does not hold, a
+// list or watch not pinned to the node) is authorized as a local one and
+// answered by the Local side (404 NotFound; 503 that names the field
+// selector to add), and anything else is refused 503.
+func (d *Door) withoutUpstream(w http.ResponseWriter, r *http.Request) {
+	accesses, ok := d.local.Pods(r)
+	if !ok || impersonates(r) {
+		writeStatus(w, errNoUpstream())
+		return
+	}
+	if !d.allowed(w, r, accesses) {
+		return
+	}
+	d.local.ServeHTTP(w, r)
 }
 
 // impersonates reports whether r asks to act as another user.

@@ -44,10 +44,10 @@ func TestDoorWithoutAPIServer(t *testing.T) {
 		says   string // a part of the Status's message
 		proto  string
 	}{
-		{"HTTPS node's pods with a token", https, "https://" + s.addr + pods, "some-token", 401, "Unauthorized", "no API server to verify credentials with", "HTTP/2.0"},
-		{"HTTPS node's pods without a token", https, "https://" + s.addr + pods, "", 401, "Unauthorized", "no API server", "HTTP/2.0"},
+		{"HTTPS node's pods with a token", https, "https://" + s.addr + pods, "some-token", 401, "Unauthorized", "cannot verify credentials without an API server", "HTTP/2.0"},
+		{"HTTPS node's pods without a token", https, "https://" + s.addr + pods, "", 401, "Unauthorized", "without an API server", "HTTP/2.0"},
 		{"HTTPS other resource", https, "https://" + s.addr + "/api/v1/namespaces", "some-token", 503, "ServiceUnavailable", "no API server to pass other requests to", "HTTP/2.0"},
-		{"HTTPS/1.1 node's pods", https1, "https://" + s.addr + pods, "some-token", 401, "Unauthorized", "no API server", "HTTP/1.1"},
+		{"HTTPS/1.1 node's pods", https1, "https://" + s.addr + pods, "some-token", 401, "Unauthorized", "without an API server", "HTTP/1.1"},
 		{"socket node's pods", sock, "http://podsapi" + pods, "", 200, "", "", "HTTP/1.1"},
 		{"socket h2c node's pods", h2c, "http://podsapi" + pods, "", 200, "", "", "HTTP/2.0"},
 		{"socket other resource", sock, "http://podsapi/api/v1/namespaces", "", 503, "ServiceUnavailable", "--kubeconfig", "HTTP/1.1"},

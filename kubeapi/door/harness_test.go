@@ -43,6 +43,8 @@ func (*localDouble) Local(r *http.Request) ([]kubeapi.Access, bool) {
 	return nil, false
 }
 
+func (*localDouble) Pods(*http.Request) ([]kubeapi.Access, bool) { return nil, false }
+
 func (l *localDouble) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	if r.URL.Query().Get("watch") == "true" {

@@ -79,7 +79,7 @@ func errAuthorizationUnavailable() *apierrors.StatusError {
 // errNoAuth is a request for the node's pods on a door that has no way to
 // verify a caller (no API server to send TokenReviews to, no client CA).
 func errNoAuth() *apierrors.StatusError {
-	return apierrors.NewUnauthorized("podsapi has no API server to verify credentials with (TokenReview); only the node's root peers on its UNIX socket are served")
+	return apierrors.NewUnauthorized("podsapi cannot verify credentials without an API server (it has no --kubeconfig and does not run in a pod): only the peers of its --kube-api-socket that --allowed-uids allows (root by default) are served")
 }
 
 // errTooManyWatches is a watch beyond the door's bound.
