@@ -125,7 +125,15 @@ conformance: ## Run the conformance suite against our server, started and restar
 # built from tools/kube: a directory per hash of tools/kube's go.mod, go.sum
 # and etcd/main.go, so that a version change builds them again (about 8
 # minutes cold on 2 cores, seconds warm).
-KUBE_KEY := $(shell cat tools/kube/go.mod tools/kube/go.sum tools/kube/etcd/main.go 2>/dev/null | sha256sum | cut -c1-16)
+# KUBE_VERSION is the version of k8s.io/kubernetes that tools/kube pins;
+# KUBE_LDFLAGS stamp it on kube-apiserver and kubectl as Kubernetes' own
+# builds do (hack/lib/version.sh), so that their /version and `kubectl
+# version` say v1.37.2 rather than an unparsable v0.0.0-master.
+KUBE_VERSION := $(shell awk '$$1 == "k8s.io/kubernetes" { print $$2; exit }' tools/kube/go.mod 2>/dev/null)
+KUBE_LDFLAGS := $(foreach p,k8s.io/component-base/version k8s.io/client-go/pkg/version,\
+	-X $(p).gitVersion=$(KUBE_VERSION) -X $(p).gitMajor=$(patsubst v%,%,$(word 1,$(subst ., ,$(KUBE_VERSION)))) \
+	-X $(p).gitMinor=$(word 2,$(subst ., ,$(KUBE_VERSION))) -X $(p).gitTreeState=clean)
+KUBE_KEY := $(shell { cat tools/kube/go.mod tools/kube/go.sum tools/kube/etcd/main.go; echo '$(KUBE_LDFLAGS)'; } 2>/dev/null | sha256sum | cut -c1-16)
 KUBE_BIN ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/podsapi/kube-$(KUBE_KEY)
 
 .PHONY: kube-bin
@@ -136,7 +144,7 @@ kube-bin: ## Build kube-apiserver, etcd and kubectl v1.37.2 (tools/kube) once, c
 		echo "building kube-apiserver, etcd and kubectl into $(KUBE_BIN)"; \
 		mkdir -p '$(dir $(KUBE_BIN))' && tmp=$$(mktemp -d '$(KUBE_BIN).XXXXXX') && \
 		trap 'rm -rf "$$tmp"' EXIT && \
-		(cd tools/kube && time go build -o "$$tmp/" k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kubectl ./etcd) && \
+		(cd tools/kube && time go build -ldflags '$(KUBE_LDFLAGS)' -o "$$tmp/" k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kubectl ./etcd) && \
 		rm -rf '$(KUBE_BIN)' && mv "$$tmp" '$(KUBE_BIN)'; \
 	fi
 

@@ -133,3 +133,22 @@ func TestKubectl(t *testing.T) {
 		}
 	}
 }
+
+// TestKubectlVersion runs `kubectl version` against the handler with local
+// discovery: make kube-bin stamps kubectl with its version, so that it
+// prints both versions and exits 0 (an unstamped kubectl fails to parse
+// its own v0.0.0-master).
+func TestKubectlVersion(t *testing.T) {
+	bin := kubectl(t)
+	s := serve(t, handler(newStore(), kubeapi.WithDiscovery()))
+	cmd := exec.Command(bin, "--kubeconfig", s.kubeconfig(t), "--cache-dir", t.TempDir(), "version")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubectl version: %v\n%s", err, out)
+	}
+	for _, want := range []string{"Client Version: v1.37.2", "Server Version: v1.37.2"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("kubectl version: no %q in\n%s", want, out)
+		}
+	}
+}
