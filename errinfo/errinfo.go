@@ -107,6 +107,12 @@ const (
 	// fewer watches resuming at once; metadata "kind", and "revision"
 	// when the watch can resume from it.
 	MemoryBudget = "MEMORY_BUDGET_EXCEEDED"
+	// TooManyFindWaiters (RESOURCE_EXHAUSTED): FindPods with a wait when
+	// the server's calls waiting at once (--max-find-waiters), or the
+	// client's (--max-find-waiters-per-client), are at their bound: retry
+	// with backoff, or wait in fewer calls at once. Metadata "limit" and,
+	// for the client's bound, "client".
+	TooManyFindWaiters = "TOO_MANY_FIND_WAITERS"
 )
 
 // New returns a connect error with code, err and an ErrorInfo of reason and
