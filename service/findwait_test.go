@@ -25,39 +25,6 @@ import (
 	"github.com/podsapi/podsapi/store"
 )
 
-// waitedStore is a store that tells, on waiting, each time a waiting
-// FindPods takes its channel of changes: the call is then admitted and
-// looks its key up next, so that a change made after the tell is one the
-// call waited for.
-type waitedStore struct {
-	*store.Store
-	waiting chan struct{}
-}
-
-func newWaitedStore(st *store.Store) waitedStore {
-	return waitedStore{Store: st, waiting: make(chan struct{}, 2048)}
-}
-
-func (s waitedStore) Changed() <-chan struct{} {
-	ch := s.Store.Changed()
-	s.waiting <- struct{}{}
-	return ch
-}
-
-// waitFor receives n tells of s.
-func (s waitedStore) waitFor(t *testing.T, n int) {
-	t.Helper()
-	near, stop := podstest.NearDeadline(t)
-	defer stop()
-	for range n {
-		select {
-		case <-s.waiting:
-		case <-near:
-			t.Fatalf("FindPods did not wait")
-		}
-	}
-}
-
 // findResult is the outcome of a FindPods call made in the background.
 type findResult struct {
 	res *connect.Response[podsv1alpha1.PodFindResponse]
@@ -134,12 +101,12 @@ func TestFindWaitAnswersOnceKnown(t *testing.T) {
 		{"a PID in no pod's cgroup, from the runtime", &podsv1alpha1.PodFindRequest{Key: &podsv1alpha1.PodFindRequest_Pid{Pid: 103}}, fromRuntime, "default/starting/app"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			st := newWaitedStore(synced(nil))
+			st := podstest.NewWaited(synced(nil))
 			h := newHarnessOf(t, st.Store, st, false, service.WithProcesses(podcgroup.NewReader(hostProc(t))), service.WithFindWait(time.Hour, -1, -1))
 			c := podsv1alpha1connect.NewPodsClient(h.http, baseURL)
 			tc.req.Wait = durationpb.New(time.Hour)
 			done := findAsync(t.Context(), c, tc.req)
-			st.waitFor(t, 1)
+			st.WaitFor(t, 1)
 			select {
 			case r := <-done:
 				t.Fatalf("FindPods answered %v, %v before the key was known", r.res, r.err)
@@ -162,7 +129,7 @@ func TestFindWaitAnswersOnceKnown(t *testing.T) {
 // prefix, a malformed key or wait), and a server that turned waiting off.
 func TestFindWaitAtOnce(t *testing.T) {
 	web, _, _ := findPods()
-	st := newWaitedStore(synced(nil, web))
+	st := podstest.NewWaited(synced(nil, web))
 	h := newHarnessOf(t, st.Store, st, false, service.WithProcesses(podcgroup.NewReader(hostProc(t))), service.WithFindWait(time.Hour, -1, -1))
 	off := newHarnessOf(t, st.Store, st, false, service.WithFindWait(0, -1, -1))
 	hour := durationpb.New(time.Hour)
@@ -193,7 +160,7 @@ func TestFindWaitAtOnce(t *testing.T) {
 			} else if got := matchNames(res); got != tc.want {
 				t.Errorf("FindPods = %s, want %s", got, tc.want)
 			}
-			if len(st.waiting) != 0 {
+			if st.Told() != 0 {
 				t.Errorf("the call waited")
 			}
 		})
@@ -252,7 +219,7 @@ func TestFindWaitBound(t *testing.T) {
 // after the bound, and the slot is free again.
 func TestFindWaitBoundRealClock(t *testing.T) {
 	const bound = 100 * time.Millisecond
-	st := newWaitedStore(synced(nil))
+	st := podstest.NewWaited(synced(nil))
 	h := newHarnessOf(t, st.Store, st, false, service.WithFindWait(bound, 1, 1))
 	c := podsv1alpha1connect.NewPodsClient(h.http, baseURL)
 	for range 2 {
@@ -282,7 +249,7 @@ func TestFindWaitersBounded(t *testing.T) {
 		{"in all", 2, 10, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			st := newWaitedStore(synced(nil))
+			st := podstest.NewWaited(synced(nil))
 			b := budget.New(64 << 20)
 			h := newHarnessOf(t, st.Store, st, false, service.WithFindWait(time.Hour, tc.total, tc.perClient), service.WithBudget(b),
 				service.WithClient(func(context.Context) string { return "agent" }))
@@ -293,7 +260,7 @@ func TestFindWaitersBounded(t *testing.T) {
 			ctx, cancel := context.WithCancel(t.Context())
 			first := findAsync(ctx, c, req(1))
 			second := findAsync(t.Context(), c, req(2))
-			st.waitFor(t, 2)
+			st.WaitFor(t, 2)
 			if got := b.Used(budget.Waiters); got != 2*service.FindWaiterBytes {
 				t.Errorf("the budget counts %d bytes of waiters, want %d", got, 2*service.FindWaiterBytes)
 			}
@@ -310,7 +277,7 @@ func TestFindWaitersBounded(t *testing.T) {
 			// is free.
 			h.events.WaitServed(t, podsv1alpha1connect.PodsFindPodsProcedure, 2)
 			third := findAsync(t.Context(), c, req(3))
-			st.waitFor(t, 1)
+			st.WaitFor(t, 1)
 			st.Upsert(withIP(podstest.Pod("default", "second", 1), "10.1.0.2"))
 			st.Upsert(withIP(podstest.Pod("default", "third", 1), "10.1.0.3"))
 			for name, done := range map[string]<-chan findResult{"second": second, "third": third} {
@@ -345,7 +312,7 @@ func TestFindWaitersMemory(t *testing.T) {
 		t.Skip("1,000 calls")
 	}
 	const n = 1000
-	st := newWaitedStore(synced(nil))
+	st := podstest.NewWaited(synced(nil))
 	h := newHarnessOf(t, st.Store, st, false, service.WithFindWait(time.Hour, n, n))
 	c := podsv1alpha1connect.NewPodsClient(h.http, baseURL)
 	// A first call warms the connection up.
@@ -364,7 +331,7 @@ func TestFindWaitersMemory(t *testing.T) {
 			Key: &podsv1alpha1.PodFindRequest_Ip{Ip: fmt.Sprintf("10.2.%d.%d", i/250, 1+i%250)}, Wait: durationpb.New(time.Hour),
 		})
 	}
-	st.waitFor(t, n)
+	st.WaitFor(t, n)
 	runtime.GC()
 	runtime.ReadMemStats(&after)
 	heap := int64(after.HeapAlloc) - int64(before.HeapAlloc)
@@ -385,7 +352,7 @@ func TestFindWaitersMemory(t *testing.T) {
 		t.Fatalf("the first call = %v, %v", r.res, r.err)
 	}
 	// Every other call woke and waits again.
-	st.waitFor(t, n-1)
+	st.WaitFor(t, n-1)
 	cancel()
 	for _, done := range dones[1:] {
 		if r := receive(t, done); podstest.ErrorCode(r.err) != connect.CodeCanceled {
