@@ -60,8 +60,9 @@ const (
 	// list or watch again without resume_from. Metadata "revision".
 	RevisionTooOld = "REVISION_TOO_OLD"
 	// InvalidFindKey (INVALID_ARGUMENT): FindPods without a key, or with a
-	// malformed one. Metadata "key", the key at fault (container_id, ip,
-	// pid, cgroup_path, caller, or key when none is set).
+	// malformed one, or with a negative or malformed wait. Metadata "key",
+	// the key at fault (container_id, ip, pid, cgroup_path, caller, wait,
+	// or key when none is set).
 	InvalidFindKey = "INVALID_FIND_KEY"
 	// AmbiguousContainerID (INVALID_ARGUMENT): FindPods of a container ID
 	// prefix that more than one container's ID starts with. Metadata
