@@ -14,12 +14,16 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/podsapi/podsapi/client"
+	"github.com/podsapi/podsapi/internal/rigs/kubetest"
 	"github.com/podsapi/podsapi/internal/rigs/podstest"
 	"github.com/podsapi/podsapi/internal/rigs/sourcetest"
 	"github.com/podsapi/podsapi/server"
 	"github.com/podsapi/podsapi/source"
+	"github.com/podsapi/podsapi/source/apiserver"
 	"github.com/podsapi/podsapi/source/kubeletgrpc"
 	"github.com/podsapi/podsapi/source/kubelethttp"
 	"github.com/podsapi/podsapi/source/manifest"
@@ -36,7 +40,8 @@ type waitSource struct {
 	run func(t *testing.T, sink source.Sink, pod *corev1.Pod) (key client.FindKey, add func())
 }
 
-// TestFindWaitsForEachSource starts each pod source feeding a real server,
+// TestFindWaitsForEachSource starts each pod source feeding a real server
+// (the apiserver source: a real kube-apiserver, with PODSAPI_KUBE_BIN),
 // asks it through the real client for a pod the source does not know yet,
 // waiting up to an hour, and has the source learn of the pod only once the
 // call waits: the call answers with the pod, long before its bound.
@@ -45,6 +50,7 @@ func TestFindWaitsForEachSource(t *testing.T) {
 		{"manifest", runManifest},
 		{"kubelet-http", runKubeletHTTP},
 		{"kubelet-grpc", runKubeletGRPC},
+		{"apiserver", runAPIServer},
 	} {
 		t.Run(src.name, func(t *testing.T) {
 			st := store.New()
@@ -163,4 +169,32 @@ func runKubeletGRPC(t *testing.T, sink source.Sink, pod *corev1.Pod) (client.Fin
 		return kubeletgrpc.New(kubeletgrpc.WithSocket(k.Path())).Run(ctx, sink)
 	})
 	return client.ByIP(netip.MustParseAddr(pod.Status.PodIP)), func() { k.Set(pod) }
+}
+
+// runAPIServer runs the apiserver source against a real kube-apiserver
+// (skipped without PODSAPI_KUBE_BIN); the pod, found by its IP, is created
+// bound to the node, and its IP set in its status.
+func runAPIServer(t *testing.T, sink source.Sink, pod *corev1.Pod) (client.FindKey, func()) {
+	cp := kubetest.Start(t)
+	const node = "node-1"
+	if _, err := cp.Admin.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: pod.Namespace}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	src := apiserver.New(node, apiserver.WithKubeconfig(cp.Kubeconfig(t, kubetest.AdminUser, cp.Host())), apiserver.WithBackoff(10*time.Millisecond, 200*time.Millisecond))
+	sourcetest.Run(t, func(ctx context.Context) error { return src.Run(ctx, sink) })
+	ip := pod.Status.PodIP
+	return client.ByIP(netip.MustParseAddr(ip)), func() {
+		pods := cp.Admin.CoreV1().Pods(pod.Namespace)
+		created, err := pods.Create(t.Context(), &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: pod.Name},
+			Spec:       corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "app", Image: "pause"}}},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		created.Status.Phase, created.Status.PodIP, created.Status.PodIPs = corev1.PodRunning, ip, []corev1.PodIP{{IP: ip}}
+		if _, err := pods.UpdateStatus(t.Context(), created, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
