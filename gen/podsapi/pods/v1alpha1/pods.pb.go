@@ -609,8 +609,9 @@ type PodFindRequest struct {
 	// source, or the container runtime's events with the server's
 	// --nri-socket, make the key known, and fails with NOT_FOUND, reason
 	// NO_POD_MATCHES, as without wait, when the wait runs out. The server
-	// caps it at its --max-find-wait (a cap of 0 turns waiting off: the call
-	// answers at once), and the call's deadline ends it too. A container ID,
+	// caps it at its --max-find-wait (5 s by default; an operator may turn
+	// waiting off: the call then answers at once), and the call's deadline
+	// ends it too (DEADLINE_EXCEEDED). A container ID,
 	// an IP, a cgroup, and a process whose cgroup names a pod or container
 	// not known yet are waited for; a process that does not exist, or a key
 	// that is malformed or ambiguous, fails at once. A waiting call is rate
