@@ -105,6 +105,11 @@ bench-nri: kube-bin kubelet-tools ## Measure how long after a container's creati
 	PODSAPI_KUBE_BIN='$(KUBE_BIN)' PODSAPI_KUBELET_BIN='$(KUBELET_BIN)' PODSAPI_BENCH_NRI='$(CURDIR)/internal/rigs/bench/nri-window.md' \
 		go test -count=1 -v -timeout 20m -run '^TestNRIWindow$$' ./internal/rigs/e2enode
 
+.PHONY: bench-findwait
+bench-findwait: ## Measure FindPods that waits against agents polling FindPods every 500 ms and every 50 ms: the answer's delay after the container became known, and the calls made (about 1 minute), into internal/rigs/bench/findwait.md, which make bench puts in docs/benchmarks.md.
+	PODSAPI_BENCH_FINDWAIT='$(CURDIR)/internal/rigs/bench/findwait.md' \
+		go test -count=1 -v -timeout 10m -run '^TestFindWaitAgainstPolling$$' ./internal/rigs/bench
+
 .PHONY: bench-micro
 bench-micro: ## Run the Go micro-benchmarks of every package.
 	go test -run '^$$' -bench . -benchmem ./...

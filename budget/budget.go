@@ -30,13 +30,16 @@ const (
 	// Runtime are the facts the container runtime told of its pods and
 	// containers (NRI), kept for FindPods.
 	Runtime
+	// Waiters are the FindPods calls waiting for their key to become
+	// known, each counted for a fixed estimate of what it holds.
+	Waiters
 	// NumKinds is the number of kinds.
 	NumKinds
 )
 
 // KindNames are the names of the kinds, the values of the kind label of
 // podsapi_memory_used_bytes.
-var KindNames = [NumKinds]string{"views", "lists", "snapshots", "replays", "queued", "history", "runtime"}
+var KindNames = [NumKinds]string{"views", "lists", "snapshots", "replays", "queued", "history", "runtime", "waiters"}
 
 // DefaultFraction is the share of the memory limit the default budget
 // takes: the other half is the runtime's own, the transport's buffers, the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/netip"
+	"time"
 
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/encoding/protowire"
@@ -56,6 +57,25 @@ func (DeletedOption) applyCall(o *callOptions) { o.includeDeleted = true }
 // Deleted set. By default only the node's current pods match.
 func WithDeleted() DeletedOption { return DeletedOption{} }
 
+// WaitOption is the option WithWait returns.
+type WaitOption struct{ d time.Duration }
+
+func (w WaitOption) applyCall(o *callOptions) { o.wait = w.d }
+
+// WithWait makes FindPods wait, when the key matches no pod yet, at most d
+// for it to match: the server answers the moment its pod source, or the
+// container runtime's events (its --nri-socket), make the key known, and
+// the call fails with an error that wraps ErrNotFound, as without a wait,
+// when d runs out. The server cuts d to its --max-find-wait (5 s by
+// default), and the call's context ends the wait too: give it a deadline
+// beyond d. A server older than the wait answers at once. Beyond the
+// server's bounds of calls waiting at once, the call fails with
+// RESOURCE_EXHAUSTED, reason TOO_MANY_FIND_WAITERS. By default, and for a
+// d of 0 or less, FindPods answers at once. Waiting replaces polling: one
+// call answers as soon as the key is known, where a loop of calls answers
+// up to its interval late and costs a call per interval.
+func WithWait(d time.Duration) WaitOption { return WaitOption{d: d} }
+
 // Match is one pod FindPods found.
 type Match struct {
 	// Pod is the pod, trimmed by WithFields; its namespace, name and UID
@@ -94,7 +114,7 @@ func (c *Client) FindPods(ctx context.Context, key FindKey, opts ...CallOption) 
 		return nil, "", connect.NewError(connect.CodeUnimplemented, errors.New("FindPods is served by podsapi's typed wire, not by the kubelet's"))
 	}
 	o := newCallOptions(opts)
-	res, err := c.find.CallUnary(ctx, newRequest(&findRequest{key: key, includeDeleted: o.includeDeleted}, o))
+	res, err := c.find.CallUnary(ctx, newRequest(&findRequest{key: key, includeDeleted: o.includeDeleted, wait: o.wait}, o))
 	if err != nil {
 		c.forget(wire, err)
 		return nil, "", wrapError(err, false)
@@ -105,11 +125,13 @@ func (c *Client) FindPods(ctx context.Context, key FindKey, opts ...CallOption) 
 // findProcedure is the procedure of FindPods.
 const findProcedure = podsv1alpha1connect.PodsFindPodsProcedure
 
-// findRequest is PodFindRequest: the oneof key (1 to 5) and
-// include_deleted = 6.
+// findRequest is PodFindRequest: the oneof key (1 to 5),
+// include_deleted = 6 and wait = 7 (a google.protobuf.Duration: seconds =
+// 1, nanos = 2).
 type findRequest struct {
 	key            FindKey
 	includeDeleted bool
+	wait           time.Duration
 }
 
 func (r findRequest) marshalWire() []byte {
@@ -125,6 +147,19 @@ func (r findRequest) marshalWire() []byte {
 	if r.includeDeleted {
 		b = protowire.AppendTag(b, 6, protowire.VarintType)
 		b = protowire.AppendVarint(b, 1)
+	}
+	if r.wait > 0 {
+		var d []byte
+		if secs := int64(r.wait / time.Second); secs != 0 {
+			d = protowire.AppendTag(d, 1, protowire.VarintType)
+			d = protowire.AppendVarint(d, uint64(secs))
+		}
+		if nanos := int32(r.wait % time.Second); nanos != 0 {
+			d = protowire.AppendTag(d, 2, protowire.VarintType)
+			d = protowire.AppendVarint(d, uint64(nanos))
+		}
+		b = protowire.AppendTag(b, 7, protowire.BytesType)
+		b = protowire.AppendBytes(b, d)
 	}
 	return b
 }

@@ -3,6 +3,7 @@ package client
 import (
 	"slices"
 	"strings"
+	"time"
 )
 
 // DefaultReadMaxBytes is the default limit of the size of a response
@@ -39,8 +40,9 @@ type callOptions struct {
 	fields []string
 	selection
 	resumeFrom string
-	// includeDeleted is WithDeleted, of FindPods.
+	// includeDeleted is WithDeleted, and wait WithWait, of FindPods.
 	includeDeleted bool
+	wait           time.Duration
 }
 
 // FieldsOption is the option WithFields returns. It is both a CallOption and

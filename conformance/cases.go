@@ -32,6 +32,7 @@ const (
 	NeedSelectors      Need = "selectors"
 	NeedWatchResume    Need = "watchResume"
 	NeedFindPods       Need = "findPods"
+	NeedFindWait       Need = "findWait"
 )
 
 // Case is one conformance case.

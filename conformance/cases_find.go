@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"connectrpc.com/connect"
+	"google.golang.org/protobuf/types/known/durationpb"
 	corev1 "k8s.io/api/core/v1"
 
 	podsv1alpha1 "github.com/podsapi/podsapi/gen/podsapi/pods/v1alpha1"
@@ -179,6 +181,46 @@ func registerFindCases() {
 			if m := p.GetMetadata(); m.GetName() != d.served("a") || m.GetUid() != string(d.uid("a")) || m.GetNamespace() == "" ||
 				len(m.GetLabels()) > 0 || p.GetSpec() != nil || p.GetStatus().GetPhase() != string(corev1.PodRunning) || len(p.GetStatus().GetPodIPs()) > 0 {
 				c.Failf(describeFind(req, h), "the pod's identity and status.phase only", p.String())
+			}
+		})
+	registerOn(podsapiOnly, "FindPods/Wait",
+		"FindPods with a wait MUST answer a key that matches no pod when the call begins with the pod that comes to match it during the wait; a key that still matches no pod when the wait runs out MUST fail with NOT_FOUND, and not before the wait ran out.",
+		needs(NeedDriver, NeedManifestStatus, NeedFindPods, NeedFindWait), func(c *C) {
+			d := c.env.driver
+			req := &podsv1alpha1.PodFindRequest{
+				Key:  &podsv1alpha1.PodFindRequest_ContainerId{ContainerId: "containerd://" + d.containerID("a", "app")},
+				Wait: durationpb.New(c.recvTimeout() / 2),
+			}
+			type result struct {
+				resp *podsv1alpha1.PodFindResponse
+				err  error
+			}
+			done := make(chan result, 1)
+			go func() {
+				resp, err := c.find(req, nil)
+				done <- result{resp, err}
+			}()
+			c.create(podSpec{name: "a", version: 1, phase: corev1.PodRunning, findable: true})
+			r := <-done
+			var got []string
+			for _, m := range r.resp.GetMatches() {
+				got = append(got, found(m))
+			}
+			if want := d.served("a") + "/app"; r.err != nil {
+				c.Failf(describeFind(req, nil), want, codeName(r.err))
+			} else if strings.Join(got, ", ") != want {
+				c.Failf(describeFind(req, nil), want, strings.Join(got, ", "))
+			}
+
+			const short = 300 * time.Millisecond
+			never := &podsv1alpha1.PodFindRequest{
+				Key:  &podsv1alpha1.PodFindRequest_ContainerId{ContainerId: d.containerID("never", "app")},
+				Wait: durationpb.New(short),
+			}
+			start := time.Now()
+			_, err := c.find(never, nil)
+			if took := time.Since(start); codeOf(err) != connect.CodeNotFound || took < short {
+				c.Failf(describeFind(never, nil), "NOT_FOUND after "+short.String(), codeName(err)+" after "+took.String())
 			}
 		})
 }

@@ -19,7 +19,7 @@ func features(im *testimpl.Impl) conformance.Features {
 	f.RateLimit = conformance.RateLimit{QPS: im.QPS, Burst: testimpl.Burst}
 	f.WatchQueue = testimpl.WatchQueue
 	f.Reflection, f.Health = true, true
-	f.Selectors, f.WatchResume, f.FindPods = true, true, true
+	f.Selectors, f.WatchResume, f.FindPods, f.FindWait = true, true, true, true
 	return f
 }
 
@@ -151,6 +151,7 @@ func TestBroken(t *testing.T) {
 		{testimpl.TooOldInvalid, true, "^WatchPods/Resume/",
 			[]string{"WatchPods/Resume/TooOld", "WatchPods/Resume/Restart"}, []string{"WatchPods/Resume/History"}, ""},
 		{testimpl.FindAlwaysDeleted, false, "^FindPods/(Deleted|ContainerID)$", []string{"FindPods/Deleted"}, []string{"FindPods/ContainerID"}, ""},
+		{testimpl.FindNeverWaits, false, "^FindPods/(Wait|ContainerID)$", []string{"FindPods/Wait"}, []string{"FindPods/ContainerID"}, ""},
 		// The faults of the kubelet wire.
 		kubelet(brokenCase{brk: testimpl.EmptyUIDInvalid, run: "^GetPod/(EmptyUIDNotFound|UnknownUID)$", mustFail: []string{"GetPod/EmptyUIDNotFound"}, mustPass: []string{"GetPod/UnknownUID"}}),
 		kubelet(brokenCase{brk: testimpl.UnknownForMissing, run: "^GetPod/(UnknownUID|Pod|EmptyUIDNotFound)$", mustFail: []string{"GetPod/UnknownUID", "GetPod/EmptyUIDNotFound"}, mustPass: []string{"GetPod/Pod"}}),

@@ -360,6 +360,10 @@ func (e *env) missing(tc *Case) string {
 			if !e.cfg.Features.FindPods {
 				return "needs FindPods: the features declare findPods: false"
 			}
+		case NeedFindWait:
+			if !e.cfg.Features.FindWait {
+				return "needs FindPods with a wait: the features declare findWait: false"
+			}
 		case NeedManifestStatus:
 			if !e.cfg.Features.ManifestStatus {
 				return "needs manifest statuses served as written: the features declare manifestStatus: false"

@@ -63,6 +63,11 @@ type Features struct {
 	// by container ID, IP and cgroup, deleted ones with include_deleted.
 	// Default false: the FindPods cases are skipped.
 	FindPods bool `json:"findPods"`
+	// FindWait: FindPods honours PodFindRequest.wait (podsapi-server): a
+	// key that matches no pod yet is answered once a pod it matches is
+	// created, and NOT_FOUND only once the wait ran out. Default false:
+	// the case of the wait is skipped.
+	FindWait bool `json:"findWait"`
 	// WatchReports is what a watch reports: WatchReportsAll (every change
 	// of a pod, the default) or WatchReportsStatus (changes of its status
 	// only, as a kubelet: an edit of a static pod's labels, annotations or

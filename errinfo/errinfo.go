@@ -60,8 +60,9 @@ const (
 	// list or watch again without resume_from. Metadata "revision".
 	RevisionTooOld = "REVISION_TOO_OLD"
 	// InvalidFindKey (INVALID_ARGUMENT): FindPods without a key, or with a
-	// malformed one. Metadata "key", the key at fault (container_id, ip,
-	// pid, cgroup_path, caller, or key when none is set).
+	// malformed one, or with a negative or malformed wait. Metadata "key",
+	// the key at fault (container_id, ip, pid, cgroup_path, caller, wait,
+	// or key when none is set).
 	InvalidFindKey = "INVALID_FIND_KEY"
 	// AmbiguousContainerID (INVALID_ARGUMENT): FindPods of a container ID
 	// prefix that more than one container's ID starts with. Metadata
@@ -107,6 +108,12 @@ const (
 	// fewer watches resuming at once; metadata "kind", and "revision"
 	// when the watch can resume from it.
 	MemoryBudget = "MEMORY_BUDGET_EXCEEDED"
+	// TooManyFindWaiters (RESOURCE_EXHAUSTED): FindPods with a wait when
+	// the server's calls waiting at once (--max-find-waiters), or the
+	// client's (--max-find-waiters-per-client), are at their bound: retry
+	// with backoff, or wait in fewer calls at once. Metadata "limit" and,
+	// for the client's bound, "client".
+	TooManyFindWaiters = "TOO_MANY_FIND_WAITERS"
 )
 
 // New returns a connect error with code, err and an ErrorInfo of reason and

@@ -174,7 +174,7 @@ func startPodsapi(t testing.TB, socket, proc string, wrap func(*store.Store) ser
 	srv := podstest.Start(t, served, server.Config{
 		NRISocket: socket, HostProc: proc, Registry: reg,
 		Logger: slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn})),
-		Limits: server.LimitsConfig{QPS: -1},
+		Limits: server.LimitsConfig{QPS: -1, MaxFindWait: time.Hour},
 		Hooks:  &hooks.Hooks{NRIBackoff: [2]time.Duration{5 * time.Millisecond, 50 * time.Millisecond}},
 	})
 	c, err := client.New(srv.SocketPath())

@@ -259,6 +259,17 @@ type LimitsConfig struct {
 	// request at once; more are refused RESOURCE_EXHAUSTED before anything
 	// is read. Default DefaultMaxPendingPerClient; negative means no limit.
 	MaxPendingPerClient int
+	// MaxFindWait caps the wait a FindPods request may ask for (its
+	// wait); MaxFindWaiters bounds the FindPods calls waiting at once, and
+	// MaxFindWaitersPerClient those of one client (as above), beyond which
+	// they fail RESOURCE_EXHAUSTED. Defaults service.DefaultMaxFindWait,
+	// service.DefaultMaxFindWaiters and
+	// service.DefaultMaxFindWaitersPerClient; a negative MaxFindWait turns
+	// waiting off (every FindPods answers at once), a negative bound means
+	// no limit.
+	MaxFindWait             time.Duration
+	MaxFindWaiters          int
+	MaxFindWaitersPerClient int
 }
 
 // Defaults of LimitsConfig.
@@ -296,6 +307,9 @@ func (l LimitsConfig) withDefaults() LimitsConfig {
 	l.MaxConnections = orDefault(l.MaxConnections, DefaultMaxConnections)
 	l.MaxStreams = orDefault(l.MaxStreams, DefaultMaxStreams)
 	l.MaxPendingPerClient = orDefault(l.MaxPendingPerClient, DefaultMaxPendingPerClient)
+	l.MaxFindWait = orDefault(l.MaxFindWait, service.DefaultMaxFindWait)
+	l.MaxFindWaiters = orDefault(l.MaxFindWaiters, service.DefaultMaxFindWaiters)
+	l.MaxFindWaitersPerClient = orDefault(l.MaxFindWaitersPerClient, service.DefaultMaxFindWaitersPerClient)
 	return l
 }
 

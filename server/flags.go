@@ -44,6 +44,9 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&c.Limits.MaxConnections, "max-connections", DefaultMaxConnections, "connections open at once; more are closed as soon as accepted; negative disables the limit")
 	fs.IntVar(&c.Limits.MaxStreams, "max-streams", DefaultMaxStreams, "concurrent calls and watches per connection")
 	fs.Int64Var(&c.Store.MemoryBudgetBytes, "memory-budget-bytes", 0, "bytes the server may keep on behalf of its clients (masked views, cached lists, snapshots, replays of resumed watches, history); 0: half the memory limit (cgroup memory.max or GOMEMLIMIT), 512 MiB without one; negative: no budget")
+	fs.DurationVar(&c.Limits.MaxFindWait, "max-find-wait", service.DefaultMaxFindWait, "longest wait a FindPods request may ask for (its wait) for a key that matches no pod yet; longer waits are cut to it; negative turns waiting off")
+	fs.IntVar(&c.Limits.MaxFindWaiters, "max-find-waiters", service.DefaultMaxFindWaiters, "FindPods calls that may wait at once; beyond it FindPods with a wait returns RESOURCE_EXHAUSTED; negative disables the limit")
+	fs.IntVar(&c.Limits.MaxFindWaitersPerClient, "max-find-waiters-per-client", service.DefaultMaxFindWaitersPerClient, "FindPods calls one client (its pod, systemd unit, or else its UID) may have waiting at once; beyond it FindPods with a wait returns RESOURCE_EXHAUSTED; negative disables the share")
 	fs.IntVar(&c.Limits.MaxPendingPerClient, "max-pending-per-client", DefaultMaxPendingPerClient, "calls of one client (its pod, systemd unit, or else its UID) that may wait for their request at once; more are refused RESOURCE_EXHAUSTED; negative disables the limit")
 
 	// The names these two flags had when the shares were per UID.

@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"slices"
 	"strings"
 	"sync"
@@ -13,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
+	"github.com/podsapi/podsapi/client"
 	"github.com/podsapi/podsapi/errinfo"
 	podsv1alpha1 "github.com/podsapi/podsapi/gen/podsapi/pods/v1alpha1"
 	"github.com/podsapi/podsapi/gen/podsapi/pods/v1alpha1/podsv1alpha1connect"
@@ -20,6 +22,7 @@ import (
 	"github.com/podsapi/podsapi/internal/hooks"
 	"github.com/podsapi/podsapi/internal/rigs/podstest"
 	"github.com/podsapi/podsapi/server"
+	"github.com/podsapi/podsapi/store"
 )
 
 // TestRateLimit spends the burst, then expects RESOURCE_EXHAUSTED from
@@ -246,5 +249,55 @@ func TestFindPodsRateLimited(t *testing.T) {
 	_, err := g.Call(t, "FindPods", `{"ip": "`+web.Status.PodIP+`"}`)
 	if podstest.ErrorCode(err) != connect.CodeResourceExhausted || podstest.ErrorReason(err) != errinfo.RateLimited {
 		t.Fatalf("FindPods beyond the shared burst = %v, want RESOURCE_EXHAUSTED, RATE_LIMITED", err)
+	}
+}
+
+// TestFindWaitRateLimitedAsOneCall checks that a FindPods that waits
+// spends one token of the shared rate limit however often the store's
+// changes wake it: after it, woken three times, and one more call, the
+// burst of 2 is spent.
+func TestFindWaitRateLimitedAsOneCall(t *testing.T) {
+	st := store.New()
+	st.MarkSynced()
+	waited := podstest.NewWaited(st)
+	srv := podstest.Start(t, waited, server.Config{Limits: server.LimitsConfig{QPS: 0.001, Burst: 2, RateLimitDelay: -1, MaxFindWait: time.Hour}})
+	c, err := client.New(srv.SocketPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	late := podstest.Pod("default", "late", 1)
+	ip := netip.MustParseAddr(late.Status.PodIP)
+	type result struct {
+		ms  []client.Match
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		ms, _, err := c.FindPods(t.Context(), client.ByIP(ip), client.WithWait(time.Hour))
+		done <- result{ms, err}
+	}()
+	waited.WaitFor(t, 1)
+	for i := range 3 {
+		st.Upsert(podstest.Pod("default", fmt.Sprintf("other-%d", i), 10+i))
+		waited.WaitFor(t, 1)
+	}
+	st.Upsert(late)
+	near, stop := podstest.NearDeadline(t)
+	defer stop()
+	select {
+	case r := <-done:
+		if r.err != nil || len(r.ms) != 1 || r.ms[0].Pod.Name != "late" {
+			t.Fatalf("the waiting FindPods = %v, %v", r.ms, r.err)
+		}
+	case <-near:
+		t.Fatal("the waiting FindPods did not answer")
+	}
+	if _, _, err := c.FindPods(t.Context(), client.ByIP(ip)); err != nil {
+		t.Fatalf("the second call of the burst: %v", err)
+	}
+	_, _, err = c.FindPods(t.Context(), client.ByIP(ip))
+	if podstest.ErrorCode(err) != connect.CodeResourceExhausted || podstest.ErrorReason(err) != errinfo.RateLimited {
+		t.Fatalf("FindPods beyond the burst = %v, want RESOURCE_EXHAUSTED, RATE_LIMITED", err)
 	}
 }

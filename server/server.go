@@ -124,6 +124,7 @@ func New(st Pods, cfg Config) (*Server, error) {
 		service.WithProcesses(podcgroup.NewReader(cfg.HostProc)),
 		service.WithCaller(callerPID),
 		service.WithBudget(st.Budget()),
+		service.WithFindWait(max(cfg.Limits.MaxFindWait, 0), cfg.Limits.MaxFindWaiters, cfg.Limits.MaxFindWaitersPerClient),
 		service.WithClient(func(ctx context.Context) string { return guard.PeerFrom(ctx).Client(ctx) }),
 		service.WithStreams(func(ctx context.Context) service.Stream {
 			if s := tr.Stream(ctx); s != nil {

@@ -164,3 +164,24 @@ func errTooManyMasks(client string, limit int) error {
 		fmt.Errorf("the watches of client %s use %d distinct field masks, the most one client may: watch with a mask already in use, or close a watch", client, limit),
 		map[string]string{"limit": strconv.Itoa(limit), "client": client})
 }
+
+// errTooManyFindWaiters refuses a FindPods wait beyond the bound of the
+// calls waiting at once: the server's when client is "", else the client's.
+func errTooManyFindWaiters(limit int, client string) error {
+	md := map[string]string{"limit": strconv.Itoa(limit)}
+	if client == "" {
+		return errinfo.New(connect.CodeResourceExhausted, errinfo.TooManyFindWaiters,
+			fmt.Errorf("the server already has %d FindPods calls waiting (--max-find-waiters): retry with backoff", limit), md)
+	}
+	md["client"] = client
+	return errinfo.New(connect.CodeResourceExhausted, errinfo.TooManyFindWaiters,
+		fmt.Errorf("this client (%s) already has %d FindPods calls waiting (--max-find-waiters-per-client): wait in fewer calls at once, or retry with backoff", client, limit), md)
+}
+
+// errWaiterMemory refuses a FindPods wait that does not fit in the
+// client's share of the memory budget.
+func errWaiterMemory(client string) error {
+	return errinfo.New(connect.CodeResourceExhausted, errinfo.MemoryBudget,
+		fmt.Errorf("the FindPods calls waiting do not fit in this client's (%s) share of the server's memory budget: wait in fewer calls at once, or retry with backoff", client),
+		map[string]string{"kind": "waiters", "client": client})
+}

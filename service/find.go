@@ -36,6 +36,9 @@ type Finder interface {
 	// FindPID returns the pod of the container whose first process the
 	// runtime said is pid. None without runtime facts.
 	FindPID(pid uint32, deleted bool) (uint64, []store.Match)
+	// Changed returns a channel closed at the next change the calls above
+	// can see, for FindPods that waits.
+	Changed() <-chan struct{}
 }
 
 // Processes tells which pod a process runs in. *podcgroup.Reader
@@ -64,75 +67,18 @@ const (
 const maxContainerIDLen = 256
 
 // FindPods returns the pods a container ID, IP, process, cgroup or the
-// caller itself belongs to, from the store's index.
+// caller itself belongs to, from the store's index; with a wait, the
+// moment the key becomes known (findwait.go).
 func (h podsHandler) FindPods(ctx context.Context, req *connect.Request[podsv1alpha1.PodFindRequest]) (*connect.Response[podsv1alpha1.PodFindResponse], error) {
-	f := h.store
-	deleted := req.Msg.GetIncludeDeleted()
-	var (
-		version uint64
-		ms      []store.Match
-		err     error
-	)
-	switch key := req.Msg.GetKey().(type) {
-	case *podsv1alpha1.PodFindRequest_ContainerId:
-		id := store.TrimRuntime(key.ContainerId)
-		if err := validContainerID(id, len(key.ContainerId)); err != nil {
-			return nil, err
-		}
-		version, ms, err = f.FindContainer(id, deleted)
-		if errors.Is(err, store.ErrAmbiguous) {
-			return nil, errAmbiguous(key.ContainerId, err)
-		}
-		if len(ms) == 0 {
-			return nil, errNoMatch("container_id", key.ContainerId, "no container with this ID, or whose ID starts with it, on this node")
-		}
-	case *podsv1alpha1.PodFindRequest_Ip:
-		ip, perr := netip.ParseAddr(key.Ip)
-		if perr != nil {
-			return nil, errFindKey("ip", "not an IPv4 or IPv6 address")
-		}
-		version, ms = f.FindIP(ip, deleted)
-		if len(ms) == 0 {
-			return nil, errNoMatch("ip", ip.String(), "no pod with this IP on this node")
-		}
-	case *podsv1alpha1.PodFindRequest_Pid:
-		if key.Pid <= 0 {
-			return nil, errFindKey("pid", "a process ID is positive")
-		}
-		version, ms, err = h.findProcess(ctx, f, "pid", key.Pid, deleted)
-	case *podsv1alpha1.PodFindRequest_CgroupPath:
-		if !strings.Contains(key.CgroupPath, "/") {
-			return nil, errFindKey("cgroup_path", `not a cgroup path ("/kubepods/...") or a line of /proc/PID/cgroup ("0::/kubepods/...")`)
-		}
-		p, ok := podcgroup.Parse(key.CgroupPath)
-		if ok {
-			version, ms = f.FindPod(types.UID(p.UID), p.ContainerID, deleted)
-		}
-		if len(ms) == 0 {
-			version, ms = f.FindCgroup(key.CgroupPath, deleted)
-		}
-		switch {
-		case len(ms) > 0:
-		case !ok:
-			return nil, errNoMatch("cgroup_path", "", "the cgroup is no pod's (the kubelet names pod cgroups pod<UID> or kubepods-...-pod<UID>.slice)")
-		default:
-			return nil, errNoMatch("cgroup_path", p.UID, "the cgroup is of pod "+p.UID+", which is not on this node")
-		}
-	case *podsv1alpha1.PodFindRequest_Caller:
-		if !key.Caller {
-			return nil, errFindKey("caller", "caller must be true when set")
-		}
-		pid, known := int32(0), false
-		if h.caller != nil {
-			pid, known = h.caller(ctx)
-		}
-		if !known || pid <= 0 {
-			return nil, errCallerUnknown
-		}
-		version, ms, err = h.findProcess(ctx, f, "caller", pid, deleted)
-	default:
-		return nil, errFindKey("key", "set one of container_id, ip, pid, cgroup_path or caller")
+	d, err := h.findWait(req.Msg.GetWait())
+	if err != nil {
+		return nil, err
 	}
+	lookup, err := h.findLookup(ctx, req.Msg)
+	if err != nil {
+		return nil, err
+	}
+	version, ms, err := h.find(ctx, d, lookup)
 	if err != nil {
 		return nil, err
 	}
@@ -146,41 +92,128 @@ func (h podsHandler) FindPods(ctx context.Context, req *connect.Request[podsv1al
 	return connect.NewResponse(withRaw(&podsv1alpha1.PodFindResponse{Revision: h.store.Revision(version)}, raw)), nil
 }
 
-// findProcess returns the pod of the process pid, found for key (pid or
-// caller) from its cgroups.
-func (h *handler) findProcess(ctx context.Context, f Finder, key string, pid int32, deleted bool) (uint64, []store.Match, error) {
+// findLookup checks the key of req and returns its lookup in the store's
+// index, or the error of a malformed key. A process's cgroups are read
+// once, here: its lookups read the index only.
+func (h *handler) findLookup(ctx context.Context, req *podsv1alpha1.PodFindRequest) (findLookup, error) {
+	f := h.store
+	deleted := req.GetIncludeDeleted()
+	switch key := req.GetKey().(type) {
+	case *podsv1alpha1.PodFindRequest_ContainerId:
+		id := store.TrimRuntime(key.ContainerId)
+		if err := validContainerID(id, len(key.ContainerId)); err != nil {
+			return nil, err
+		}
+		return func() (uint64, []store.Match, error, error) {
+			version, ms, err := f.FindContainer(id, deleted)
+			if errors.Is(err, store.ErrAmbiguous) {
+				return 0, nil, nil, errAmbiguous(key.ContainerId, err)
+			}
+			if len(ms) == 0 {
+				return 0, nil, errNoMatch("container_id", key.ContainerId, "no container with this ID, or whose ID starts with it, on this node"), nil
+			}
+			return version, ms, nil, nil
+		}, nil
+	case *podsv1alpha1.PodFindRequest_Ip:
+		ip, perr := netip.ParseAddr(key.Ip)
+		if perr != nil {
+			return nil, errFindKey("ip", "not an IPv4 or IPv6 address")
+		}
+		return func() (uint64, []store.Match, error, error) {
+			version, ms := f.FindIP(ip, deleted)
+			if len(ms) == 0 {
+				return 0, nil, errNoMatch("ip", ip.String(), "no pod with this IP on this node"), nil
+			}
+			return version, ms, nil, nil
+		}, nil
+	case *podsv1alpha1.PodFindRequest_Pid:
+		if key.Pid <= 0 {
+			return nil, errFindKey("pid", "a process ID is positive")
+		}
+		return h.processLookup(ctx, "pid", key.Pid, deleted), nil
+	case *podsv1alpha1.PodFindRequest_CgroupPath:
+		if !strings.Contains(key.CgroupPath, "/") {
+			return nil, errFindKey("cgroup_path", `not a cgroup path ("/kubepods/...") or a line of /proc/PID/cgroup ("0::/kubepods/...")`)
+		}
+		p, ok := podcgroup.Parse(key.CgroupPath)
+		return func() (uint64, []store.Match, error, error) {
+			var (
+				version uint64
+				ms      []store.Match
+			)
+			if ok {
+				version, ms = f.FindPod(types.UID(p.UID), p.ContainerID, deleted)
+			}
+			if len(ms) == 0 {
+				version, ms = f.FindCgroup(key.CgroupPath, deleted)
+			}
+			switch {
+			case len(ms) > 0:
+				return version, ms, nil, nil
+			case !ok:
+				return 0, nil, errNoMatch("cgroup_path", "", "the cgroup is no pod's (the kubelet names pod cgroups pod<UID> or kubepods-...-pod<UID>.slice)"), nil
+			default:
+				return 0, nil, errNoMatch("cgroup_path", p.UID, "the cgroup is of pod "+p.UID+", which is not on this node"), nil
+			}
+		}, nil
+	case *podsv1alpha1.PodFindRequest_Caller:
+		if !key.Caller {
+			return nil, errFindKey("caller", "caller must be true when set")
+		}
+		pid, known := int32(0), false
+		if h.caller != nil {
+			pid, known = h.caller(ctx)
+		}
+		if !known || pid <= 0 {
+			return nil, errCallerUnknown
+		}
+		return h.processLookup(ctx, "caller", pid, deleted), nil
+	default:
+		return nil, errFindKey("key", "set one of container_id, ip, pid, cgroup_path or caller")
+	}
+}
+
+// processLookup returns the lookup of the pod of the process pid, for key
+// (pid or caller), from its cgroups, read once: the pod and container
+// they name, or, in no pod's cgroup, what the runtime told of its cgroup or
+// its PID. A process that cannot be read fails every lookup.
+func (h *handler) processLookup(ctx context.Context, key string, pid int32, deleted bool) findLookup {
+	f := h.store
+	failed := func(err error) findLookup {
+		return func() (uint64, []store.Match, error, error) { return 0, nil, nil, err }
+	}
 	p, err := h.processes.Read(ctx, int(pid))
 	switch {
 	case errors.Is(err, podcgroup.ErrNoProcess):
-		return 0, nil, errNoProcess(key, pid)
+		return failed(errNoProcess(key, pid))
 	case errors.Is(err, podcgroup.ErrNotPod):
-		if version, ms := h.findRuntimeProcess(ctx, f, pid, deleted); len(ms) > 0 {
-			return version, ms, nil
+		file, ferr := h.processes.ReadFile(ctx, int(pid))
+		return func() (uint64, []store.Match, error, error) {
+			// The cgroup the runtime told, else the PID of a container's
+			// first process.
+			if ferr == nil {
+				if version, ms := f.FindCgroup(file, deleted); len(ms) > 0 {
+					return version, ms, nil, nil
+				}
+			}
+			if version, ms := f.FindPID(uint32(pid), deleted); len(ms) > 0 {
+				return version, ms, nil, nil
+			}
+			return 0, nil, errNoMatch(key, strconv.Itoa(int(pid)), "the process runs in no pod's cgroup"), nil
 		}
-		return 0, nil, errNoMatch(key, strconv.Itoa(int(pid)), "the process runs in no pod's cgroup")
 	case errors.Is(err, podcgroup.ErrBusy):
-		return 0, nil, errProcessBusy(pid)
+		return failed(errProcessBusy(pid))
 	case err != nil:
 		h.logger.Error("cannot read the cgroups of a process", "pid", pid, "error", err)
-		return 0, nil, errProcessUnreadable(pid)
+		return failed(errProcessUnreadable(pid))
 	}
-	version, ms := f.FindPod(types.UID(p.UID), p.ContainerID, deleted)
-	if len(ms) == 0 {
-		return 0, nil, errNoMatch(key, strconv.Itoa(int(pid)), "the process runs in pod "+p.UID+", which is not on this node")
-	}
-	return version, ms, nil
-}
-
-// findRuntimeProcess returns the pod of the process pid, whose cgroup no
-// kubelet naming names, from what the runtime told: its cgroup, or its PID
-// as a container's first process.
-func (h *handler) findRuntimeProcess(ctx context.Context, f Finder, pid int32, deleted bool) (uint64, []store.Match) {
-	if file, err := h.processes.ReadFile(ctx, int(pid)); err == nil {
-		if version, ms := f.FindCgroup(file, deleted); len(ms) > 0 {
-			return version, ms
+	return func() (uint64, []store.Match, error, error) {
+		version, ms := f.FindPod(types.UID(p.UID), p.ContainerID, deleted)
+		if len(ms) == 0 {
+			return 0, nil, errNoMatch(key, strconv.Itoa(int(pid)), "the process runs in pod "+p.UID+", which is not on this node"), nil
 		}
+		return version, ms, nil, nil
 	}
-	return f.FindPID(uint32(pid), deleted)
 }
 
 // validContainerID checks a container_id key, n bytes long before its

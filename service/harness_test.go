@@ -42,11 +42,17 @@ const baseURL = "http://harness"
 // newHarness serves st with opts, and with a Stream per watch if streams.
 func newHarness(t testing.TB, st *store.Store, streams bool, opts ...service.Option) *harness {
 	t.Helper()
+	return newHarnessOf(t, st, st, streams, opts...)
+}
+
+// newHarnessOf is newHarness of handlers that read r, a view of st.
+func newHarnessOf(t testing.TB, st *store.Store, r service.PodReader, streams bool, opts ...service.Option) *harness {
+	t.Helper()
 	lis := bufconn.Listen(1 << 20)
 	if streams {
 		opts = append(opts, service.WithStreams(streamOf))
 	}
-	h := service.NewHandlers(st, opts...)
+	h := service.NewHandlers(r, opts...)
 	hopts := service.HandlerOptions(service.FieldMasks())
 	mux := http.NewServeMux()
 	mux.Handle(podsv1alpha1connect.NewPodsHandler(h.Pods, hopts...))

@@ -114,3 +114,15 @@ func WithCaller(pid func(ctx context.Context) (int32, bool)) Option {
 func WithStreams(streams func(context.Context) Stream) Option {
 	return func(h *handler) { h.streams = streams }
 }
+
+// WithFindWait sets the cap of the wait a FindPods request may ask for
+// (limit; 0 or negative turns waiting off: every call answers at once), and
+// how many calls may wait at once, in all (total) and per client
+// (perClient), a negative bound meaning no bound. The defaults are
+// DefaultMaxFindWait, DefaultMaxFindWaiters and
+// DefaultMaxFindWaitersPerClient.
+func WithFindWait(limit time.Duration, total, perClient int) Option {
+	return func(h *handler) {
+		h.waiters.max, h.waiters.total, h.waiters.perClient = max(limit, 0), total, perClient
+	}
+}

@@ -61,13 +61,16 @@ type handler struct {
 	client func(ctx context.Context) string
 	turns  snapshotTurns
 	masks  watchMasks
+	// waiters are the FindPods calls that wait (findwait.go).
+	waiters findWaiters
 }
 
 // newHandler returns a handler of s configured by opts.
 func newHandler(s PodReader, opts []Option) *handler {
 	h := &handler{store: s, queue: DefaultWatchQueue, logger: slog.Default(), progress: &progressClock{interval: DefaultProgressInterval}, projections: newMaskCache(), processes: podcgroup.NewReader(""),
-		turns: snapshotTurns{perClient: DefaultSnapshotsPerClient, slice: DefaultSnapshotTurn},
-		masks: watchMasks{perClient: DefaultMasksPerClient, total: DefaultMaxWatchMasks}}
+		turns:   snapshotTurns{perClient: DefaultSnapshotsPerClient, slice: DefaultSnapshotTurn},
+		masks:   watchMasks{perClient: DefaultMasksPerClient, total: DefaultMaxWatchMasks},
+		waiters: findWaiters{max: DefaultMaxFindWait, total: DefaultMaxFindWaiters, perClient: DefaultMaxFindWaitersPerClient}}
 	for _, opt := range opts {
 		opt(h)
 	}
@@ -76,7 +79,7 @@ func newHandler(s PodReader, opts []Option) *handler {
 	// them one after another (snapshotCache).
 	h.snapshots.keep, h.turns.idle = h.turns.busy, h.snapshots.dropIdle
 	h.snapshots.maxIdle = maxIdleSnapshotBytes
-	h.snapshots.budget, h.lists.budget = h.budget, h.budget
+	h.snapshots.budget, h.lists.budget, h.waiters.budget = h.budget, h.budget, h.budget
 	h.replays.metrics, h.replays.budget = h.metrics, h.budget
 	h.replays.maxIdle = maxIdleReplayBytes
 	if total := h.budget.Total(); total > 0 {

@@ -54,7 +54,7 @@ func budgetCollectors(b *budget.Budget) []prometheus.Collector {
 		cs = append(cs,
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 				Name:        "podsapi_memory_used_bytes",
-				Help:        "Bytes counted against the memory budget, by kind: views (masked pods and enveloped events cached by the pods), lists (cached ListPods responses), snapshots (enveloped watch snapshots in flight), replays (enveloped blocks of the history for resumed watches), queued (live events queued for watchers), history and runtime (the container runtime's facts from NRI, for FindPods).",
+				Help:        "Bytes counted against the memory budget, by kind: views (masked pods and enveloped events cached by the pods), lists (cached ListPods responses), snapshots (enveloped watch snapshots in flight), replays (enveloped blocks of the history for resumed watches), queued (live events queued for watchers), history, runtime (the container runtime's facts from NRI, for FindPods) and waiters (FindPods calls waiting for their key).",
 				ConstLabels: prometheus.Labels{"kind": name},
 			}, func() float64 { return float64(b.Used(budget.Kind(k))) }),
 			prometheus.NewCounterFunc(prometheus.CounterOpts{

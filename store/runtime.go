@@ -274,6 +274,7 @@ func (s *Store) putRuntimePod(p RuntimePod) bool {
 		leaf := path.Base(p.Cgroup)
 		rt.cgroups[leaf] = append(rt.cgroups[leaf], cgroupRef{path: p.Cgroup, pod: e})
 	}
+	s.signalChange()
 	return true
 }
 
@@ -306,6 +307,7 @@ func (s *Store) putRuntimeContainer(c RuntimeContainer) bool {
 		leaf := path.Base(c.Cgroup)
 		rt.cgroups[leaf] = append(rt.cgroups[leaf], cgroupRef{path: c.Cgroup, c: e})
 	}
+	s.signalChange()
 	return true
 }
 
@@ -356,6 +358,7 @@ func (s *Store) removeRuntime(p *rtPod, c *rtContainer) {
 	default:
 		return
 	}
+	s.signalChange()
 	if s.tombs.retention == 0 {
 		s.forgetRuntime(p, c)
 		return

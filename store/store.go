@@ -41,6 +41,9 @@ type Store struct {
 	tombs tombstones
 	// rt are the runtime's facts (runtime.go).
 	rt runtimeFacts
+	// changed is closed at the next change of what Find sees, while
+	// someone waits for one (changes.go).
+	changed chan struct{}
 	// budget counts what the store keeps for its clients (WithBudget);
 	// queued counts the events queued for watchers, and historyBytes
 	// mirrors history.bytes, both read without the lock.
@@ -120,6 +123,7 @@ func (s *Store) Upsert(pod *corev1.Pod) {
 		ev = Event{Type: Modified, Pod: p, Prev: prev, Version: s.version}
 	}
 	s.broadcast(ev)
+	s.signalChange()
 }
 
 // Encodes returns how many pods the store has encoded since it was created:
@@ -140,6 +144,7 @@ func (s *Store) Delete(uid types.UID) {
 	s.bury(prev)
 	s.sorted = nil
 	s.broadcast(Event{Type: Deleted, Pod: prev, Version: s.version})
+	s.signalChange()
 }
 
 // MarkSynced reports that the sources have delivered their initial, complete

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -20,6 +21,7 @@ type findFlags struct {
 	cgroup    string
 	self      bool
 	deleted   bool
+	wait      time.Duration
 }
 
 // key returns the one key the flags of cmd set.
@@ -60,7 +62,7 @@ func (f *findFlags) key(cmd *cobra.Command) (client.FindKey, error) {
 func (a *app) findCommand() *cobra.Command {
 	var f findFlags
 	cmd := &cobra.Command{
-		Use:   "find (--pid PID | --container ID | --ip IP | --cgroup PATH | --self) [--deleted] [flags]",
+		Use:   "find (--pid PID | --container ID | --ip IP | --cgroup PATH | --self) [--deleted] [--wait DURATION] [flags]",
 		Short: "Find the pod of a process, container, IP or cgroup",
 		Long: `Find the pods of a process (by PID, in the server's PID namespace), of a
 container (by ID, with or without its runtime://, or by a prefix of at least
@@ -68,7 +70,11 @@ container (by ID, with or without its runtime://, or by a prefix of at least
 of podsctl itself (--self), from the server's index: the table of podsctl list
 with the CONTAINER the key names. The pods of the host network share the
 node's IP: an IP of the node finds all of them. --deleted also finds the pods
-deleted within the server's --deleted-pod-retention, marked "(deleted)".`,
+deleted within the server's --deleted-pod-retention, marked "(deleted)".
+--wait waits, when the key matches no pod yet, until it does, at most that
+long (the server cuts it to its --max-find-wait): podsctl answers the moment
+the server learns of the container, and fails as without --wait when the
+wait runs out.`,
 		Example: `  # The pod and container of process 4242
   podsctl find --pid 4242
 
@@ -81,6 +87,9 @@ deleted within the server's --deleted-pod-retention, marked "(deleted)".`,
   # The pod of a cgroup an eBPF program saw
   podsctl find --cgroup 0::/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod0f6c9c5e_1b7a_4d0e_9a8f_2c3b4d5e6f70.slice/cri-containerd-3f1e9b0c2d3a4b5c6d7e8f9a0b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c.scope
 
+  # The pod of a container that is starting, once the server knows it
+  podsctl find --container 3f1e9b0c2d3a --wait 5s
+
   # The pod podsctl runs in, as YAML
   podsctl find --self -o yaml`,
 		Args:              noArgs,
@@ -91,7 +100,7 @@ deleted within the server's --deleted-pod-retention, marked "(deleted)".`,
 		if err != nil {
 			return usageError{error: err}
 		}
-		return runFind(ctx, &a.o, key, f.deleted, a.stdout)
+		return runFind(ctx, &a.o, key, f.deleted, f.wait, a.stdout)
 	})
 	fs := cmd.Flags()
 	fs.Int32Var(&f.pid, "pid", 0, "a process ID, in the PID namespace of the server's --host-proc")
@@ -100,12 +109,13 @@ deleted within the server's --deleted-pod-retention, marked "(deleted)".`,
 	fs.StringVar(&f.cgroup, "cgroup", "", "a cgroup: a line of /proc/PID/cgroup, or its path")
 	fs.BoolVar(&f.self, "self", false, "the pod podsctl itself runs in")
 	fs.BoolVar(&f.deleted, "deleted", false, "also the pods deleted within the server's --deleted-pod-retention")
+	fs.DurationVar(&f.wait, "wait", 0, "when the key matches no pod yet, wait at most this long for it to match (the server cuts it to its --max-find-wait); 0: answer at once")
 	a.o.addOutputFlags(cmd)
 	return cmd
 }
 
 // runFind runs podsctl find.
-func runFind(ctx context.Context, o *options, key client.FindKey, deleted bool, stdout io.Writer) error {
+func runFind(ctx context.Context, o *options, key client.FindKey, deleted bool, wait time.Duration, stdout io.Writer) error {
 	c, err := o.dial()
 	if err != nil {
 		return err
@@ -114,6 +124,9 @@ func runFind(ctx context.Context, o *options, key client.FindKey, deleted bool, 
 	opts := []client.CallOption{o.mask()}
 	if deleted {
 		opts = append(opts, client.WithDeleted())
+	}
+	if wait > 0 {
+		opts = append(opts, client.WithWait(wait))
 	}
 	ms, _, err := c.FindPods(ctx, key, opts...)
 	if err != nil {

@@ -756,6 +756,7 @@ server package in the harness's children, which link neither its sources nor its
 	fmt.Fprintf(&sb, "\n%s", kubeletSideBySide)
 	fmt.Fprintf(&sb, "\n%s", runtimeEvents)
 	fmt.Fprintf(&sb, "\n%s", runtimeWindow)
+	fmt.Fprintf(&sb, "\n%s", findWait)
 	fmt.Fprintf(&sb, "\n%s", revisions)
 	if len(r.Errors) > 0 {
 		fmt.Fprintf(&sb, "\nErrors:\n\n- %s\n", strings.Join(r.Errors, "\n- "))
@@ -798,6 +799,13 @@ var runtimeEvents string
 //
 //go:embed nri-window.md
 var runtimeWindow string
+
+// findWait is FindPods that waits against agents that poll (issue 42),
+// written by make bench-findwait (TestFindWaitAgainstPolling), which takes
+// a minute of waiting: make bench copies the last measurement.
+//
+//go:embed findwait.md
+var findWait string
 
 // revisions is a measurement of one revision against another, interleaved,
 // by make bench-ab (internal/rigs/cmd/benchab), which needs two builds: make

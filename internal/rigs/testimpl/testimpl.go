@@ -79,6 +79,9 @@ const (
 	// FindAlwaysDeleted answers FindPods as if include_deleted were always
 	// set: deleted pods match without it.
 	FindAlwaysDeleted Break = "find-always-deleted"
+	// FindNeverWaits answers FindPods at once whatever its wait
+	// (--max-find-wait negative): a key not known yet is NOT_FOUND.
+	FindNeverWaits Break = "find-never-waits"
 )
 
 // Default rate limit and watch queue of every Impl.
@@ -274,6 +277,8 @@ func (im *Impl) Start(context.Context) error {
 	case IgnoreWatchSelectors:
 		sel := &faults.Selectors{IgnoreWatchSelectors: true}
 		cfg.Hooks.Pods = sel.Around(cfg.Hooks.Pods)
+	case FindNeverWaits:
+		cfg.Limits.MaxFindWait = -1
 	case FindAlwaysDeleted:
 		pods.FindAlwaysDeleted = true
 	case TooOldInvalid:

@@ -28,6 +28,7 @@ import (
 	v1 "github.com/podsapi/podsapi/gen/k8s.io/api/core/v1"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	durationpb "google.golang.org/protobuf/types/known/durationpb"
 	reflect "reflect"
 	sync "sync"
 	unsafe "unsafe"
@@ -603,8 +604,27 @@ type PodFindRequest struct {
 	// IncludeDeleted, when true, also matches the pods deleted within the
 	// server's --deleted-pod-retention, with their last known state.
 	IncludeDeleted bool `protobuf:"varint,6,opt,name=include_deleted,json=includeDeleted,proto3" json:"include_deleted,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Wait, when set and positive, asks the server to wait, when the key
+	// matches no pod yet, until it does: the call answers the moment the pod
+	// source, or the container runtime's events with the server's
+	// --nri-socket, make the key known, and fails with NOT_FOUND, reason
+	// NO_POD_MATCHES, as without wait, when the wait runs out. The server
+	// caps it at its --max-find-wait (5 s by default; an operator may turn
+	// waiting off: the call then answers at once), and the call's deadline
+	// ends it too (DEADLINE_EXCEEDED). A container ID,
+	// an IP, a cgroup, and a process whose cgroup names a pod or container
+	// not known yet are waited for; a process that does not exist, or a key
+	// that is malformed or ambiguous, fails at once. A waiting call is rate
+	// limited as one call. The server bounds the calls waiting at once, in
+	// all and per client (--max-find-waiters, --max-find-waiters-per-client):
+	// beyond them it fails with RESOURCE_EXHAUSTED, reason
+	// TOO_MANY_FIND_WAITERS, and beyond the client's share of the server's
+	// memory budget, reason MEMORY_BUDGET_EXCEEDED (metadata kind "waiters").
+	// A negative or malformed duration fails with INVALID_ARGUMENT, reason
+	// INVALID_FIND_KEY, metadata key "wait".
+	Wait          *durationpb.Duration `protobuf:"bytes,7,opt,name=wait,proto3" json:"wait,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *PodFindRequest) Reset() {
@@ -694,6 +714,13 @@ func (x *PodFindRequest) GetIncludeDeleted() bool {
 		return x.IncludeDeleted
 	}
 	return false
+}
+
+func (x *PodFindRequest) GetWait() *durationpb.Duration {
+	if x != nil {
+		return x.Wait
+	}
+	return nil
 }
 
 type isPodFindRequest_Key interface {
@@ -908,7 +935,7 @@ var File_kubelet_pods_v1alpha1_pods_proto protoreflect.FileDescriptor
 
 const file_kubelet_pods_v1alpha1_pods_proto_rawDesc = "" +
 	"\n" +
-	" kubelet/pods/v1alpha1/pods.proto\x12\x15kubelet.pods.v1alpha1\x1a\"k8s.io/api/core/v1/generated.proto\"|\n" +
+	" kubelet/pods/v1alpha1/pods.proto\x12\x15kubelet.pods.v1alpha1\x1a\x1egoogle/protobuf/duration.proto\x1a\"k8s.io/api/core/v1/generated.proto\"|\n" +
 	"\x0ePodListRequest\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12%\n" +
 	"\x0elabel_selector\x18\x02 \x01(\tR\rlabelSelector\x12%\n" +
@@ -930,7 +957,7 @@ const file_kubelet_pods_v1alpha1_pods_proto_rawDesc = "" +
 	"\rPodGetRequest\x12\x16\n" +
 	"\x06podUID\x18\x01 \x01(\tR\x06podUID\";\n" +
 	"\x0ePodGetResponse\x12)\n" +
-	"\x03pod\x18\x01 \x01(\v2\x17.k8s.io.api.core.v1.PodR\x03pod\"\xc8\x01\n" +
+	"\x03pod\x18\x01 \x01(\v2\x17.k8s.io.api.core.v1.PodR\x03pod\"\xf7\x01\n" +
 	"\x0ePodFindRequest\x12#\n" +
 	"\fcontainer_id\x18\x01 \x01(\tH\x00R\vcontainerId\x12\x10\n" +
 	"\x02ip\x18\x02 \x01(\tH\x00R\x02ip\x12\x12\n" +
@@ -938,7 +965,8 @@ const file_kubelet_pods_v1alpha1_pods_proto_rawDesc = "" +
 	"\vcgroup_path\x18\x04 \x01(\tH\x00R\n" +
 	"cgroupPath\x12\x18\n" +
 	"\x06caller\x18\x05 \x01(\bH\x00R\x06caller\x12'\n" +
-	"\x0finclude_deleted\x18\x06 \x01(\bR\x0eincludeDeletedB\x05\n" +
+	"\x0finclude_deleted\x18\x06 \x01(\bR\x0eincludeDeleted\x12-\n" +
+	"\x04wait\x18\a \x01(\v2\x19.google.protobuf.DurationR\x04waitB\x05\n" +
 	"\x03key\"h\n" +
 	"\x0fPodFindResponse\x129\n" +
 	"\amatches\x18\x01 \x03(\v2\x1f.kubelet.pods.v1alpha1.PodMatchR\amatches\x12\x1a\n" +
@@ -982,40 +1010,42 @@ func file_kubelet_pods_v1alpha1_pods_proto_rawDescGZIP() []byte {
 var file_kubelet_pods_v1alpha1_pods_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
 var file_kubelet_pods_v1alpha1_pods_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
 var file_kubelet_pods_v1alpha1_pods_proto_goTypes = []any{
-	(MatchSource)(0),         // 0: kubelet.pods.v1alpha1.MatchSource
-	(EventType)(0),           // 1: kubelet.pods.v1alpha1.EventType
-	(*PodListRequest)(nil),   // 2: kubelet.pods.v1alpha1.PodListRequest
-	(*PodListResponse)(nil),  // 3: kubelet.pods.v1alpha1.PodListResponse
-	(*PodWatchRequest)(nil),  // 4: kubelet.pods.v1alpha1.PodWatchRequest
-	(*PodWatchResponse)(nil), // 5: kubelet.pods.v1alpha1.PodWatchResponse
-	(*PodGetRequest)(nil),    // 6: kubelet.pods.v1alpha1.PodGetRequest
-	(*PodGetResponse)(nil),   // 7: kubelet.pods.v1alpha1.PodGetResponse
-	(*PodFindRequest)(nil),   // 8: kubelet.pods.v1alpha1.PodFindRequest
-	(*PodFindResponse)(nil),  // 9: kubelet.pods.v1alpha1.PodFindResponse
-	(*PodMatch)(nil),         // 10: kubelet.pods.v1alpha1.PodMatch
-	(*v1.Pod)(nil),           // 11: k8s.io.api.core.v1.Pod
+	(MatchSource)(0),            // 0: kubelet.pods.v1alpha1.MatchSource
+	(EventType)(0),              // 1: kubelet.pods.v1alpha1.EventType
+	(*PodListRequest)(nil),      // 2: kubelet.pods.v1alpha1.PodListRequest
+	(*PodListResponse)(nil),     // 3: kubelet.pods.v1alpha1.PodListResponse
+	(*PodWatchRequest)(nil),     // 4: kubelet.pods.v1alpha1.PodWatchRequest
+	(*PodWatchResponse)(nil),    // 5: kubelet.pods.v1alpha1.PodWatchResponse
+	(*PodGetRequest)(nil),       // 6: kubelet.pods.v1alpha1.PodGetRequest
+	(*PodGetResponse)(nil),      // 7: kubelet.pods.v1alpha1.PodGetResponse
+	(*PodFindRequest)(nil),      // 8: kubelet.pods.v1alpha1.PodFindRequest
+	(*PodFindResponse)(nil),     // 9: kubelet.pods.v1alpha1.PodFindResponse
+	(*PodMatch)(nil),            // 10: kubelet.pods.v1alpha1.PodMatch
+	(*v1.Pod)(nil),              // 11: k8s.io.api.core.v1.Pod
+	(*durationpb.Duration)(nil), // 12: google.protobuf.Duration
 }
 var file_kubelet_pods_v1alpha1_pods_proto_depIdxs = []int32{
 	11, // 0: kubelet.pods.v1alpha1.PodListResponse.pods:type_name -> k8s.io.api.core.v1.Pod
 	11, // 1: kubelet.pods.v1alpha1.PodWatchResponse.pod:type_name -> k8s.io.api.core.v1.Pod
 	1,  // 2: kubelet.pods.v1alpha1.PodWatchResponse.type:type_name -> kubelet.pods.v1alpha1.EventType
 	11, // 3: kubelet.pods.v1alpha1.PodGetResponse.pod:type_name -> k8s.io.api.core.v1.Pod
-	10, // 4: kubelet.pods.v1alpha1.PodFindResponse.matches:type_name -> kubelet.pods.v1alpha1.PodMatch
-	11, // 5: kubelet.pods.v1alpha1.PodMatch.pod:type_name -> k8s.io.api.core.v1.Pod
-	0,  // 6: kubelet.pods.v1alpha1.PodMatch.source:type_name -> kubelet.pods.v1alpha1.MatchSource
-	2,  // 7: kubelet.pods.v1alpha1.Pods.ListPods:input_type -> kubelet.pods.v1alpha1.PodListRequest
-	4,  // 8: kubelet.pods.v1alpha1.Pods.WatchPods:input_type -> kubelet.pods.v1alpha1.PodWatchRequest
-	6,  // 9: kubelet.pods.v1alpha1.Pods.GetPod:input_type -> kubelet.pods.v1alpha1.PodGetRequest
-	8,  // 10: kubelet.pods.v1alpha1.Pods.FindPods:input_type -> kubelet.pods.v1alpha1.PodFindRequest
-	3,  // 11: kubelet.pods.v1alpha1.Pods.ListPods:output_type -> kubelet.pods.v1alpha1.PodListResponse
-	5,  // 12: kubelet.pods.v1alpha1.Pods.WatchPods:output_type -> kubelet.pods.v1alpha1.PodWatchResponse
-	7,  // 13: kubelet.pods.v1alpha1.Pods.GetPod:output_type -> kubelet.pods.v1alpha1.PodGetResponse
-	9,  // 14: kubelet.pods.v1alpha1.Pods.FindPods:output_type -> kubelet.pods.v1alpha1.PodFindResponse
-	11, // [11:15] is the sub-list for method output_type
-	7,  // [7:11] is the sub-list for method input_type
-	7,  // [7:7] is the sub-list for extension type_name
-	7,  // [7:7] is the sub-list for extension extendee
-	0,  // [0:7] is the sub-list for field type_name
+	12, // 4: kubelet.pods.v1alpha1.PodFindRequest.wait:type_name -> google.protobuf.Duration
+	10, // 5: kubelet.pods.v1alpha1.PodFindResponse.matches:type_name -> kubelet.pods.v1alpha1.PodMatch
+	11, // 6: kubelet.pods.v1alpha1.PodMatch.pod:type_name -> k8s.io.api.core.v1.Pod
+	0,  // 7: kubelet.pods.v1alpha1.PodMatch.source:type_name -> kubelet.pods.v1alpha1.MatchSource
+	2,  // 8: kubelet.pods.v1alpha1.Pods.ListPods:input_type -> kubelet.pods.v1alpha1.PodListRequest
+	4,  // 9: kubelet.pods.v1alpha1.Pods.WatchPods:input_type -> kubelet.pods.v1alpha1.PodWatchRequest
+	6,  // 10: kubelet.pods.v1alpha1.Pods.GetPod:input_type -> kubelet.pods.v1alpha1.PodGetRequest
+	8,  // 11: kubelet.pods.v1alpha1.Pods.FindPods:input_type -> kubelet.pods.v1alpha1.PodFindRequest
+	3,  // 12: kubelet.pods.v1alpha1.Pods.ListPods:output_type -> kubelet.pods.v1alpha1.PodListResponse
+	5,  // 13: kubelet.pods.v1alpha1.Pods.WatchPods:output_type -> kubelet.pods.v1alpha1.PodWatchResponse
+	7,  // 14: kubelet.pods.v1alpha1.Pods.GetPod:output_type -> kubelet.pods.v1alpha1.PodGetResponse
+	9,  // 15: kubelet.pods.v1alpha1.Pods.FindPods:output_type -> kubelet.pods.v1alpha1.PodFindResponse
+	12, // [12:16] is the sub-list for method output_type
+	8,  // [8:12] is the sub-list for method input_type
+	8,  // [8:8] is the sub-list for extension type_name
+	8,  // [8:8] is the sub-list for extension extendee
+	0,  // [0:8] is the sub-list for field type_name
 }
 
 func init() { file_kubelet_pods_v1alpha1_pods_proto_init() }
