@@ -61,6 +61,8 @@ type handler struct {
 	client func(ctx context.Context) string
 	turns  snapshotTurns
 	masks  watchMasks
+	// workloads answers the workloads of FindPods' matches (workload.go).
+	workloads Workloads
 }
 
 // newHandler returns a handler of s configured by opts.

@@ -58,6 +58,10 @@ type Resolver struct {
 
 	mu     sync.Mutex
 	pods   map[types.UID]podRef
+	// forgotten are the last answers of the pods Forget dropped, the
+	// oldest first in forgottenOrder, bounded by maxForgotten.
+	forgotten      map[types.UID]Workload
+	forgottenOrder []types.UID
 	owners map[ownerKey]*entry
 	gets   map[string]uint64
 }
@@ -69,7 +73,7 @@ func NewResolver(opts ...Option) *Resolver {
 		timeout: 10 * time.Second, maxOwners: 4096, onChange: func([]types.UID) {},
 		log: slog.Default(), now: time.Now,
 		wake: make(chan struct{}, 1),
-		pods: map[types.UID]podRef{}, owners: map[ownerKey]*entry{}, gets: map[string]uint64{},
+		pods: map[types.UID]podRef{}, forgotten: map[types.UID]Workload{}, owners: map[ownerKey]*entry{}, gets: map[string]uint64{},
 	}
 	for _, o := range opts {
 		o(r)
@@ -111,15 +115,34 @@ func (r *Resolver) Observe(pod *corev1.Pod) {
 	e.pods[pod.UID] = struct{}{}
 }
 
+// maxForgotten bounds the last answers kept of pods that left the node,
+// which FindPods serves with the deleted pods it still matches.
+const maxForgotten = 1024
+
 // Forget drops a pod that left the node, and its owner's answer when no
-// other pod of the node references the owner.
+// other pod of the node references the owner. The pod's last answer is
+// kept, as it was, among the last maxForgotten pods forgotten.
 func (r *Resolver) Forget(uid types.UID) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if prev, ok := r.pods[uid]; ok {
-		r.release(uid, prev)
-		delete(r.pods, uid)
+	prev, ok := r.pods[uid]
+	if !ok {
+		return
 	}
+	w := prev.w
+	if prev.owner != nil {
+		w = r.answer(prev, r.owners[*prev.owner])
+	}
+	r.release(uid, prev)
+	delete(r.pods, uid)
+	if _, dup := r.forgotten[uid]; !dup {
+		if len(r.forgottenOrder) >= maxForgotten {
+			delete(r.forgotten, r.forgottenOrder[0])
+			r.forgottenOrder = r.forgottenOrder[1:]
+		}
+		r.forgottenOrder = append(r.forgottenOrder, uid)
+	}
+	r.forgotten[uid] = w
 }
 
 // release drops pod uid's reference to its owner. r.mu is held.
@@ -151,13 +174,15 @@ func (r *Resolver) signal() {
 }
 
 // Workload returns the workload of the pod with the given UID, and false
-// when the Resolver has not observed the pod.
+// when the Resolver has not observed the pod. A pod forgotten is answered
+// as it was when it was forgotten, while it is among the last 1,024.
 func (r *Resolver) Workload(uid types.UID) (Workload, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	p, ok := r.pods[uid]
 	if !ok {
-		return Workload{}, false
+		w, ok := r.forgotten[uid]
+		return w, ok
 	}
 	if p.owner == nil {
 		return p.w, true
