@@ -56,14 +56,14 @@ type Resolver struct {
 
 	wake chan struct{}
 
-	mu     sync.Mutex
-	pods   map[types.UID]podRef
+	mu   sync.Mutex
+	pods map[types.UID]podRef
 	// forgotten are the last answers of the pods Forget dropped, the
 	// oldest first in forgottenOrder, bounded by maxForgotten.
 	forgotten      map[types.UID]Workload
 	forgottenOrder []types.UID
-	owners map[ownerKey]*entry
-	gets   map[string]uint64
+	owners         map[ownerKey]*entry
+	gets           map[string]uint64
 }
 
 // NewResolver returns a Resolver configured by opts.
