@@ -20,6 +20,7 @@ import (
 func TestResolverOwnersChangeAPIServer(t *testing.T) {
 	cp := kubetest.Start(t, resolverUser)
 	grantGets(t, cp.Admin)
+	waitGrant(t, cp)
 	w := newWorld(t, cp, "shop")
 	ctx := t.Context()
 	const (

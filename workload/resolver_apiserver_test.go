@@ -9,7 +9,9 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
@@ -55,6 +57,27 @@ func grantGets(t *testing.T, admin kubernetes.Interface) {
 	}
 	if _, err := admin.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// waitGrant waits until the API server's authorizer lets resolverUser get
+// ReplicaSets: RBAC takes effect once its cache has the binding.
+func waitGrant(t *testing.T, cp *kubetest.ControlPlane) {
+	t.Helper()
+	g, err := workload.NewGetter(cp.Config(resolverUser, cp.Host()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_, err := g.Get(t.Context(), schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "replicasets"}, "default", "absent")
+		if apierrors.IsNotFound(err) {
+			return
+		}
+		if !apierrors.IsForbidden(err) || time.Now().After(deadline) {
+			t.Fatalf("get as %s: %v, want NotFound once RBAC allows it", resolverUser, err)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 
@@ -223,6 +246,7 @@ func TestResolverAPIServer(t *testing.T) {
 	clk := &clock{now: time.Unix(1_800_000_000, 0)}
 	var mu sync.Mutex
 	var changed []types.UID
+	waitGrant(t, cp)
 	r := newResolver(t, cp, clk, workload.WithOnChange(func(uids []types.UID) { mu.Lock(); changed = append(changed, uids...); mu.Unlock() }))
 	for _, p := range pods {
 		r.Observe(p.pod)
