@@ -112,7 +112,10 @@ func TestResolverOwnersChangeAPIServer(t *testing.T) {
 		want(t, r, newPod, workload.Workload{Kind: workload.KindDeployment, Name: "api", Resolution: workload.Derived})
 
 		cp.StartAPIServer(t)
-		clk.Advance(retry)
+		r.Sync(ctx) // not due: the retry interval doubled after two failures
+		orphaned.Resolution = workload.Unresolved
+		want(t, r, pod, orphaned)
+		clk.Advance(2 * retry)
 		r.Sync(ctx)
 		orphaned.Resolution = workload.Resolved
 		want(t, r, pod, orphaned)

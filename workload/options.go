@@ -21,8 +21,9 @@ func WithGetter(g Getter) Option { return func(r *Resolver) { r.getter = g } }
 func WithRefreshInterval(d time.Duration) Option { return func(r *Resolver) { r.refresh = d } }
 
 // WithRetryInterval sets how long the Resolver waits before asking again
-// after a get failed (the API server unreachable, or an error). The default
-// is 10 seconds.
+// after a get failed (the API server unreachable, or an error), doubled
+// after each failure in a row up to the refresh interval. The default is 10
+// seconds.
 func WithRetryInterval(d time.Duration) Option { return func(r *Resolver) { r.retry = d } }
 
 // WithStaleAfter sets how long after the API server last confirmed an

@@ -39,8 +39,9 @@ type entry struct {
 	// confirmed is when the API server last answered; checked when it was
 	// last asked; failed says that last ask failed.
 	confirmed, checked time.Time
-	failed             bool
-	asking             bool
+	// failures counts the gets failed in a row, which back off.
+	failures int
+	asking   bool
 }
 
 // Resolver resolves the workload of the node's pods. Feed it every pod of
@@ -243,7 +244,9 @@ func (r *Resolver) Run(ctx context.Context) {
 }
 
 // Sync asks the API server, one get at a time, about every owner due: never
-// asked, asked a refresh interval ago, or failed a retry interval ago. It
+// asked, asked a refresh interval ago, or failed a retry interval ago (the
+// retry interval doubles with each failure in a row, up to the refresh
+// interval). It
 // returns when the next owner is due (zero when none is known).
 func (r *Resolver) Sync(ctx context.Context) time.Time {
 	if r.getter == nil {
@@ -278,8 +281,15 @@ func (r *Resolver) dueAt(e *entry) time.Time {
 	switch {
 	case e.checked.IsZero():
 		return time.Time{}
-	case e.failed:
-		return e.checked.Add(r.retry)
+	case e.failures > 0:
+		// The retry interval, doubled after each failure, up to the
+		// refresh interval: an API server that refuses every get (RBAC
+		// without them) is asked at the refresh rate.
+		d := r.retry
+		for i := 1; i < e.failures && d < r.refresh; i++ {
+			d *= 2
+		}
+		return e.checked.Add(min(d, r.refresh))
 	}
 	return e.checked.Add(r.refresh)
 }
@@ -322,18 +332,17 @@ func (r *Resolver) ask(ctx context.Context, key ownerKey) {
 	}
 	now := r.now()
 	e.checked = now
-	wasFailed := e.failed
+	wasFailed := e.failures > 0
 	switch {
 	case err == nil && obj.UID == key.uid:
-		e.answer, e.answered, e.gone, e.failed, e.confirmed = fromOwner(key.kind, key.name, obj.OwnerReferences), true, false, false, now
+		e.answer, e.answered, e.gone, e.failures, e.confirmed = fromOwner(key.kind, key.name, obj.OwnerReferences), true, false, 0, now
 	case err == nil || apierrors.IsNotFound(err):
 		// Deleted, or deleted and created again: the pod's owner is gone.
-		e.answered, e.gone, e.failed, e.confirmed = true, true, false, now
+		e.answered, e.gone, e.failures, e.confirmed = true, true, 0, now
+	case ctx.Err() != nil:
+		e.checked = time.Time{} // ask again at the next Run
 	default:
-		e.failed = true
-		if ctx.Err() != nil {
-			e.checked = time.Time{} // ask again at the next Run
-		}
+		e.failures++
 	}
 	var changed []types.UID
 	for uid, w := range before {
