@@ -16,15 +16,18 @@ type Workloads interface {
 	Workload(uid types.UID) (workload.Workload, bool)
 }
 
-// WithWorkloads makes FindPods answer the workload of each pod it matches
-// (PodMatch.workload) from w. By default no workload is answered.
+// WithWorkloads makes FindPods and GetPod answer the workload of each pod
+// they return (PodMatch.workload, PodGetResponse.workload) from w. By
+// default no workload is answered.
 func WithWorkloads(w Workloads) Option {
 	return func(h *handler) { h.workloads = w }
 }
 
-// The numbers of the fields of PodMatch.workload and PodWorkload.
+// The numbers of the fields of PodMatch.workload, PodGetResponse.workload
+// and PodWorkload.
 const (
 	matchWorkloadField      protowire.Number = 6
+	getWorkloadField        protowire.Number = 2
 	workloadKindField       protowire.Number = 1
 	workloadNameField       protowire.Number = 2
 	workloadResolutionField protowire.Number = 3

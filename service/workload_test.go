@@ -115,3 +115,39 @@ func TestFindPodsNoWorkloads(t *testing.T) {
 		t.Errorf("workload %v without WithWorkloads, want none", w)
 	}
 }
+
+// TestGetPodWorkload answers the pod's workload beside it, whatever the
+// field mask, and none for a pod the Resolver does not know.
+func TestGetPodWorkload(t *testing.T) {
+	yes := true
+	cache := podstest.Pod("shop", "cache-0", 2)
+	cache.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "cache", UID: "sts", Controller: &yes}}
+	unseen := podstest.Pod("shop", "unseen", 3)
+	r := workload.NewResolver()
+	r.Observe(cache)
+	h := newHarness(t, synced(nil, cache, unseen), false, service.WithWorkloads(r))
+	c := podsv1alpha1connect.NewPodsClient(h.http, baseURL)
+	for _, tt := range []struct {
+		name string
+		pod  *corev1.Pod
+		want *podsv1alpha1.PodWorkload
+	}{
+		{"statefulset", cache, &podsv1alpha1.PodWorkload{Kind: "StatefulSet", Name: "cache", Resolution: podsv1alpha1.WorkloadResolution_WORKLOAD_RESOLUTION_RESOLVED}},
+		{"not observed", unseen, nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			req := connect.NewRequest(&podsv1alpha1.PodGetRequest{PodUID: string(tt.pod.UID)})
+			req.Header().Set("x-kubernetes-fieldmask", "metadata.name")
+			resp, err := c.GetPod(t.Context(), req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if resp.Msg.Pod.GetMetadata().GetName() != tt.pod.Name || resp.Msg.Pod.GetStatus() != nil {
+				t.Errorf("pod %v, want %s trimmed by the mask", resp.Msg.Pod.GetMetadata(), tt.pod.Name)
+			}
+			if !proto.Equal(resp.Msg.Workload, tt.want) {
+				t.Errorf("workload %v, want %v", resp.Msg.Workload, tt.want)
+			}
+		})
+	}
+}

@@ -610,7 +610,11 @@ func (x *PodGetRequest) GetPodUID() string {
 type PodGetResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Pod is the requested pod, trimmed by the field mask.
-	Pod           *v1.Pod `protobuf:"bytes,1,opt,name=pod,proto3" json:"pod,omitempty"`
+	Pod *v1.Pod `protobuf:"bytes,1,opt,name=pod,proto3" json:"pod,omitempty"`
+	// Workload is the workload the pod is part of, as in PodMatch.workload,
+	// whatever the field mask: unset when the server resolves no workloads.
+	// It is an addition of podsapi to the published definition.
+	Workload      *PodWorkload `protobuf:"bytes,2,opt,name=workload,proto3" json:"workload,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -648,6 +652,13 @@ func (*PodGetResponse) Descriptor() ([]byte, []int) {
 func (x *PodGetResponse) GetPod() *v1.Pod {
 	if x != nil {
 		return x.Pod
+	}
+	return nil
+}
+
+func (x *PodGetResponse) GetWorkload() *PodWorkload {
+	if x != nil {
+		return x.Workload
 	}
 	return nil
 }
@@ -1080,9 +1091,10 @@ const file_kubelet_pods_v1alpha1_pods_proto_rawDesc = "" +
 	"\x04type\x18\x02 \x01(\x0e2 .kubelet.pods.v1alpha1.EventTypeR\x04type\x12\x1a\n" +
 	"\brevision\x18\x03 \x01(\tR\brevision\"'\n" +
 	"\rPodGetRequest\x12\x16\n" +
-	"\x06podUID\x18\x01 \x01(\tR\x06podUID\";\n" +
+	"\x06podUID\x18\x01 \x01(\tR\x06podUID\"{\n" +
 	"\x0ePodGetResponse\x12)\n" +
-	"\x03pod\x18\x01 \x01(\v2\x17.k8s.io.api.core.v1.PodR\x03pod\"\xc8\x01\n" +
+	"\x03pod\x18\x01 \x01(\v2\x17.k8s.io.api.core.v1.PodR\x03pod\x12>\n" +
+	"\bworkload\x18\x02 \x01(\v2\".kubelet.pods.v1alpha1.PodWorkloadR\bworkload\"\xc8\x01\n" +
 	"\x0ePodFindRequest\x12#\n" +
 	"\fcontainer_id\x18\x01 \x01(\tH\x00R\vcontainerId\x12\x10\n" +
 	"\x02ip\x18\x02 \x01(\tH\x00R\x02ip\x12\x12\n" +
@@ -1166,24 +1178,25 @@ var file_kubelet_pods_v1alpha1_pods_proto_depIdxs = []int32{
 	13, // 1: kubelet.pods.v1alpha1.PodWatchResponse.pod:type_name -> k8s.io.api.core.v1.Pod
 	2,  // 2: kubelet.pods.v1alpha1.PodWatchResponse.type:type_name -> kubelet.pods.v1alpha1.EventType
 	13, // 3: kubelet.pods.v1alpha1.PodGetResponse.pod:type_name -> k8s.io.api.core.v1.Pod
-	11, // 4: kubelet.pods.v1alpha1.PodFindResponse.matches:type_name -> kubelet.pods.v1alpha1.PodMatch
-	13, // 5: kubelet.pods.v1alpha1.PodMatch.pod:type_name -> k8s.io.api.core.v1.Pod
-	1,  // 6: kubelet.pods.v1alpha1.PodMatch.source:type_name -> kubelet.pods.v1alpha1.MatchSource
-	12, // 7: kubelet.pods.v1alpha1.PodMatch.workload:type_name -> kubelet.pods.v1alpha1.PodWorkload
-	0,  // 8: kubelet.pods.v1alpha1.PodWorkload.resolution:type_name -> kubelet.pods.v1alpha1.WorkloadResolution
-	3,  // 9: kubelet.pods.v1alpha1.Pods.ListPods:input_type -> kubelet.pods.v1alpha1.PodListRequest
-	5,  // 10: kubelet.pods.v1alpha1.Pods.WatchPods:input_type -> kubelet.pods.v1alpha1.PodWatchRequest
-	7,  // 11: kubelet.pods.v1alpha1.Pods.GetPod:input_type -> kubelet.pods.v1alpha1.PodGetRequest
-	9,  // 12: kubelet.pods.v1alpha1.Pods.FindPods:input_type -> kubelet.pods.v1alpha1.PodFindRequest
-	4,  // 13: kubelet.pods.v1alpha1.Pods.ListPods:output_type -> kubelet.pods.v1alpha1.PodListResponse
-	6,  // 14: kubelet.pods.v1alpha1.Pods.WatchPods:output_type -> kubelet.pods.v1alpha1.PodWatchResponse
-	8,  // 15: kubelet.pods.v1alpha1.Pods.GetPod:output_type -> kubelet.pods.v1alpha1.PodGetResponse
-	10, // 16: kubelet.pods.v1alpha1.Pods.FindPods:output_type -> kubelet.pods.v1alpha1.PodFindResponse
-	13, // [13:17] is the sub-list for method output_type
-	9,  // [9:13] is the sub-list for method input_type
-	9,  // [9:9] is the sub-list for extension type_name
-	9,  // [9:9] is the sub-list for extension extendee
-	0,  // [0:9] is the sub-list for field type_name
+	12, // 4: kubelet.pods.v1alpha1.PodGetResponse.workload:type_name -> kubelet.pods.v1alpha1.PodWorkload
+	11, // 5: kubelet.pods.v1alpha1.PodFindResponse.matches:type_name -> kubelet.pods.v1alpha1.PodMatch
+	13, // 6: kubelet.pods.v1alpha1.PodMatch.pod:type_name -> k8s.io.api.core.v1.Pod
+	1,  // 7: kubelet.pods.v1alpha1.PodMatch.source:type_name -> kubelet.pods.v1alpha1.MatchSource
+	12, // 8: kubelet.pods.v1alpha1.PodMatch.workload:type_name -> kubelet.pods.v1alpha1.PodWorkload
+	0,  // 9: kubelet.pods.v1alpha1.PodWorkload.resolution:type_name -> kubelet.pods.v1alpha1.WorkloadResolution
+	3,  // 10: kubelet.pods.v1alpha1.Pods.ListPods:input_type -> kubelet.pods.v1alpha1.PodListRequest
+	5,  // 11: kubelet.pods.v1alpha1.Pods.WatchPods:input_type -> kubelet.pods.v1alpha1.PodWatchRequest
+	7,  // 12: kubelet.pods.v1alpha1.Pods.GetPod:input_type -> kubelet.pods.v1alpha1.PodGetRequest
+	9,  // 13: kubelet.pods.v1alpha1.Pods.FindPods:input_type -> kubelet.pods.v1alpha1.PodFindRequest
+	4,  // 14: kubelet.pods.v1alpha1.Pods.ListPods:output_type -> kubelet.pods.v1alpha1.PodListResponse
+	6,  // 15: kubelet.pods.v1alpha1.Pods.WatchPods:output_type -> kubelet.pods.v1alpha1.PodWatchResponse
+	8,  // 16: kubelet.pods.v1alpha1.Pods.GetPod:output_type -> kubelet.pods.v1alpha1.PodGetResponse
+	10, // 17: kubelet.pods.v1alpha1.Pods.FindPods:output_type -> kubelet.pods.v1alpha1.PodFindResponse
+	14, // [14:18] is the sub-list for method output_type
+	10, // [10:14] is the sub-list for method input_type
+	10, // [10:10] is the sub-list for extension type_name
+	10, // [10:10] is the sub-list for extension extendee
+	0,  // [0:10] is the sub-list for field type_name
 }
 
 func init() { file_kubelet_pods_v1alpha1_pods_proto_init() }
