@@ -4,10 +4,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/podsapi/podsapi/internal/rigs/kubetest"
+	"github.com/podsapi/podsapi/internal/rigs/podstest"
 	"github.com/podsapi/podsapi/workload"
 )
 
@@ -29,7 +31,8 @@ func TestResolverOwnersChangeAPIServer(t *testing.T) {
 		stale   = time.Hour
 	)
 	clk := &clock{now: time.Unix(1_800_000_000, 0)}
-	r := newResolver(t, cp, clk, workload.WithRefreshInterval(refresh), workload.WithRetryInterval(retry), workload.WithStaleAfter(stale))
+	reg := prometheus.NewRegistry()
+	r := newResolver(t, cp, clk, workload.WithRefreshInterval(refresh), workload.WithRetryInterval(retry), workload.WithStaleAfter(stale), workload.WithRegisterer(reg))
 
 	dep := w.deployment("web")
 	rs1 := w.replicaSet("web-11111111", "11111111", controller("apps/v1", "Deployment", dep.Name, dep.UID))
@@ -123,6 +126,31 @@ func TestResolverOwnersChangeAPIServer(t *testing.T) {
 		want(t, r, newPod, workload.Workload{Kind: workload.KindReplicaSet, Name: "api-33333333", Resolution: workload.Unresolved})
 	})
 
+	t.Run("metrics", func(t *testing.T) {
+		gets := r.Gets()
+		var counted float64
+		for _, kind := range []string{workload.KindReplicaSet, workload.KindJob} {
+			for _, result := range []string{"found", "gone", "error"} {
+				counted += podstest.MetricValue(t, reg, "podsapi_workload_gets_total", map[string]string{"kind": kind, "result": result})
+			}
+		}
+		if want := float64(gets[workload.KindReplicaSet] + gets[workload.KindJob]); counted != want {
+			t.Errorf("podsapi_workload_gets_total sums to %v, want the %v gets sent", counted, want)
+		}
+		// The two gets with the API server stopped, of the ReplicaSet.
+		if got := podstest.MetricValue(t, reg, "podsapi_workload_gets_total", map[string]string{"kind": workload.KindReplicaSet, "result": "error"}); got < 2 {
+			t.Errorf("gets that failed: %v, want at least 2", got)
+		}
+		if got := podstest.MetricValue(t, reg, "podsapi_workload_gets_total", map[string]string{"kind": workload.KindJob, "result": "gone"}); got < 1 {
+			t.Errorf("gets of a Job gone: %v, want at least 1", got)
+		}
+		// The orphaned ReplicaSet, the Job gone, and the ReplicaSet that
+		// never existed.
+		if got := podstest.MetricValue(t, reg, "podsapi_workload_owners", nil); got != 3 {
+			t.Errorf("podsapi_workload_owners = %v, want 3", got)
+		}
+	})
+
 	t.Run("pods gone, owners forgotten", func(t *testing.T) {
 		before := r.Gets()
 		for _, uid := range []string{string(pod.UID), string(jobPod.UID), "00000000-0000-4000-8000-0000000a3333"} {
@@ -134,6 +162,9 @@ func TestResolverOwnersChangeAPIServer(t *testing.T) {
 		}
 		if got := r.Gets(); got[workload.KindReplicaSet] != before[workload.KindReplicaSet] || got[workload.KindJob] != before[workload.KindJob] {
 			t.Errorf("gets %v after the pods left, want %v", got, before)
+		}
+		if got := podstest.MetricValue(t, reg, "podsapi_workload_owners", nil); got != 0 {
+			t.Errorf("podsapi_workload_owners = %v after the pods left, want 0", got)
 		}
 	})
 }

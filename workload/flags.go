@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -57,12 +58,13 @@ func (s Settings) Validate() error {
 	return nil
 }
 
-// NewResolver returns the Resolver s describes, nil for ModeOff. With
+// NewResolver returns the Resolver s describes, nil for ModeOff, its
+// metrics registered with reg (nil registers none). With
 // ModeAPIServer it asks the API server of the kubeconfig file, or of the
 // in-cluster configuration when kubeconfig is empty, at most 5 gets a
 // second (bursts of 10).
-func (s Settings) NewResolver(kubeconfig string, logger *slog.Logger) (*Resolver, error) {
-	opts := []Option{WithLogger(logger)}
+func (s Settings) NewResolver(kubeconfig string, logger *slog.Logger, reg prometheus.Registerer) (*Resolver, error) {
+	opts := []Option{WithLogger(logger), WithRegisterer(reg)}
 	switch s.Mode {
 	case ModeOff:
 		return nil, nil

@@ -6,8 +6,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -57,6 +59,9 @@ type Resolver struct {
 
 	wake chan struct{}
 
+	registerer prometheus.Registerer
+	metrics    *metrics
+
 	mu   sync.Mutex
 	pods map[types.UID]podRef
 	// forgotten are the last answers of the pods Forget dropped, the
@@ -79,6 +84,7 @@ func NewResolver(opts ...Option) *Resolver {
 	for _, o := range opts {
 		o(r)
 	}
+	r.register()
 	return r
 }
 
@@ -323,6 +329,7 @@ func (r *Resolver) ask(ctx context.Context, key ownerKey) {
 	e := r.owners[key]
 	if e == nil { // every pod referencing it left meanwhile
 		r.mu.Unlock()
+		r.countGet(key.kind, getResult(ctx, err, obj, key))
 		return
 	}
 	e.asking = false
@@ -333,16 +340,20 @@ func (r *Resolver) ask(ctx context.Context, key ownerKey) {
 	now := r.now()
 	e.checked = now
 	wasFailed := e.failures > 0
+	result := "found"
 	switch {
 	case err == nil && obj.UID == key.uid:
 		e.answer, e.answered, e.gone, e.failures, e.confirmed = fromOwner(key.kind, key.name, obj.OwnerReferences), true, false, 0, now
 	case err == nil || apierrors.IsNotFound(err):
 		// Deleted, or deleted and created again: the pod's owner is gone.
 		e.answered, e.gone, e.failures, e.confirmed = true, true, 0, now
+		result = "gone"
 	case ctx.Err() != nil:
 		e.checked = time.Time{} // ask again at the next Run
+		result = "error"
 	default:
 		e.failures++
+		result = "error"
 	}
 	var changed []types.UID
 	for uid, w := range before {
@@ -351,10 +362,23 @@ func (r *Resolver) ask(ctx context.Context, key ownerKey) {
 		}
 	}
 	r.mu.Unlock()
+	r.countGet(key.kind, result)
 	if err != nil && !apierrors.IsNotFound(err) && !wasFailed && ctx.Err() == nil {
 		r.log.Warn("cannot resolve the workload of pods: the last known answer is kept", "kind", key.kind, "namespace", key.namespace, "name", key.name, "error", err)
 	}
 	if len(changed) > 0 {
 		r.onChange(changed)
 	}
+}
+
+// getResult names the result of a get of key, as podsapi_workload_gets_total
+// counts it.
+func getResult(ctx context.Context, err error, obj *metav1.PartialObjectMetadata, key ownerKey) string {
+	switch {
+	case err == nil && obj.UID == key.uid:
+		return "found"
+	case err == nil || apierrors.IsNotFound(err):
+		return "gone"
+	}
+	return "error"
 }

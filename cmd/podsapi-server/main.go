@@ -155,7 +155,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return usageError{err, serverHint}
 	}
 	st := store.New(append(cfg.Store.Options(), store.WithErrorHandler(storeErrors(logger)))...)
-	resolver, err := workloads.NewResolver(fs.Lookup("kubeconfig").Value.String(), logger)
+	resolver, err := workloads.NewResolver(fs.Lookup("kubeconfig").Value.String(), logger, reg)
 	if err != nil {
 		return usageError{err, serverHint}
 	}
