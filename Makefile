@@ -159,7 +159,7 @@ kube-bin-dir: ## Print KUBE_BIN, the directory of make kube-bin's binaries (for 
 
 .PHONY: test-apiserver
 test-apiserver: kube-bin ## Run the tests against a real kube-apiserver and etcd (started on loopback by the tests, stopped by PID), and those of an unchanged kubectl v1.37.2.
-	PODSAPI_KUBE_BIN='$(KUBE_BIN)' go test -race -count=1 -timeout 20m -run 'APIServer|Kubectl' -v ./internal/rigs/kubetest ./source/apiserver ./kubeapi ./kubeapi/door ./cmd/podsapi-server
+	PODSAPI_KUBE_BIN='$(KUBE_BIN)' go test -race -count=1 -timeout 20m -run 'APIServer|Kubectl' -v ./internal/rigs/kubetest ./source/apiserver ./kubeapi ./kubeapi/door ./cmd/podsapi-server ./workload
 
 .PHONY: test-grpcurl
 test-grpcurl: ## Build the real grpcurl (pinned in tools/go.mod) into bin/ and run FindPods through it over the socket (issue 22), and health as a denied and an allowed user (issue 36).

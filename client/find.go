@@ -8,6 +8,7 @@ import (
 
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
 	corev1 "k8s.io/api/core/v1"
 
 	podsv1alpha1 "github.com/podsapi/podsapi/gen/podsapi/pods/v1alpha1"
@@ -96,6 +97,14 @@ type Match struct {
 	// holds only the namespace, name and UID. MATCH_SOURCE_UNSPECIFIED
 	// from a server older than the field.
 	Source podsv1alpha1.MatchSource
+	// Workload is the workload the pod is part of, as the server resolved
+	// it (docs/api.md, "Workloads"): its kind ("Deployment",
+	// "StatefulSet", "DaemonSet", "CronJob", "Job", "ReplicaSet", "Node"
+	// for a static pod, another controller's kind, or "" for a pod without
+	// a controller), name and resolution (resolved, derived from names, or
+	// unresolved). Nil when the server resolves none (--workloads=off, a
+	// server older than the field) or for a pod only the runtime told of.
+	Workload *podsv1alpha1.PodWorkload
 }
 
 // FindPods returns the pods key finds, live ones first (those that own
@@ -191,7 +200,7 @@ func (r *findResponse) unmarshalWire(b []byte) error {
 }
 
 // decodeMatch decodes a PodMatch: pod = 1, container_name = 2, deleted =
-// 3, host_network = 4, source = 5.
+// 3, host_network = 4, source = 5, workload = 6.
 func decodeMatch(b []byte) (Match, error) {
 	var m Match
 	err := eachField(b, func(num protowire.Number, typ protowire.Type, v []byte) error {
@@ -202,6 +211,11 @@ func decodeMatch(b []byte) (Match, error) {
 			return err
 		case num == 2 && typ == protowire.BytesType:
 			m.Container = string(v)
+		case num == 6 && typ == protowire.BytesType:
+			if m.Workload == nil {
+				m.Workload = &podsv1alpha1.PodWorkload{}
+			}
+			return proto.UnmarshalOptions{Merge: true}.Unmarshal(v, m.Workload)
 		case (num == 3 || num == 4 || num == 5) && typ == protowire.VarintType:
 			n, l := protowire.ConsumeVarint(v)
 			if l < 0 {

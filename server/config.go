@@ -49,6 +49,10 @@ type Config struct {
 	Metrics   MetricsConfig
 	Store     StoreConfig
 
+	// Workloads answers the workload of FindPods' matches
+	// (PodMatch.workload). Default nil: none is answered.
+	Workloads service.Workloads
+
 	// Logger receives the server's logs. Default slog.Default().
 	Logger *slog.Logger
 	// Registry receives the server's metrics. Default a new registry with the

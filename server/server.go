@@ -116,6 +116,7 @@ func New(st Pods, cfg Config) (*Server, error) {
 	opts := service.HandlerOptions(interceptors(cfg, metrics, newGuards(cfg, st))...)
 	shutdown := make(chan struct{})
 	handlers := service.NewHandlers(st,
+		service.WithWorkloads(cfg.Workloads),
 		service.WithWatchQueue(cfg.Watch.Queue),
 		service.WithProgressInterval(cfg.Watch.ProgressInterval),
 		service.WithMetrics(metrics),

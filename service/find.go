@@ -253,6 +253,10 @@ func (h *handler) findResponse(ctx context.Context, ms []store.Match) ([]byte, e
 		if err != nil {
 			return nil, err
 		}
+		var wl []byte
+		if m.Pod != nil {
+			wl = h.workloadOf(m.Pod.UID)
+		}
 		// The match is written in place, its length first: the pod's
 		// view is copied once, as by GetPod.
 		size := protowire.SizeTag(matchPodField) + protowire.SizeBytes(len(v))
@@ -266,6 +270,9 @@ func (h *handler) findResponse(ctx context.Context, ms []store.Match) ([]byte, e
 			size += protowire.SizeTag(matchHostNetworkField) + 1
 		}
 		size += protowire.SizeTag(matchSourceField) + protowire.SizeVarint(uint64(source))
+		if wl != nil {
+			size += protowire.SizeTag(matchWorkloadField) + protowire.SizeBytes(len(wl))
+		}
 		raw = protowire.AppendTag(raw, findMatchesField, protowire.BytesType)
 		raw = protowire.AppendVarint(raw, uint64(size))
 		raw = appendPod(raw, v)
@@ -283,6 +290,10 @@ func (h *handler) findResponse(ctx context.Context, ms []store.Match) ([]byte, e
 		}
 		raw = protowire.AppendTag(raw, matchSourceField, protowire.VarintType)
 		raw = protowire.AppendVarint(raw, uint64(source))
+		if wl != nil {
+			raw = protowire.AppendTag(raw, matchWorkloadField, protowire.BytesType)
+			raw = protowire.AppendBytes(raw, wl)
+		}
 	}
 	return raw, nil
 }

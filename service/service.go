@@ -63,6 +63,8 @@ type handler struct {
 	masks  watchMasks
 	// waiters are the FindPods calls that wait (findwait.go).
 	waiters findWaiters
+	// workloads answers the workloads of FindPods' matches (workload.go).
+	workloads Workloads
 }
 
 // newHandler returns a handler of s configured by opts.
@@ -219,9 +221,14 @@ func (h podsHandler) ListPods(ctx context.Context, req *connect.Request[podsv1al
 
 // GetPod returns the pod with the requested UID.
 func (h podsHandler) GetPod(ctx context.Context, req *connect.Request[podsv1alpha1.PodGetRequest]) (*connect.Response[podsv1alpha1.PodGetResponse], error) {
-	raw, err := h.get(ctx, types.UID(req.Msg.GetPodUID()))
+	uid := types.UID(req.Msg.GetPodUID())
+	raw, err := h.get(ctx, uid)
 	if err != nil {
 		return nil, err
+	}
+	if w := h.workloadOf(uid); w != nil {
+		raw = protowire.AppendTag(raw, getWorkloadField, protowire.BytesType)
+		raw = protowire.AppendBytes(raw, w)
 	}
 	return connect.NewResponse(withRaw(&podsv1alpha1.PodGetResponse{}, raw)), nil
 }

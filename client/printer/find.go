@@ -1,6 +1,8 @@
 package printer
 
 import (
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/podsapi/podsapi/client"
@@ -8,14 +10,16 @@ import (
 )
 
 // PrintMatches prints the pods FindPods found: the table of PrintList with
-// a CONTAINER column after NAME ("<none>" when the key named no container),
+// a CONTAINER column after NAME ("<none>" when the key named no container)
+// and, when the server answers workloads, a WORKLOAD column after it
+// (WorkloadString),
 // "(deleted)" after the STATUS of a deleted pod and "(runtime only)" after
 // that of a pod only the container runtime told of (the server's
 // --nri-socket: its pod has only a namespace, name and UID); for JSON and
 // YAML a Kubernetes List of the pods, each with the
 // podsapi.io/find-container, podsapi.io/find-deleted,
-// podsapi.io/find-host-network and podsapi.io/find-runtime-only
-// annotations when they apply; for Name, one pod/NAME per line.
+// podsapi.io/find-host-network, podsapi.io/find-runtime-only and
+// podsapi.io/find-workload annotations when they apply; for Name, one pod/NAME per line.
 func (p *Printer) PrintMatches(ms []client.Match) error {
 	switch p.format {
 	case JSON, YAML, Name:
@@ -29,7 +33,12 @@ func (p *Printer) PrintMatches(ms []client.Match) error {
 			return nil
 		}
 		h := p.headerRow(false)
-		rows := [][]string{append(h[:2:2], append([]string{"CONTAINER"}, h[2:]...)...)}
+		extra := []string{"CONTAINER"}
+		workloads := slices.ContainsFunc(ms, func(m client.Match) bool { return m.Workload != nil })
+		if workloads {
+			extra = append(extra, "WORKLOAD")
+		}
+		rows := [][]string{append(h[:2:2], append(extra, h[2:]...)...)}
 		for _, m := range ms {
 			r := p.row(m.Pod)
 			container := m.Container
@@ -42,14 +51,42 @@ func (p *Printer) PrintMatches(ms []client.Match) error {
 			if runtimeOnly(m) {
 				r[3] += " (runtime only)"
 			}
-			rows = append(rows, append(r[:2:2], append([]string{container}, r[2:]...)...))
+			extra := []string{container}
+			if workloads {
+				extra = append(extra, WorkloadString(m.Workload))
+			}
+			rows = append(rows, append(r[:2:2], append(extra, r[2:]...)...))
 		}
 		return p.write(p.table.format(rows...))
 	}
 }
 
+// WorkloadString returns the WORKLOAD column of a match: "KIND/NAME",
+// followed by " (derived)" or " (unresolved)" when not resolved, "<none>"
+// for a pod without a controller, "<unknown>" when the server answered
+// none.
+func WorkloadString(w *podsv1alpha1.PodWorkload) string {
+	if w == nil {
+		return "<unknown>"
+	}
+	s := "<none>"
+	if w.GetKind() != "" {
+		s = w.GetKind() + "/" + w.GetName()
+	}
+	switch w.GetResolution() {
+	case podsv1alpha1.WorkloadResolution_WORKLOAD_RESOLUTION_DERIVED:
+		s += " (derived)"
+	case podsv1alpha1.WorkloadResolution_WORKLOAD_RESOLUTION_UNRESOLVED:
+		s += " (unresolved)"
+	}
+	return s
+}
+
 // The annotations PrintMatches adds to the pods it prints as objects.
 const (
+	// AnnotationWorkload is the match's workload, as the WORKLOAD
+	// column prints it (WorkloadString).
+	AnnotationWorkload    = "podsapi.io/find-workload"
 	AnnotationContainer   = "podsapi.io/find-container"
 	AnnotationDeleted     = "podsapi.io/find-deleted"
 	AnnotationHostNetwork = "podsapi.io/find-host-network"
@@ -64,7 +101,7 @@ func runtimeOnly(m client.Match) bool {
 
 // annotated returns the pod of m with the annotations of what else m says.
 func annotated(m client.Match) *corev1.Pod {
-	if m.Container == "" && !m.Deleted && !m.HostNetwork && !runtimeOnly(m) {
+	if m.Container == "" && !m.Deleted && !m.HostNetwork && !runtimeOnly(m) && m.Workload == nil {
 		return m.Pod
 	}
 	pod := m.Pod.DeepCopy()
@@ -82,6 +119,9 @@ func annotated(m client.Match) *corev1.Pod {
 	}
 	if runtimeOnly(m) {
 		pod.Annotations[AnnotationRuntimeOnly] = "true"
+	}
+	if m.Workload != nil {
+		pod.Annotations[AnnotationWorkload] = WorkloadString(m.Workload)
 	}
 	return pod
 }

@@ -12,6 +12,7 @@ import (
 	"connectrpc.com/connect"
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -200,6 +201,10 @@ func mustCreate[T any](t *testing.T, c *kubernetes.Clientset, obj T) T {
 		out, err = c.RbacV1().ClusterRoles().Create(ctx, o, metav1.CreateOptions{})
 	case *rbacv1.ClusterRoleBinding:
 		out, err = c.RbacV1().ClusterRoleBindings().Create(ctx, o, metav1.CreateOptions{})
+	case *appsv1.Deployment:
+		out, err = c.AppsV1().Deployments(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+	case *appsv1.ReplicaSet:
+		out, err = c.AppsV1().ReplicaSets(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
 	default:
 		t.Fatalf("mustCreate: %T", obj)
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/podsapi/podsapi/server"
 	"github.com/podsapi/podsapi/source"
 	"github.com/podsapi/podsapi/store"
+	"github.com/podsapi/podsapi/workload"
 )
 
 // The tables of the documentation that the code defines are written from
@@ -100,6 +101,8 @@ func TestDocsMetricsTable(t *testing.T) {
 	// and it retries in the background until the server stops.
 	st := store.New()
 	podstest.Start(t, st, server.Config{Registry: reg, Metrics: server.MetricsConfig{Address: "127.0.0.1:0"}, NRISocket: filepath.Join(dir, "nri.sock")})
+	// The workload resolution's, as --workloads registers them.
+	workload.NewResolver(workload.WithRegisterer(reg))
 	// The front door's, as --kube-api-address registers them.
 	door.New(kubeapi.New(st, "node-1"), door.WithRegisterer(reg))
 	// The types of the families with series; the others follow the naming

@@ -26,6 +26,7 @@ import (
 	"github.com/podsapi/podsapi/server"
 	"github.com/podsapi/podsapi/source"
 	"github.com/podsapi/podsapi/store"
+	"github.com/podsapi/podsapi/workload"
 )
 
 func main() {
@@ -97,8 +98,10 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		showVersion = fs.Bool("version", false, "print the version and exit")
 		srcFlags    = addSourceFlags(fs)
 		kube        door.Settings
+		workloads   workload.Settings
 	)
 	kube.AddFlags(fs)
+	workloads.AddFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: podsapi-server [--source manifest] --manifest-dir DIR [flags]\n"+
 			"       podsapi-server --source kubelet-http [--kubelet-url URL] [flags]\n"+
@@ -131,7 +134,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	case *nodeName == "":
 		return usageError{errors.New("--node-name is required: the host name is unknown"), serverHint}
 	}
-	if err := errors.Join(cfg.Validate(), kube.Validate()); err != nil {
+	if err := errors.Join(cfg.Validate(), kube.Validate(), workloads.Validate()); err != nil {
 		return usageError{err, serverHint}
 	}
 	var level slog.Level
@@ -142,8 +145,9 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 	reg := server.NewRegistry()
 	cfg.Logger, cfg.Registry = logger, reg
-	if kube.Enabled() {
-		// The door's API server is --kubeconfig's whatever the source.
+	if kube.Enabled() || workloads.Mode == workload.ModeAPIServer {
+		// The door's API server, and the workloads', is --kubeconfig's
+		// whatever the source.
 		srcFlags.share("kubeconfig")
 	}
 	src, err := srcFlags.newSource(fs, source.Env{NodeName: *nodeName, Socket: cfg.Socket, MaxPodBytes: cfg.Store.MaxPodBytes, Logger: logger, Registerer: reg})
@@ -151,6 +155,14 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return usageError{err, serverHint}
 	}
 	st := store.New(append(cfg.Store.Options(), store.WithErrorHandler(storeErrors(logger)))...)
+	resolver, err := workloads.NewResolver(fs.Lookup("kubeconfig").Value.String(), logger, reg)
+	if err != nil {
+		return usageError{err, serverHint}
+	}
+	var sink source.Sink = st
+	if resolver != nil {
+		cfg.Workloads, sink = resolver, resolver.Sink(st)
+	}
 	var api *door.API
 	if kube.Enabled() {
 		sockOpts, err := cfg.Access.SocketOptions()
@@ -190,11 +202,18 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	defer cancel(nil)
 	srcDone := make(chan error, 1)
 	go func() {
-		err := src.Run(ctx, st)
+		err := src.Run(ctx, sink)
 		if err != nil {
 			cancel(fmt.Errorf("pod source %s: %w", src.Name(), err))
 		}
 		srcDone <- err
+	}()
+	resolverDone := make(chan struct{})
+	go func() {
+		defer close(resolverDone)
+		if resolver != nil {
+			resolver.Run(ctx)
+		}
 	}()
 	kubeDone := make(chan struct{})
 	if api != nil {
@@ -212,6 +231,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	cancel(nil)
 	<-kubeDone
 	<-srcDone
+	<-resolverDone
 	logger.Info("stopped", "uptime", time.Since(start).Round(time.Millisecond))
 	if serr != nil {
 		return serr

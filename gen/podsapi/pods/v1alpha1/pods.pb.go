@@ -41,6 +41,74 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// WorkloadResolution says how far a PodWorkload is known.
+type WorkloadResolution int32
+
+const (
+	// WORKLOAD_RESOLUTION_UNSPECIFIED is never sent by this implementation.
+	WorkloadResolution_WORKLOAD_RESOLUTION_UNSPECIFIED WorkloadResolution = 0
+	// WORKLOAD_RESOLUTION_RESOLVED is a workload the pod itself tells (no
+	// controller, a StatefulSet, a DaemonSet, a static pod, another
+	// controller), or that the API server confirmed within the server's
+	// stale-after bound.
+	WorkloadResolution_WORKLOAD_RESOLUTION_RESOLVED WorkloadResolution = 1
+	// WORKLOAD_RESOLUTION_DERIVED is a workload derived from names, not
+	// confirmed by the API server: a ReplicaSet named
+	// "<deployment>-<pod-template-hash>" with the pod's pod-template-hash
+	// label is a Deployment's, a Job named "<cronjob>-<8 to 10 digits>" a
+	// CronJob's.
+	WorkloadResolution_WORKLOAD_RESOLUTION_DERIVED WorkloadResolution = 2
+	// WORKLOAD_RESOLUTION_UNRESOLVED is a workload the server cannot vouch
+	// for: the API server has not answered about the pod's ReplicaSet or
+	// Job, that owner no longer exists, or its last answer is older than the
+	// stale-after bound. Kind and name are then the last known answer, else
+	// the pod's ReplicaSet or Job.
+	WorkloadResolution_WORKLOAD_RESOLUTION_UNRESOLVED WorkloadResolution = 3
+)
+
+// Enum value maps for WorkloadResolution.
+var (
+	WorkloadResolution_name = map[int32]string{
+		0: "WORKLOAD_RESOLUTION_UNSPECIFIED",
+		1: "WORKLOAD_RESOLUTION_RESOLVED",
+		2: "WORKLOAD_RESOLUTION_DERIVED",
+		3: "WORKLOAD_RESOLUTION_UNRESOLVED",
+	}
+	WorkloadResolution_value = map[string]int32{
+		"WORKLOAD_RESOLUTION_UNSPECIFIED": 0,
+		"WORKLOAD_RESOLUTION_RESOLVED":    1,
+		"WORKLOAD_RESOLUTION_DERIVED":     2,
+		"WORKLOAD_RESOLUTION_UNRESOLVED":  3,
+	}
+)
+
+func (x WorkloadResolution) Enum() *WorkloadResolution {
+	p := new(WorkloadResolution)
+	*p = x
+	return p
+}
+
+func (x WorkloadResolution) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (WorkloadResolution) Descriptor() protoreflect.EnumDescriptor {
+	return file_kubelet_pods_v1alpha1_pods_proto_enumTypes[0].Descriptor()
+}
+
+func (WorkloadResolution) Type() protoreflect.EnumType {
+	return &file_kubelet_pods_v1alpha1_pods_proto_enumTypes[0]
+}
+
+func (x WorkloadResolution) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use WorkloadResolution.Descriptor instead.
+func (WorkloadResolution) EnumDescriptor() ([]byte, []int) {
+	return file_kubelet_pods_v1alpha1_pods_proto_rawDescGZIP(), []int{0}
+}
+
 // MatchSource says where the pod of a PodMatch comes from.
 type MatchSource int32
 
@@ -81,11 +149,11 @@ func (x MatchSource) String() string {
 }
 
 func (MatchSource) Descriptor() protoreflect.EnumDescriptor {
-	return file_kubelet_pods_v1alpha1_pods_proto_enumTypes[0].Descriptor()
+	return file_kubelet_pods_v1alpha1_pods_proto_enumTypes[1].Descriptor()
 }
 
 func (MatchSource) Type() protoreflect.EnumType {
-	return &file_kubelet_pods_v1alpha1_pods_proto_enumTypes[0]
+	return &file_kubelet_pods_v1alpha1_pods_proto_enumTypes[1]
 }
 
 func (x MatchSource) Number() protoreflect.EnumNumber {
@@ -94,7 +162,7 @@ func (x MatchSource) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use MatchSource.Descriptor instead.
 func (MatchSource) EnumDescriptor() ([]byte, []int) {
-	return file_kubelet_pods_v1alpha1_pods_proto_rawDescGZIP(), []int{0}
+	return file_kubelet_pods_v1alpha1_pods_proto_rawDescGZIP(), []int{1}
 }
 
 // EventType says what a WatchPods event reports.
@@ -152,11 +220,11 @@ func (x EventType) String() string {
 }
 
 func (EventType) Descriptor() protoreflect.EnumDescriptor {
-	return file_kubelet_pods_v1alpha1_pods_proto_enumTypes[1].Descriptor()
+	return file_kubelet_pods_v1alpha1_pods_proto_enumTypes[2].Descriptor()
 }
 
 func (EventType) Type() protoreflect.EnumType {
-	return &file_kubelet_pods_v1alpha1_pods_proto_enumTypes[1]
+	return &file_kubelet_pods_v1alpha1_pods_proto_enumTypes[2]
 }
 
 func (x EventType) Number() protoreflect.EnumNumber {
@@ -165,7 +233,7 @@ func (x EventType) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use EventType.Descriptor instead.
 func (EventType) EnumDescriptor() ([]byte, []int) {
-	return file_kubelet_pods_v1alpha1_pods_proto_rawDescGZIP(), []int{1}
+	return file_kubelet_pods_v1alpha1_pods_proto_rawDescGZIP(), []int{2}
 }
 
 // PodListRequest is the request of ListPods. The optional field mask travels
@@ -543,7 +611,11 @@ func (x *PodGetRequest) GetPodUID() string {
 type PodGetResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Pod is the requested pod, trimmed by the field mask.
-	Pod           *v1.Pod `protobuf:"bytes,1,opt,name=pod,proto3" json:"pod,omitempty"`
+	Pod *v1.Pod `protobuf:"bytes,1,opt,name=pod,proto3" json:"pod,omitempty"`
+	// Workload is the workload the pod is part of, as in PodMatch.workload,
+	// whatever the field mask: unset when the server resolves no workloads.
+	// It is an addition of podsapi to the published definition.
+	Workload      *PodWorkload `protobuf:"bytes,2,opt,name=workload,proto3" json:"workload,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -581,6 +653,13 @@ func (*PodGetResponse) Descriptor() ([]byte, []int) {
 func (x *PodGetResponse) GetPod() *v1.Pod {
 	if x != nil {
 		return x.Pod
+	}
+	return nil
+}
+
+func (x *PodGetResponse) GetWorkload() *PodWorkload {
+	if x != nil {
+		return x.Workload
 	}
 	return nil
 }
@@ -861,7 +940,11 @@ type PodMatch struct {
 	// runtime only, for a pod the runtime runs but the pod source has not
 	// reported yet: pod then holds only metadata.namespace, metadata.name and
 	// metadata.uid, and container_name the name the runtime gave.
-	Source        MatchSource `protobuf:"varint,5,opt,name=source,proto3,enum=kubelet.pods.v1alpha1.MatchSource" json:"source,omitempty"`
+	Source MatchSource `protobuf:"varint,5,opt,name=source,proto3,enum=kubelet.pods.v1alpha1.MatchSource" json:"source,omitempty"`
+	// Workload is the workload the pod is part of, resolved on the node
+	// (docs/api.md, "Workloads"), whatever the field mask: unset when the
+	// server resolves no workloads, or for a pod only the runtime told of.
+	Workload      *PodWorkload `protobuf:"bytes,6,opt,name=workload,proto3" json:"workload,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -931,6 +1014,86 @@ func (x *PodMatch) GetSource() MatchSource {
 	return MatchSource_MATCH_SOURCE_UNSPECIFIED
 }
 
+func (x *PodMatch) GetWorkload() *PodWorkload {
+	if x != nil {
+		return x.Workload
+	}
+	return nil
+}
+
+// PodWorkload is the workload a pod is part of: the controller at the top of
+// its owner references, which the server resolves on the node by one
+// metadata-only get per ReplicaSet or Job of the node's pods, never by a
+// list or watch across the cluster.
+type PodWorkload struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Kind is the workload's kind: "Deployment" (through the pod's
+	// ReplicaSet), "StatefulSet", "DaemonSet", "CronJob" (through the pod's
+	// Job), "Job" or "ReplicaSet" when that owner has no controller,
+	// "Node" for a static pod (its mirror pod), the kind of any other
+	// controller as the pod or its owner names it, or empty for a pod without
+	// a controller.
+	Kind string `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
+	// Name is the workload's name, in the pod's namespace; the node's name
+	// for kind "Node"; empty when kind is.
+	Name string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	// Resolution says how far kind and name are known.
+	Resolution    WorkloadResolution `protobuf:"varint,3,opt,name=resolution,proto3,enum=kubelet.pods.v1alpha1.WorkloadResolution" json:"resolution,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PodWorkload) Reset() {
+	*x = PodWorkload{}
+	mi := &file_kubelet_pods_v1alpha1_pods_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PodWorkload) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PodWorkload) ProtoMessage() {}
+
+func (x *PodWorkload) ProtoReflect() protoreflect.Message {
+	mi := &file_kubelet_pods_v1alpha1_pods_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PodWorkload.ProtoReflect.Descriptor instead.
+func (*PodWorkload) Descriptor() ([]byte, []int) {
+	return file_kubelet_pods_v1alpha1_pods_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *PodWorkload) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *PodWorkload) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *PodWorkload) GetResolution() WorkloadResolution {
+	if x != nil {
+		return x.Resolution
+	}
+	return WorkloadResolution_WORKLOAD_RESOLUTION_UNSPECIFIED
+}
+
 var File_kubelet_pods_v1alpha1_pods_proto protoreflect.FileDescriptor
 
 const file_kubelet_pods_v1alpha1_pods_proto_rawDesc = "" +
@@ -955,9 +1118,10 @@ const file_kubelet_pods_v1alpha1_pods_proto_rawDesc = "" +
 	"\x04type\x18\x02 \x01(\x0e2 .kubelet.pods.v1alpha1.EventTypeR\x04type\x12\x1a\n" +
 	"\brevision\x18\x03 \x01(\tR\brevision\"'\n" +
 	"\rPodGetRequest\x12\x16\n" +
-	"\x06podUID\x18\x01 \x01(\tR\x06podUID\";\n" +
+	"\x06podUID\x18\x01 \x01(\tR\x06podUID\"{\n" +
 	"\x0ePodGetResponse\x12)\n" +
-	"\x03pod\x18\x01 \x01(\v2\x17.k8s.io.api.core.v1.PodR\x03pod\"\xf7\x01\n" +
+	"\x03pod\x18\x01 \x01(\v2\x17.k8s.io.api.core.v1.PodR\x03pod\x12>\n" +
+	"\bworkload\x18\x02 \x01(\v2\".kubelet.pods.v1alpha1.PodWorkloadR\bworkload\"\xf7\x01\n" +
 	"\x0ePodFindRequest\x12#\n" +
 	"\fcontainer_id\x18\x01 \x01(\tH\x00R\vcontainerId\x12\x10\n" +
 	"\x02ip\x18\x02 \x01(\tH\x00R\x02ip\x12\x12\n" +
@@ -970,13 +1134,25 @@ const file_kubelet_pods_v1alpha1_pods_proto_rawDesc = "" +
 	"\x03key\"h\n" +
 	"\x0fPodFindResponse\x129\n" +
 	"\amatches\x18\x01 \x03(\v2\x1f.kubelet.pods.v1alpha1.PodMatchR\amatches\x12\x1a\n" +
-	"\brevision\x18\x02 \x01(\tR\brevision\"\xd5\x01\n" +
+	"\brevision\x18\x02 \x01(\tR\brevision\"\x95\x02\n" +
 	"\bPodMatch\x12)\n" +
 	"\x03pod\x18\x01 \x01(\v2\x17.k8s.io.api.core.v1.PodR\x03pod\x12%\n" +
 	"\x0econtainer_name\x18\x02 \x01(\tR\rcontainerName\x12\x18\n" +
 	"\adeleted\x18\x03 \x01(\bR\adeleted\x12!\n" +
 	"\fhost_network\x18\x04 \x01(\bR\vhostNetwork\x12:\n" +
-	"\x06source\x18\x05 \x01(\x0e2\".kubelet.pods.v1alpha1.MatchSourceR\x06source*b\n" +
+	"\x06source\x18\x05 \x01(\x0e2\".kubelet.pods.v1alpha1.MatchSourceR\x06source\x12>\n" +
+	"\bworkload\x18\x06 \x01(\v2\".kubelet.pods.v1alpha1.PodWorkloadR\bworkload\"\x80\x01\n" +
+	"\vPodWorkload\x12\x12\n" +
+	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12I\n" +
+	"\n" +
+	"resolution\x18\x03 \x01(\x0e2).kubelet.pods.v1alpha1.WorkloadResolutionR\n" +
+	"resolution*\xa0\x01\n" +
+	"\x12WorkloadResolution\x12#\n" +
+	"\x1fWORKLOAD_RESOLUTION_UNSPECIFIED\x10\x00\x12 \n" +
+	"\x1cWORKLOAD_RESOLUTION_RESOLVED\x10\x01\x12\x1f\n" +
+	"\x1bWORKLOAD_RESOLUTION_DERIVED\x10\x02\x12\"\n" +
+	"\x1eWORKLOAD_RESOLUTION_UNRESOLVED\x10\x03*b\n" +
 	"\vMatchSource\x12\x1c\n" +
 	"\x18MATCH_SOURCE_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17MATCH_SOURCE_POD_SOURCE\x10\x01\x12\x18\n" +
@@ -1007,45 +1183,50 @@ func file_kubelet_pods_v1alpha1_pods_proto_rawDescGZIP() []byte {
 	return file_kubelet_pods_v1alpha1_pods_proto_rawDescData
 }
 
-var file_kubelet_pods_v1alpha1_pods_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_kubelet_pods_v1alpha1_pods_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
+var file_kubelet_pods_v1alpha1_pods_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
+var file_kubelet_pods_v1alpha1_pods_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
 var file_kubelet_pods_v1alpha1_pods_proto_goTypes = []any{
-	(MatchSource)(0),            // 0: kubelet.pods.v1alpha1.MatchSource
-	(EventType)(0),              // 1: kubelet.pods.v1alpha1.EventType
-	(*PodListRequest)(nil),      // 2: kubelet.pods.v1alpha1.PodListRequest
-	(*PodListResponse)(nil),     // 3: kubelet.pods.v1alpha1.PodListResponse
-	(*PodWatchRequest)(nil),     // 4: kubelet.pods.v1alpha1.PodWatchRequest
-	(*PodWatchResponse)(nil),    // 5: kubelet.pods.v1alpha1.PodWatchResponse
-	(*PodGetRequest)(nil),       // 6: kubelet.pods.v1alpha1.PodGetRequest
-	(*PodGetResponse)(nil),      // 7: kubelet.pods.v1alpha1.PodGetResponse
-	(*PodFindRequest)(nil),      // 8: kubelet.pods.v1alpha1.PodFindRequest
-	(*PodFindResponse)(nil),     // 9: kubelet.pods.v1alpha1.PodFindResponse
-	(*PodMatch)(nil),            // 10: kubelet.pods.v1alpha1.PodMatch
-	(*v1.Pod)(nil),              // 11: k8s.io.api.core.v1.Pod
-	(*durationpb.Duration)(nil), // 12: google.protobuf.Duration
+	(WorkloadResolution)(0),     // 0: kubelet.pods.v1alpha1.WorkloadResolution
+	(MatchSource)(0),            // 1: kubelet.pods.v1alpha1.MatchSource
+	(EventType)(0),              // 2: kubelet.pods.v1alpha1.EventType
+	(*PodListRequest)(nil),      // 3: kubelet.pods.v1alpha1.PodListRequest
+	(*PodListResponse)(nil),     // 4: kubelet.pods.v1alpha1.PodListResponse
+	(*PodWatchRequest)(nil),     // 5: kubelet.pods.v1alpha1.PodWatchRequest
+	(*PodWatchResponse)(nil),    // 6: kubelet.pods.v1alpha1.PodWatchResponse
+	(*PodGetRequest)(nil),       // 7: kubelet.pods.v1alpha1.PodGetRequest
+	(*PodGetResponse)(nil),      // 8: kubelet.pods.v1alpha1.PodGetResponse
+	(*PodFindRequest)(nil),      // 9: kubelet.pods.v1alpha1.PodFindRequest
+	(*PodFindResponse)(nil),     // 10: kubelet.pods.v1alpha1.PodFindResponse
+	(*PodMatch)(nil),            // 11: kubelet.pods.v1alpha1.PodMatch
+	(*PodWorkload)(nil),         // 12: kubelet.pods.v1alpha1.PodWorkload
+	(*v1.Pod)(nil),              // 13: k8s.io.api.core.v1.Pod
+	(*durationpb.Duration)(nil), // 14: google.protobuf.Duration
 }
 var file_kubelet_pods_v1alpha1_pods_proto_depIdxs = []int32{
-	11, // 0: kubelet.pods.v1alpha1.PodListResponse.pods:type_name -> k8s.io.api.core.v1.Pod
-	11, // 1: kubelet.pods.v1alpha1.PodWatchResponse.pod:type_name -> k8s.io.api.core.v1.Pod
-	1,  // 2: kubelet.pods.v1alpha1.PodWatchResponse.type:type_name -> kubelet.pods.v1alpha1.EventType
-	11, // 3: kubelet.pods.v1alpha1.PodGetResponse.pod:type_name -> k8s.io.api.core.v1.Pod
-	12, // 4: kubelet.pods.v1alpha1.PodFindRequest.wait:type_name -> google.protobuf.Duration
-	10, // 5: kubelet.pods.v1alpha1.PodFindResponse.matches:type_name -> kubelet.pods.v1alpha1.PodMatch
-	11, // 6: kubelet.pods.v1alpha1.PodMatch.pod:type_name -> k8s.io.api.core.v1.Pod
-	0,  // 7: kubelet.pods.v1alpha1.PodMatch.source:type_name -> kubelet.pods.v1alpha1.MatchSource
-	2,  // 8: kubelet.pods.v1alpha1.Pods.ListPods:input_type -> kubelet.pods.v1alpha1.PodListRequest
-	4,  // 9: kubelet.pods.v1alpha1.Pods.WatchPods:input_type -> kubelet.pods.v1alpha1.PodWatchRequest
-	6,  // 10: kubelet.pods.v1alpha1.Pods.GetPod:input_type -> kubelet.pods.v1alpha1.PodGetRequest
-	8,  // 11: kubelet.pods.v1alpha1.Pods.FindPods:input_type -> kubelet.pods.v1alpha1.PodFindRequest
-	3,  // 12: kubelet.pods.v1alpha1.Pods.ListPods:output_type -> kubelet.pods.v1alpha1.PodListResponse
-	5,  // 13: kubelet.pods.v1alpha1.Pods.WatchPods:output_type -> kubelet.pods.v1alpha1.PodWatchResponse
-	7,  // 14: kubelet.pods.v1alpha1.Pods.GetPod:output_type -> kubelet.pods.v1alpha1.PodGetResponse
-	9,  // 15: kubelet.pods.v1alpha1.Pods.FindPods:output_type -> kubelet.pods.v1alpha1.PodFindResponse
-	12, // [12:16] is the sub-list for method output_type
-	8,  // [8:12] is the sub-list for method input_type
-	8,  // [8:8] is the sub-list for extension type_name
-	8,  // [8:8] is the sub-list for extension extendee
-	0,  // [0:8] is the sub-list for field type_name
+	13, // 0: kubelet.pods.v1alpha1.PodListResponse.pods:type_name -> k8s.io.api.core.v1.Pod
+	13, // 1: kubelet.pods.v1alpha1.PodWatchResponse.pod:type_name -> k8s.io.api.core.v1.Pod
+	2,  // 2: kubelet.pods.v1alpha1.PodWatchResponse.type:type_name -> kubelet.pods.v1alpha1.EventType
+	13, // 3: kubelet.pods.v1alpha1.PodGetResponse.pod:type_name -> k8s.io.api.core.v1.Pod
+	12, // 4: kubelet.pods.v1alpha1.PodGetResponse.workload:type_name -> kubelet.pods.v1alpha1.PodWorkload
+	14, // 5: kubelet.pods.v1alpha1.PodFindRequest.wait:type_name -> google.protobuf.Duration
+	11, // 6: kubelet.pods.v1alpha1.PodFindResponse.matches:type_name -> kubelet.pods.v1alpha1.PodMatch
+	13, // 7: kubelet.pods.v1alpha1.PodMatch.pod:type_name -> k8s.io.api.core.v1.Pod
+	1,  // 8: kubelet.pods.v1alpha1.PodMatch.source:type_name -> kubelet.pods.v1alpha1.MatchSource
+	12, // 9: kubelet.pods.v1alpha1.PodMatch.workload:type_name -> kubelet.pods.v1alpha1.PodWorkload
+	0,  // 10: kubelet.pods.v1alpha1.PodWorkload.resolution:type_name -> kubelet.pods.v1alpha1.WorkloadResolution
+	3,  // 11: kubelet.pods.v1alpha1.Pods.ListPods:input_type -> kubelet.pods.v1alpha1.PodListRequest
+	5,  // 12: kubelet.pods.v1alpha1.Pods.WatchPods:input_type -> kubelet.pods.v1alpha1.PodWatchRequest
+	7,  // 13: kubelet.pods.v1alpha1.Pods.GetPod:input_type -> kubelet.pods.v1alpha1.PodGetRequest
+	9,  // 14: kubelet.pods.v1alpha1.Pods.FindPods:input_type -> kubelet.pods.v1alpha1.PodFindRequest
+	4,  // 15: kubelet.pods.v1alpha1.Pods.ListPods:output_type -> kubelet.pods.v1alpha1.PodListResponse
+	6,  // 16: kubelet.pods.v1alpha1.Pods.WatchPods:output_type -> kubelet.pods.v1alpha1.PodWatchResponse
+	8,  // 17: kubelet.pods.v1alpha1.Pods.GetPod:output_type -> kubelet.pods.v1alpha1.PodGetResponse
+	10, // 18: kubelet.pods.v1alpha1.Pods.FindPods:output_type -> kubelet.pods.v1alpha1.PodFindResponse
+	15, // [15:19] is the sub-list for method output_type
+	11, // [11:15] is the sub-list for method input_type
+	11, // [11:11] is the sub-list for extension type_name
+	11, // [11:11] is the sub-list for extension extendee
+	0,  // [0:11] is the sub-list for field type_name
 }
 
 func init() { file_kubelet_pods_v1alpha1_pods_proto_init() }
@@ -1065,8 +1246,8 @@ func file_kubelet_pods_v1alpha1_pods_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_kubelet_pods_v1alpha1_pods_proto_rawDesc), len(file_kubelet_pods_v1alpha1_pods_proto_rawDesc)),
-			NumEnums:      2,
-			NumMessages:   9,
+			NumEnums:      3,
+			NumMessages:   10,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

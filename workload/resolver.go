@@ -1,0 +1,384 @@
+package workload
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// ownerKey names a ReplicaSet or Job a pod of the node references, by its
+// UID too: an owner deleted and created again under its name is another.
+type ownerKey struct {
+	kind, namespace, name string
+	uid                   types.UID
+}
+
+// podRef is what the Resolver knows of one pod.
+type podRef struct {
+	// w is the pod's workload when the pod alone tells it (owner is nil).
+	w Workload
+	// owner is the ReplicaSet or Job to ask about, and hash the pod's
+	// pod-template-hash label, for derivation.
+	owner *ownerKey
+	hash  string
+}
+
+// entry is what the Resolver knows of one owner.
+type entry struct {
+	pods map[types.UID]struct{}
+	// answer is the API server's last answer; answered says there is one.
+	answer   Workload
+	answered bool
+	// gone says the owner does not exist (any more) under that UID.
+	gone bool
+	// confirmed is when the API server last answered; checked when it was
+	// last asked; failed says that last ask failed.
+	confirmed, checked time.Time
+	// failures counts the gets failed in a row, which back off.
+	failures int
+	asking   bool
+}
+
+// Resolver resolves the workload of the node's pods. Feed it every pod of
+// the node (Observe) and every deletion (Forget); Run asks the API server in
+// the background. Its methods are safe for concurrent use.
+type Resolver struct {
+	getter                              Getter
+	refresh, retry, staleAfter, timeout time.Duration
+	maxOwners                           int
+	onChange                            func([]types.UID)
+	log                                 *slog.Logger
+	now                                 func() time.Time
+
+	wake chan struct{}
+
+	registerer prometheus.Registerer
+	metrics    *metrics
+
+	mu   sync.Mutex
+	pods map[types.UID]podRef
+	// forgotten are the last answers of the pods Forget dropped, the
+	// oldest first in forgottenOrder, bounded by maxForgotten.
+	forgotten      map[types.UID]Workload
+	forgottenOrder []types.UID
+	owners         map[ownerKey]*entry
+	gets           map[string]uint64
+}
+
+// NewResolver returns a Resolver configured by opts.
+func NewResolver(opts ...Option) *Resolver {
+	r := &Resolver{
+		refresh: 30 * time.Minute, retry: 10 * time.Second, staleAfter: time.Hour,
+		timeout: 10 * time.Second, maxOwners: 4096, onChange: func([]types.UID) {},
+		log: slog.Default(), now: time.Now,
+		wake: make(chan struct{}, 1),
+		pods: map[types.UID]podRef{}, forgotten: map[types.UID]Workload{}, owners: map[ownerKey]*entry{}, gets: map[string]uint64{},
+	}
+	for _, o := range opts {
+		o(r)
+	}
+	r.register()
+	return r
+}
+
+// Observe takes a new version of a pod of the node. It never blocks on the
+// API server: an owner not known yet is asked about by Run.
+func (r *Resolver) Observe(pod *corev1.Pod) {
+	w, ref := direct(pod)
+	next := podRef{w: w}
+	if ref != nil {
+		next = podRef{owner: &ownerKey{kind: ref.Kind, namespace: pod.Namespace, name: ref.Name, uid: ref.UID}, hash: pod.Labels[podTemplateHashLabel]}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	prev, had := r.pods[pod.UID]
+	if had && sameOwner(prev.owner, next.owner) {
+		r.pods[pod.UID] = next
+		return
+	}
+	if had {
+		r.release(pod.UID, prev)
+	}
+	r.pods[pod.UID] = next
+	if next.owner == nil || r.getter == nil {
+		return
+	}
+	e := r.owners[*next.owner]
+	if e == nil {
+		if len(r.owners) >= r.maxOwners {
+			return
+		}
+		e = &entry{pods: map[types.UID]struct{}{}}
+		r.owners[*next.owner] = e
+		r.signal()
+	}
+	e.pods[pod.UID] = struct{}{}
+}
+
+// maxForgotten bounds the last answers kept of pods that left the node,
+// which FindPods serves with the deleted pods it still matches.
+const maxForgotten = 1024
+
+// Forget drops a pod that left the node, and its owner's answer when no
+// other pod of the node references the owner. The pod's last answer is
+// kept, as it was, among the last maxForgotten pods forgotten.
+func (r *Resolver) Forget(uid types.UID) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	prev, ok := r.pods[uid]
+	if !ok {
+		return
+	}
+	w := prev.w
+	if prev.owner != nil {
+		w = r.answer(prev, r.owners[*prev.owner])
+	}
+	r.release(uid, prev)
+	delete(r.pods, uid)
+	if _, dup := r.forgotten[uid]; !dup {
+		if len(r.forgottenOrder) >= maxForgotten {
+			delete(r.forgotten, r.forgottenOrder[0])
+			r.forgottenOrder = r.forgottenOrder[1:]
+		}
+		r.forgottenOrder = append(r.forgottenOrder, uid)
+	}
+	r.forgotten[uid] = w
+}
+
+// release drops pod uid's reference to its owner. r.mu is held.
+func (r *Resolver) release(uid types.UID, p podRef) {
+	if p.owner == nil {
+		return
+	}
+	if e := r.owners[*p.owner]; e != nil {
+		delete(e.pods, uid)
+		if len(e.pods) == 0 {
+			delete(r.owners, *p.owner)
+		}
+	}
+}
+
+func sameOwner(a, b *ownerKey) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
+}
+
+// signal wakes Run.
+func (r *Resolver) signal() {
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Workload returns the workload of the pod with the given UID, and false
+// when the Resolver has not observed the pod. A pod forgotten is answered
+// as it was when it was forgotten, while it is among the last 1,024.
+func (r *Resolver) Workload(uid types.UID) (Workload, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	p, ok := r.pods[uid]
+	if !ok {
+		w, ok := r.forgotten[uid]
+		return w, ok
+	}
+	if p.owner == nil {
+		return p.w, true
+	}
+	return r.answer(p, r.owners[*p.owner]), true
+}
+
+// answer returns the workload of pod p whose owner's entry is e (nil when
+// not asked about). r.mu is held.
+func (r *Resolver) answer(p podRef, e *entry) Workload {
+	switch {
+	case e == nil || !e.answered:
+		return derive(p.owner.kind, p.owner.name, p.hash)
+	case e.gone:
+		return Workload{Kind: p.owner.kind, Name: p.owner.name, Resolution: Unresolved}
+	case r.now().Sub(e.confirmed) > r.staleAfter:
+		w := e.answer
+		w.Resolution = Unresolved
+		return w
+	}
+	return e.answer
+}
+
+// Gets returns how many gets the Resolver has sent, by the owner's kind
+// (KindReplicaSet, KindJob).
+func (r *Resolver) Gets() map[string]uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make(map[string]uint64, len(r.gets))
+	for k, v := range r.gets {
+		out[k] = v
+	}
+	return out
+}
+
+// Run asks the API server about the owners due, until ctx ends. Without a
+// Getter it returns at once.
+func (r *Resolver) Run(ctx context.Context) {
+	if r.getter == nil {
+		return
+	}
+	t := time.NewTimer(time.Hour)
+	defer t.Stop()
+	for {
+		next := r.Sync(ctx)
+		d := time.Hour
+		if !next.IsZero() {
+			d = max(next.Sub(r.now()), time.Millisecond)
+		}
+		t.Reset(d)
+		select {
+		case <-ctx.Done():
+			return
+		case <-r.wake:
+		case <-t.C:
+		}
+	}
+}
+
+// Sync asks the API server, one get at a time, about every owner due: never
+// asked, asked a refresh interval ago, or failed a retry interval ago (the
+// retry interval doubles with each failure in a row, up to the refresh
+// interval). It
+// returns when the next owner is due (zero when none is known).
+func (r *Resolver) Sync(ctx context.Context) time.Time {
+	if r.getter == nil {
+		return time.Time{}
+	}
+	for ctx.Err() == nil {
+		key, ok := r.due()
+		if !ok {
+			break
+		}
+		r.ask(ctx, key)
+	}
+	return r.nextDue()
+}
+
+// due picks an owner due and marks it being asked about.
+func (r *Resolver) due() (ownerKey, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := r.now()
+	for k, e := range r.owners {
+		if !e.asking && !r.dueAt(e).After(now) {
+			e.asking = true
+			return k, true
+		}
+	}
+	return ownerKey{}, false
+}
+
+// dueAt returns when e is next due. r.mu is held.
+func (r *Resolver) dueAt(e *entry) time.Time {
+	switch {
+	case e.checked.IsZero():
+		return time.Time{}
+	case e.failures > 0:
+		// The retry interval, doubled after each failure, up to the
+		// refresh interval: an API server that refuses every get (RBAC
+		// without them) is asked at the refresh rate.
+		d := r.retry
+		for i := 1; i < e.failures && d < r.refresh; i++ {
+			d *= 2
+		}
+		return e.checked.Add(min(d, r.refresh))
+	}
+	return e.checked.Add(r.refresh)
+}
+
+func (r *Resolver) nextDue() time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var next time.Time
+	for _, e := range r.owners {
+		if at := r.dueAt(e); next.IsZero() || at.Before(next) {
+			next = at
+		}
+	}
+	return next
+}
+
+// ask gets the owner key and records the answer.
+func (r *Resolver) ask(ctx context.Context, key ownerKey) {
+	resource := replicaSets
+	if key.kind == KindJob {
+		resource = jobs
+	}
+	r.mu.Lock()
+	r.gets[key.kind]++
+	r.mu.Unlock()
+	gctx, cancel := context.WithTimeout(ctx, r.timeout)
+	obj, err := r.getter.Get(gctx, resource, key.namespace, key.name)
+	cancel()
+
+	r.mu.Lock()
+	e := r.owners[key]
+	if e == nil { // every pod referencing it left meanwhile
+		r.mu.Unlock()
+		r.countGet(key.kind, getResult(ctx, err, obj, key))
+		return
+	}
+	e.asking = false
+	before := make(map[types.UID]Workload, len(e.pods))
+	for uid := range e.pods {
+		before[uid] = r.answer(r.pods[uid], e)
+	}
+	now := r.now()
+	e.checked = now
+	wasFailed := e.failures > 0
+	result := "found"
+	switch {
+	case err == nil && obj.UID == key.uid:
+		e.answer, e.answered, e.gone, e.failures, e.confirmed = fromOwner(key.kind, key.name, obj.OwnerReferences), true, false, 0, now
+	case err == nil || apierrors.IsNotFound(err):
+		// Deleted, or deleted and created again: the pod's owner is gone.
+		e.answered, e.gone, e.failures, e.confirmed = true, true, 0, now
+		result = "gone"
+	case ctx.Err() != nil:
+		e.checked = time.Time{} // ask again at the next Run
+		result = "error"
+	default:
+		e.failures++
+		result = "error"
+	}
+	var changed []types.UID
+	for uid, w := range before {
+		if r.answer(r.pods[uid], e) != w {
+			changed = append(changed, uid)
+		}
+	}
+	r.mu.Unlock()
+	r.countGet(key.kind, result)
+	if err != nil && !apierrors.IsNotFound(err) && !wasFailed && ctx.Err() == nil {
+		r.log.Warn("cannot resolve the workload of pods: the last known answer is kept", "kind", key.kind, "namespace", key.namespace, "name", key.name, "error", err)
+	}
+	if len(changed) > 0 {
+		r.onChange(changed)
+	}
+}
+
+// getResult names the result of a get of key, as podsapi_workload_gets_total
+// counts it.
+func getResult(ctx context.Context, err error, obj *metav1.PartialObjectMetadata, key ownerKey) string {
+	switch {
+	case err == nil && obj.UID == key.uid:
+		return "found"
+	case err == nil || apierrors.IsNotFound(err):
+		return "gone"
+	}
+	return "error"
+}

@@ -1,0 +1,61 @@
+package workload_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/podsapi/podsapi/internal/rigs/kubetest"
+	"github.com/podsapi/podsapi/workload"
+)
+
+// TestRunRealClockAPIServer runs the Resolver's own loop on the real clock,
+// its intervals short, against a real kube-apiserver: it resolves a pod's
+// Deployment, keeps the answer while the API server is stopped, marks it
+// Unresolved after the stale-after bound, and Resolved again once the API
+// server is back. The bounds are generous: the waits end on the answers,
+// never on time.
+func TestRunRealClockAPIServer(t *testing.T) {
+	cp := kubetest.Start(t, resolverUser)
+	grantGets(t, cp.Admin)
+	waitGrant(t, cp)
+	w := newWorld(t, cp, "shop")
+	dep := w.deployment("web")
+	rs := w.replicaSet("web-11111111", "11111111", controller("apps/v1", "Deployment", dep.Name, dep.UID))
+	pod := w.pod("web-11111111-aaaaa", map[string]string{"pod-template-hash": "11111111"}, nil, controller("apps/v1", "ReplicaSet", rs.Name, rs.UID))
+
+	g, err := workload.NewGetter(cp.Config(resolverUser, cp.Host()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := workload.NewResolver(workload.WithGetter(g), workload.WithRefreshInterval(100*time.Millisecond),
+		workload.WithRetryInterval(20*time.Millisecond), workload.WithStaleAfter(300*time.Millisecond), workload.WithGetTimeout(time.Second))
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { defer close(done); r.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	r.Observe(pod)
+
+	await := func(want workload.Workload) {
+		t.Helper()
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			got, _ := r.Workload(pod.UID)
+			if got == want {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("workload %+v, want %+v within 60 s", got, want)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	deployment := workload.Workload{Kind: workload.KindDeployment, Name: "web", Resolution: workload.Resolved}
+	await(deployment)
+	cp.StopAPIServer(t)
+	stale := deployment
+	stale.Resolution = workload.Unresolved
+	await(stale)
+	cp.StartAPIServer(t)
+	await(deployment)
+}
