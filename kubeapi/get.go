@@ -1,12 +1,18 @@
 package kubeapi
 
-import "net/http"
+import (
+	"net/http"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
 
 // serveGet answers a get of one pod: its current version, whatever the
 // request's resourceVersion (the current version is never older than one
-// podsapi served).
+// podsapi served), as a pod, a PartialObjectMetadata or a Table of one row
+// as the client asks.
 func (h *Handler) serveGet(w http.ResponseWriter, r *http.Request, rt route) {
-	f, ok := h.codecs.negotiate(r)
+	fm, ok := h.codecs.negotiate(r)
 	if !ok {
 		h.writeError(w, r, errNotAcceptable())
 		return
@@ -20,12 +26,32 @@ func (h *Handler) serveGet(w http.ResponseWriter, r *http.Request, rt route) {
 		h.writeError(w, r, errPodNotFound(rt.name))
 		return
 	}
-	b, err := h.object(f, p, p.Version)
+	var b []byte
+	var err error
+	switch fm.as {
+	case asPartialList:
+		h.writeError(w, r, errAList())
+		return
+	case asTable:
+		opts, err := parseTableOptions(r)
+		if err != nil {
+			h.writeError(w, r, err)
+			return
+		}
+		tr, err := h.tableRowOf(fm, opts, p, p.Version)
+		if err != nil {
+			h.writeError(w, r, errInternal())
+			return
+		}
+		b, err = encodeTable(fm, metav1.ListMeta{ResourceVersion: h.pods.Revision(p.Version)}, []tableRow{tr}, opts.NoHeaders, time.Now())
+	default:
+		b, err = h.object(fm, p, p.Version)
+	}
 	if err != nil {
 		h.writeError(w, r, errInternal())
 		return
 	}
-	w.Header().Set("Content-Type", f.mediaType)
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(b)
+	body := &body{}
+	body.add(b)
+	h.writeBody(w, fm, body)
 }
