@@ -168,6 +168,21 @@ func (c *codecs) negotiate(r *http.Request) (form, bool) {
 	return fm, true
 }
 
+// negotiateError returns the form in which the API server answers r with an
+// error: the first media type r's Accept header lists as it is (errors are
+// never transformed), or, when it lists none, indented JSON (the API
+// server's WriteRawJSON).
+func (c *codecs) negotiateError(r *http.Request) form {
+	opts, ok := negotiation.NegotiateMediaTypeOptions(r.Header.Get("Accept"), c.accepted, negotiation.DefaultEndpointRestrictions)
+	if !ok {
+		return form{format: c.json, pretty: true}
+	}
+	if opts.Accepted.MediaType == mediaProtobuf {
+		return form{format: c.protobuf}
+	}
+	return form{format: c.json, pretty: opts.Pretty || prettyPrint(r)}
+}
+
 // podsEndpoint is what the API server's pods endpoint allows in an Accept
 // header (k8s.io/apiserver's RequestScope.AllowsMediaTypeTransform): a
 // transformation to PartialObjectMetadata, PartialObjectMetadataList or

@@ -124,14 +124,12 @@ func errInternal() error {
 	return apierrors.NewInternalError(errors.New("podsapi could not encode the pods"))
 }
 
-// writeError answers err as a metav1.Status in the format r accepts (JSON if
-// none), with the status code it carries.
+// writeError answers err as a metav1.Status in the format r accepts, as
+// the API server negotiates an error's (indented JSON if it accepts none,
+// or asks for pretty), with the status code it carries.
 func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	status := statusOf(err)
-	fm, ok := h.codecs.negotiate(r)
-	if !ok {
-		fm = form{format: h.codecs.json, pretty: prettyPrint(r)}
-	}
+	fm := h.codecs.negotiateError(r)
 	f := fm.format
 	var b bytes.Buffer
 	if err := f.object.Encode(status, &b); err != nil {
