@@ -1,6 +1,7 @@
 package kubeapi_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -300,6 +301,82 @@ func TestAPIServerForms(t *testing.T) {
 		}
 	})
 
+	// kubectl get pods -w asks for a watch of Tables: the rows it prints
+	// through the handler are the API server's, the first with the header
+	// (the column definitions the first Table carries), then one for a pod
+	// added.
+	t.Run("kubectl watch table", func(t *testing.T) {
+		bin := kubectl(t)
+		configs := map[string]string{"API server": cp.Kubeconfig(t, kubetest.AdminUser, cp.Host()), "podsapi": s.kubeconfig(t)}
+		wctx, wcancel := context.WithCancel(ctx)
+		defer wcancel()
+		lines := map[string]chan string{}
+		for name, kc := range configs {
+			cmd := exec.CommandContext(wctx, bin, "--kubeconfig", kc, "--cache-dir", t.TempDir(), "get", "pods", "-n", "default", "-w", "--field-selector", pinned, "-o", "wide")
+			stdout, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer func() {
+				wcancel()
+				_ = cmd.Wait()
+			}()
+			ch := make(chan string, 100)
+			lines[name] = ch
+			go func() {
+				defer close(ch)
+				sc := bufio.NewScanner(stdout)
+				for sc.Scan() {
+					ch <- sc.Text()
+				}
+			}()
+		}
+		read := func(name string, n int) []string {
+			t.Helper()
+			var got []string
+			for len(got) < n {
+				select {
+				case l, ok := <-lines[name]:
+					if !ok {
+						t.Fatalf("%s: kubectl get -w ended after %q", name, got)
+					}
+					got = append(got, l)
+				case <-deadline:
+					t.Fatalf("%s: kubectl get -w printed %q, want %d lines", name, got, n)
+				}
+			}
+			return got
+		}
+		_, pods := st.List()
+		n := 1 // the header
+		for _, p := range pods {
+			if p.Namespace == "default" {
+				n++
+			}
+		}
+		first := map[string][]string{}
+		for name := range configs {
+			first[name] = withoutAgeAt(read(name, n), 4)
+		}
+		if !reflect.DeepEqual(first["API server"], first["podsapi"]) {
+			t.Errorf("kubectl get -w printed (but for AGE)\nAPI server %q\npodsapi    %q", first["API server"], first["podsapi"])
+		}
+		if _, err := admin.Pods("default").Create(ctx, apiPod("default", "web-3", node), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		added := map[string][]string{}
+		for name := range configs {
+			added[name] = withoutAgeAt(read(name, 1), 4)
+		}
+		if !reflect.DeepEqual(added["API server"], added["podsapi"]) || !strings.HasPrefix(added["podsapi"][0], "web-3 0/1 Pending") {
+			t.Errorf("kubectl get -w printed for web-3 (but for AGE)\nAPI server %q\npodsapi    %q", added["API server"], added["podsapi"])
+		}
+		t.Logf("through podsapi: %q %q", first["podsapi"], added["podsapi"])
+	})
+
 	// A watch of PartialObjectMetadataList (a list's form): the API server
 	// answers 200 and ends the stream at its first event without writing
 	// it (it cannot encode the pod it falls back to); podsapi answers 406
@@ -357,7 +434,12 @@ func TestAPIServerForms(t *testing.T) {
 		if !cache.WaitForCacheSync(t.Context().Done(), inf.HasSynced) {
 			t.Fatal("the metadata informer did not sync")
 		}
-		expectSet(t, rec, "ADDED default/web-1", "ADDED default/gated-1", "ADDED default/done-1")
+		var initial []string
+		_, held := st.List()
+		for _, p := range held {
+			initial = append(initial, "ADDED "+p.Namespace+"/"+p.Name)
+		}
+		expectSet(t, rec, initial...)
 		web1, err := admin.Pods("default").Get(ctx, "web-1", metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
@@ -398,15 +480,21 @@ func TestAPIServerForms(t *testing.T) {
 // withoutAge returns kubectl's table out as lines of fields, without the
 // AGE column (the sixth of get -A).
 func withoutAge(out string) []string {
-	var lines []string
-	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+	return withoutAgeAt(strings.Split(strings.TrimSpace(out), "\n"), 5)
+}
+
+// withoutAgeAt returns the lines of a kubectl table as fields, without the
+// field at index age (AGE).
+func withoutAgeAt(lines []string, age int) []string {
+	var out []string
+	for _, l := range lines {
 		f := strings.Fields(l)
-		if len(f) > 5 {
-			f = append(f[:5:5], f[6:]...)
+		if len(f) > age {
+			f = append(f[:age:age], f[age+1:]...)
 		}
-		lines = append(lines, strings.Join(f, " "))
+		out = append(out, strings.Join(f, " "))
 	}
-	return lines
+	return out
 }
 
 // expectSet waits for the events want, in any order.

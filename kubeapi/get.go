@@ -5,6 +5,8 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/podsapi/podsapi/store"
 )
 
 // serveGet answers a get of one pod: its current version, whatever the
@@ -33,25 +35,35 @@ func (h *Handler) serveGet(w http.ResponseWriter, r *http.Request, rt route) {
 		h.writeError(w, r, errAList())
 		return
 	case asTable:
-		opts, err := parseTableOptions(r)
-		if err != nil {
-			h.writeError(w, r, err)
-			return
-		}
-		tr, err := h.tableRowOf(fm, opts, p, p.Version)
-		if err != nil {
-			h.writeError(w, r, errInternal())
-			return
-		}
-		b, err = encodeTable(fm, metav1.ListMeta{ResourceVersion: h.pods.Revision(p.Version)}, []tableRow{tr}, opts.NoHeaders, time.Now())
+		b, err = h.tableOfOne(fm, r, p)
 	default:
-		b, err = h.object(fm, p, p.Version)
+		if b, err = h.object(fm, p, p.Version); err != nil {
+			err = errInternal()
+		}
 	}
 	if err != nil {
-		h.writeError(w, r, errInternal())
+		h.writeError(w, r, err)
 		return
 	}
 	body := &body{}
 	body.add(b)
 	h.writeBody(w, fm, body)
+}
+
+// tableOfOne returns the encoding in fm of the Table of the pod p, with the
+// table options of r.
+func (h *Handler) tableOfOne(fm form, r *http.Request, p *store.Pod) ([]byte, error) {
+	opts, err := parseTableOptions(r)
+	if err != nil {
+		return nil, err
+	}
+	tr, err := h.tableRowOf(fm, opts, p, p.Version)
+	if err != nil {
+		return nil, errInternal()
+	}
+	b, err := encodeTable(fm, metav1.ListMeta{ResourceVersion: h.pods.Revision(p.Version)}, []tableRow{tr}, opts.NoHeaders, time.Now())
+	if err != nil {
+		return nil, errInternal()
+	}
+	return b, nil
 }
