@@ -5,6 +5,10 @@ import (
 	"net/url"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/validate/content"
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
+	metainternalversionscheme "k8s.io/apimachinery/pkg/apis/meta/internalversion/scheme"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 )
 
@@ -124,11 +128,30 @@ func (h *Handler) Local(r *http.Request) ([]Access, bool) {
 			verb = "watch"
 		}
 		return []Access{{
-			Verb: verb, Namespace: rt.namespace, Resource: "pods",
+			Verb: verb, Namespace: rt.namespace, Resource: "pods", Name: selectedName(r),
 			FieldSelector: q.Get("fieldSelector"), LabelSelector: q.Get("labelSelector"),
 		}}, true
 	}
 	return nil, false
+}
+
+// selectedName returns the name that the fieldSelector of the list or watch
+// r requires (metadata.name=X), as the API server reads it (k8s.io/apiserver
+// request.RequestInfoFactory): its authorizers see such a request as one for
+// the object X, so that a caller allowed only X by name (RBAC's
+// resourceNames) may list and watch it. It returns "" when the list options
+// do not parse, the selector requires no name, or the name is not one a
+// path may hold.
+func selectedName(r *http.Request) string {
+	var opts metainternalversion.ListOptions
+	if metainternalversionscheme.ParameterCodec.DecodeParameters(r.URL.Query(), metav1.SchemeGroupVersion, &opts) != nil || opts.FieldSelector == nil {
+		return ""
+	}
+	name, ok := opts.FieldSelector.RequiresExactMatch("metadata.name")
+	if !ok || len(content.IsPathSegmentName(name)) != 0 {
+		return ""
+	}
+	return name
 }
 
 // pinned reports whether the field selector text parses and requires the

@@ -57,3 +57,32 @@ func BenchmarkList(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkListForms measures a list of the node's 110 pods in the forms
+// unchanged clients ask for: metadata only (client-go's metadata informer,
+// JSON and protobuf), spliced from cached encodings like a list of pods, and
+// kubectl's Table, encoded for each answer (its ages are the answer's) from
+// cached rows.
+func BenchmarkListForms(b *testing.B) {
+	var pods []*corev1.Pod
+	for i := range 110 {
+		pods = append(pods, pod("default", fmt.Sprintf("web-%03d", i), i))
+	}
+	h := handler(newStore(pods...))
+	for _, c := range []struct{ name, accept string }{
+		{"metadata/json", "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"},
+		{"metadata/protobuf", "application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"},
+		{"table", "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			req := httptest.NewRequest("GET", "/api/v1/pods?fieldSelector=spec.nodeName%3D"+node, nil)
+			req.Header.Set("Accept", c.accept)
+			w := &discard{h: http.Header{}}
+			h.ServeHTTP(w, req)
+			b.ReportAllocs()
+			for b.Loop() {
+				h.ServeHTTP(w, req)
+			}
+		})
+	}
+}

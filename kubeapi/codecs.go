@@ -1,13 +1,17 @@
 package kubeapi
 
 import (
-	"mime"
 	"net/http"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1beta1 "k8s.io/apimachinery/pkg/apis/meta/v1beta1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apiserver/pkg/endpoints/handlers/negotiation"
 )
 
 // The media types the handler answers in.
@@ -27,7 +31,8 @@ type format struct {
 	mediaType string
 	// streamType is the Content-Type of its watch streams.
 	streamType string
-	// plain encodes an object as it is (no kind set): list items.
+	// plain encodes an object as it is (no kind set): list items, and the
+	// objects of meta.k8s.io, whose kind the handler sets.
 	plain runtime.Encoder
 	// object encodes an object as v1, with its kind: a get's body, a watch
 	// event's object, a Status.
@@ -36,11 +41,60 @@ type format struct {
 	event runtime.Encoder
 	// framer frames the events of a watch stream.
 	framer runtime.Framer
+	// info is the codec factory's description of the media type, for the
+	// negotiation.
+	info runtime.SerializerInfo
+}
+
+// transform is what a client asks the pods to be turned into (the "as"
+// parameter of its Accept header).
+type transform int
+
+const (
+	// asPods serves pods as they are.
+	asPods transform = iota
+	// asPartial serves each pod as a meta.k8s.io PartialObjectMetadata.
+	asPartial
+	// asPartialList serves a list as a meta.k8s.io
+	// PartialObjectMetadataList.
+	asPartialList
+	// asTable serves pods as a meta.k8s.io Table of the API server's pod
+	// columns.
+	asTable
+)
+
+// form is what one request is answered in: a format, the transformation
+// its Accept header asks for and the group version of the result, and
+// whether its JSON is indented.
+type form struct {
+	*format
+	as transform
+	// gv is meta.k8s.io/v1 or v1beta1 when as is not asPods.
+	gv schema.GroupVersion
+	// pretty indents a JSON response (not a watch's events), as the API
+	// server's pretty serializer does.
+	pretty bool
+}
+
+// key names the form's encodings of a pod in the pods' cached views: a
+// format and a transformation are one encoding, shared by every client
+// that asks for it.
+func (fm form) key() string {
+	switch fm.as {
+	case asPartial, asPartialList:
+		return fm.id + "/pom/" + fm.gv.Version
+	case asTable:
+		return fm.id + "/table/" + fm.gv.Version
+	}
+	return fm.id
 }
 
 // codecs are the formats the handler answers in.
 type codecs struct {
 	json, protobuf *format
+	// accepted are the formats' serializers, JSON first, for the
+	// negotiation.
+	accepted []runtime.SerializerInfo
 }
 
 // newCodecs returns the formats of a codec factory over a scheme of the
@@ -75,41 +129,96 @@ func newCodecs() *codecs {
 			object:     factory.EncoderForVersion(info.Serializer, corev1.SchemeGroupVersion),
 			event:      factory.EncoderForVersion(info.StreamSerializer.Serializer, corev1.SchemeGroupVersion),
 			framer:     info.StreamSerializer.Framer,
+			info:       info,
 		}
 	}
-	return &codecs{json: f("j", mediaJSON), protobuf: f("p", mediaProtobuf)}
+	c := &codecs{json: f("j", mediaJSON), protobuf: f("p", mediaProtobuf)}
+	c.accepted = []runtime.SerializerInfo{c.json.info, c.protobuf.info}
+	return c
 }
 
-// negotiate returns the format that r's Accept header asks for: the first
-// media type it lists that the handler encodes in (JSON or protobuf; a
-// wildcard is JSON), skipping those that ask for a transformation (an "as"
-// parameter, such as kubectl's as=Table, for which it lists plain JSON as its
-// fallback). It reports false when the header lists none.
-func (c *codecs) negotiate(r *http.Request) (*format, bool) {
-	accept := r.Header.Values("Accept")
-	if len(accept) == 0 {
-		return c.json, true
+// negotiate returns the form that r's Accept header asks for, chosen as the
+// API server chooses (k8s.io/apiserver's negotiation: the first media type
+// listed that it serves, a wildcard being JSON): pods as they are, in JSON
+// or protobuf; or, with the parameters as, g and v, PartialObjectMetadata
+// and PartialObjectMetadataList of meta.k8s.io v1 and v1beta1 (JSON and
+// protobuf) and Table (JSON only), as the API server allows for pods. It
+// reports false when the header lists none (406 NotAcceptable).
+func (c *codecs) negotiate(r *http.Request) (form, bool) {
+	opts, ok := negotiation.NegotiateMediaTypeOptions(r.Header.Get("Accept"), c.accepted, podsEndpoint{})
+	if !ok {
+		return form{}, false
 	}
-	for _, line := range accept {
-		for _, clause := range strings.Split(line, ",") {
-			clause = strings.TrimSpace(clause)
-			if clause == "" {
-				continue
-			}
-			mt, params, err := mime.ParseMediaType(clause)
-			if err != nil {
-				continue
-			}
-			if _, ok := params["as"]; ok {
-				continue
-			}
-			switch mt {
-			case mediaJSON, "*/*", "application/*":
-				return c.json, true
-			case mediaProtobuf:
-				return c.protobuf, true
-			}
+	fm := form{format: c.json}
+	if opts.Accepted.MediaType == mediaProtobuf {
+		fm.format = c.protobuf
+	}
+	if t := opts.Convert; t != nil {
+		fm.gv = t.GroupVersion()
+		switch t.Kind {
+		case "PartialObjectMetadata":
+			fm.as = asPartial
+		case "PartialObjectMetadataList":
+			fm.as = asPartialList
+		case "Table":
+			fm.as = asTable
 		}
 	}
-	return nil, false
+	fm.pretty = fm.format == c.json && (opts.Pretty || prettyPrint(r))
+	return fm, true
+}
+
+// negotiateError returns the form in which the API server answers r with an
+// error: the first media type r's Accept header lists as it is (errors are
+// never transformed), or, when it lists none, indented JSON (the API
+// server's WriteRawJSON).
+func (c *codecs) negotiateError(r *http.Request) form {
+	opts, ok := negotiation.NegotiateMediaTypeOptions(r.Header.Get("Accept"), c.accepted, negotiation.DefaultEndpointRestrictions)
+	if !ok {
+		return form{format: c.json, pretty: true}
+	}
+	if opts.Accepted.MediaType == mediaProtobuf {
+		return form{format: c.protobuf}
+	}
+	return form{format: c.json, pretty: opts.Pretty || prettyPrint(r)}
+}
+
+// podsEndpoint is what the API server's pods endpoint allows in an Accept
+// header (k8s.io/apiserver's RequestScope.AllowsMediaTypeTransform): a
+// transformation to PartialObjectMetadata, PartialObjectMetadataList or
+// (in JSON) Table of meta.k8s.io v1 or v1beta1, and watch streams.
+type podsEndpoint struct{}
+
+func (podsEndpoint) AllowsMediaTypeTransform(mimeType, mimeSubType string, gvk *schema.GroupVersionKind) bool {
+	if gvk == nil {
+		return true
+	}
+	if gv := gvk.GroupVersion(); gv != metav1.SchemeGroupVersion && gv != metav1beta1.SchemeGroupVersion {
+		return false
+	}
+	switch gvk.Kind {
+	case "Table":
+		return mimeType == "application" && mimeSubType == "json"
+	case "PartialObjectMetadata", "PartialObjectMetadataList":
+		return true
+	}
+	return false
+}
+
+func (podsEndpoint) AllowsServerVersion(string) bool { return false }
+
+func (podsEndpoint) AllowsStreamSchema(s string) bool { return s == "watch" }
+
+// prettyPrint reports whether the API server indents its JSON answer to r:
+// when its pretty parameter is true, or, without one, when its User-Agent
+// is a browser's, curl's or wget's (k8s.io/apiserver's negotiation).
+func prettyPrint(r *http.Request) bool {
+	if strings.Contains(r.URL.RawQuery, "pretty") {
+		if pp := r.URL.Query().Get("pretty"); pp != "" {
+			pretty, _ := strconv.ParseBool(pp)
+			return pretty
+		}
+	}
+	ua := r.UserAgent()
+	return strings.HasPrefix(ua, "curl") || strings.HasPrefix(ua, "Wget") || strings.HasPrefix(ua, "Mozilla/5.0")
 }

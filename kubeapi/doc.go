@@ -9,7 +9,11 @@
 // GET /pods; with WithDiscovery, also the discovery documents (/api,
 // /api/v1, /apis, /version). Handler.Local tells the front door which
 // requests those are and what rights each needs; every other request is the
-// door's to pass through to the API server. The package neither
+// door's to pass through to the API server. It answers in the forms the
+// API server answers pods in, negotiated by the Accept header as the API
+// server negotiates it: pods in JSON or protobuf, PartialObjectMetadata
+// and PartialObjectMetadataList (metadata-only informers), and Tables of
+// the API server's pod columns (kubectl). The package neither
 // authenticates nor authorizes: the door does, before it calls ServeHTTP.
 //
 // The objects it serves carry podsapi's resourceVersions, not the API

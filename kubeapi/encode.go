@@ -10,7 +10,9 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1beta1 "k8s.io/apimachinery/pkg/apis/meta/v1beta1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 
@@ -59,54 +61,86 @@ func decodeStored(raw []byte) (*corev1.Pod, types.UID, error) {
 	return pod, types.UID(uid), nil
 }
 
-// item returns the encoding of p as an item of a list in f: no kind, its
+// item returns the encoding of p as an item of a list in fm: no kind (a
+// pod) or its meta.k8s.io kind (a PartialObjectMetadata), its
 // resourceVersion that of its version.
-func (h *Handler) item(f *format, p *store.Pod) ([]byte, error) {
-	return p.View(f.itemKey, func(raw []byte) ([]byte, error) {
+func (h *Handler) item(fm form, p *store.Pod) ([]byte, error) {
+	return p.View("kubeapi/"+fm.key()+"/item", func(raw []byte) ([]byte, error) {
 		h.encodes.Add(1)
 		pod, err := decode(raw, h.pods.Revision(p.Version))
 		if err != nil {
 			return nil, err
 		}
-		if f.mediaType == mediaProtobuf {
-			return pod.Marshal()
-		}
-		var b bytes.Buffer
-		if err := f.plain.Encode(pod, &b); err != nil {
-			return nil, err
-		}
-		return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+		return encodeItem(fm, pod)
 	})
 }
 
-// object returns the encoding of p as an object of its own in f (a get's
+// encodeItem returns the encoding of pod as an item of a list in fm.
+func encodeItem(fm form, pod *corev1.Pod) ([]byte, error) {
+	var obj runtime.Object = pod
+	if fm.as == asPartial || fm.as == asPartialList {
+		partial := asPartialObject(pod, fm.gv)
+		if fm.mediaType == mediaProtobuf {
+			return partial.Marshal()
+		}
+		obj = partial
+	} else if fm.mediaType == mediaProtobuf {
+		return pod.Marshal()
+	}
+	var b bytes.Buffer
+	if err := fm.plain.Encode(obj, &b); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
+// asPartialObject returns the PartialObjectMetadata of pod in gv, as the API
+// server transforms an object for a client that asks for one.
+func asPartialObject(pod *corev1.Pod, gv schema.GroupVersion) *metav1.PartialObjectMetadata {
+	partial := &metav1.PartialObjectMetadata{ObjectMeta: pod.ObjectMeta}
+	partial.SetGroupVersionKind(gv.WithKind("PartialObjectMetadata"))
+	return partial
+}
+
+// object returns the encoding of p as an object of its own in fm (a get's
 // body, a watch event's object): with its kind, and the resourceVersion of
 // the store version version (the pod's own, or that of its deletion).
-func (h *Handler) object(f *format, p *store.Pod, version uint64) ([]byte, error) {
-	return p.View("kubeapi/"+f.id+"/obj/"+strconv.FormatUint(version, 10), func(raw []byte) ([]byte, error) {
+func (h *Handler) object(fm form, p *store.Pod, version uint64) ([]byte, error) {
+	return p.View("kubeapi/"+fm.key()+"/obj/"+strconv.FormatUint(version, 10), func(raw []byte) ([]byte, error) {
 		h.encodes.Add(1)
 		pod, err := decode(raw, h.pods.Revision(version))
 		if err != nil {
 			return nil, err
 		}
-		var b bytes.Buffer
-		if err := f.object.Encode(pod, &b); err != nil {
-			return nil, err
-		}
-		return b.Bytes(), nil
+		return encodeObject(fm, pod)
 	})
 }
 
-// event returns the encoding in f, unframed, of a watch event of type t
+// encodeObject returns the encoding of pod as an object of its own in fm.
+func encodeObject(fm form, pod *corev1.Pod) ([]byte, error) {
+	var b bytes.Buffer
+	var err error
+	if fm.as == asPartial || fm.as == asPartialList {
+		err = fm.plain.Encode(asPartialObject(pod, fm.gv), &b)
+	} else {
+		err = fm.object.Encode(pod, &b)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// event returns the encoding in fm, unframed, of a watch event of type t
 // whose object is p at the store version version.
-func (h *Handler) event(f *format, t watch.EventType, p *store.Pod, version uint64) ([]byte, error) {
-	return p.View("kubeapi/"+f.id+"/ev/"+string(t)+"/"+strconv.FormatUint(version, 10), func([]byte) ([]byte, error) {
+func (h *Handler) event(fm form, t watch.EventType, p *store.Pod, version uint64) ([]byte, error) {
+	return p.View("kubeapi/"+fm.key()+"/ev/"+string(t)+"/"+strconv.FormatUint(version, 10), func([]byte) ([]byte, error) {
 		h.encodes.Add(1)
-		obj, err := h.object(f, p, version)
+		obj, err := h.object(fm, p, version)
 		if err != nil {
 			return nil, err
 		}
-		return encodeEvent(f, t, obj)
+		return encodeEvent(fm.format, t, obj)
 	})
 }
 
@@ -121,18 +155,24 @@ func encodeEvent(f *format, t watch.EventType, obj []byte) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// bookmark returns the encoding in f of a BOOKMARK event at revision rv,
+// bookmarkPod returns the object of a BOOKMARK event at revision rv,
 // marking the end of the initial events when end is true.
-func bookmark(f *format, rv string, end bool) ([]byte, error) {
+func bookmarkPod(rv string, end bool) *corev1.Pod {
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{ResourceVersion: rv}}
 	if end {
 		pod.Annotations = map[string]string{metav1.InitialEventsAnnotationKey: "true"}
 	}
-	var b bytes.Buffer
-	if err := f.object.Encode(pod, &b); err != nil {
+	return pod
+}
+
+// bookmark returns the encoding in fm of a BOOKMARK event at revision rv,
+// marking the end of the initial events when end is true.
+func bookmark(fm form, rv string, end bool) ([]byte, error) {
+	obj, err := encodeObject(fm, bookmarkPod(rv, end))
+	if err != nil {
 		return nil, err
 	}
-	return encodeEvent(f, watch.Bookmark, b.Bytes())
+	return encodeEvent(fm.format, watch.Bookmark, obj)
 }
 
 // body is a response spliced from parts, written without being copied into
@@ -166,19 +206,29 @@ func (b *body) writeTo(w io.Writer) error {
 	return nil
 }
 
-// podList returns the encoding in f of a v1.PodList of meta and items
+// podList returns the encoding in fm of a v1.PodList (or, for a client that
+// asks for one, a meta.k8s.io PartialObjectMetadataList) of meta and items
 // (encoded by item), as the API server's serializers encode one: the items
 // are spliced in, not encoded or copied again.
-func podList(f *format, meta metav1.ListMeta, items [][]byte) (*body, error) {
-	if f.mediaType == mediaProtobuf {
-		return protobufList(meta, items)
+func podList(fm form, meta metav1.ListMeta, items [][]byte) (*body, error) {
+	tm := runtime.TypeMeta{APIVersion: "v1", Kind: "PodList"}
+	metaField, itemsField := protowire.Number(1), protowire.Number(2)
+	if fm.as == asPartialList {
+		tm = runtime.TypeMeta{APIVersion: fm.gv.String(), Kind: "PartialObjectMetadataList"}
+		if fm.gv == metav1beta1.SchemeGroupVersion {
+			// v1beta1's list numbers its fields the other way round.
+			metaField, itemsField = 2, 1
+		}
+	}
+	if fm.mediaType == mediaProtobuf {
+		return protobufList(tm, metaField, itemsField, meta, items)
 	}
 	m, err := json.Marshal(meta)
 	if err != nil {
 		return nil, err
 	}
 	b := &body{parts: make([][]byte, 0, 2*len(items)+2)}
-	b.add(append(append([]byte(`{"kind":"PodList","apiVersion":"v1","metadata":`), m...), `,"items":[`...))
+	b.add(append(append([]byte(`{"kind":"`+tm.Kind+`","apiVersion":"`+tm.APIVersion+`","metadata":`), m...), `,"items":[`...))
 	for i, it := range items {
 		if i > 0 {
 			b.add(comma)
@@ -202,40 +252,48 @@ var protobufMagic = []byte{0x6b, 0x38, 0x73, 0x00}
 // are empty, as its generated marshaller writes them (fields 3 and 4, empty).
 var unknownEnd = []byte{0x1a, 0x00, 0x22, 0x00}
 
-// protobufList returns the protobuf encoding of a v1.PodList: its fields
-// (metadata = 1, items = 2) in a runtime.Unknown of kind PodList (typeMeta =
+// protobufList returns the protobuf encoding of a list of type tm: its
+// fields (metadata and items, numbered metaField and itemsField, written in
+// the order of their numbers) in a runtime.Unknown of its kind (typeMeta =
 // 1, raw = 2) behind the serializer's magic, as protobuf.Serializer writes
 // one (TestEncodings compares them byte for byte).
-func protobufList(meta metav1.ListMeta, items [][]byte) (*body, error) {
+func protobufList(tm runtime.TypeMeta, metaField, itemsField protowire.Number, meta metav1.ListMeta, items [][]byte) (*body, error) {
 	m, err := meta.Marshal()
 	if err != nil {
 		return nil, err
 	}
-	tm, err := (&runtime.TypeMeta{APIVersion: "v1", Kind: "PodList"}).Marshal()
+	tmb, err := tm.Marshal()
 	if err != nil {
 		return nil, err
 	}
-	raw := protowire.SizeTag(1) + protowire.SizeBytes(len(m))
+	raw := protowire.SizeTag(metaField) + protowire.SizeBytes(len(m))
 	for _, it := range items {
-		raw += protowire.SizeTag(2) + protowire.SizeBytes(len(it))
+		raw += protowire.SizeTag(itemsField) + protowire.SizeBytes(len(it))
 	}
 	head := append([]byte(nil), protobufMagic...)
 	head = protowire.AppendTag(head, 1, protowire.BytesType)
-	head = protowire.AppendBytes(head, tm)
+	head = protowire.AppendBytes(head, tmb)
 	head = protowire.AppendTag(head, 2, protowire.BytesType)
 	head = protowire.AppendVarint(head, uint64(raw))
-	head = protowire.AppendTag(head, 1, protowire.BytesType)
-	head = protowire.AppendBytes(head, m)
-	b := &body{parts: make([][]byte, 0, 2*len(items)+2)}
+	var metaPart []byte
+	metaPart = protowire.AppendTag(metaPart, metaField, protowire.BytesType)
+	metaPart = protowire.AppendBytes(metaPart, m)
+	b := &body{parts: make([][]byte, 0, 2*len(items)+3)}
 	b.add(head)
+	if metaField < itemsField {
+		b.add(metaPart)
+	}
 	// The items' tags and lengths, in one buffer.
 	prefixes := make([]byte, 0, len(items)*(1+protowire.SizeVarint(1<<32)))
 	for _, it := range items {
 		start := len(prefixes)
-		prefixes = protowire.AppendTag(prefixes, 2, protowire.BytesType)
+		prefixes = protowire.AppendTag(prefixes, itemsField, protowire.BytesType)
 		prefixes = protowire.AppendVarint(prefixes, uint64(len(it)))
 		b.add(prefixes[start:len(prefixes):len(prefixes)])
 		b.add(it)
+	}
+	if metaField > itemsField {
+		b.add(metaPart)
 	}
 	b.add(unknownEnd)
 	return b, nil

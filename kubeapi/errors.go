@@ -2,6 +2,7 @@ package kubeapi
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 // The errors of the handler, built here and nowhere else, each the
@@ -54,6 +56,53 @@ func errNotAcceptable() error {
 	}}
 }
 
+// errListRevision is the answer to a list whose resourceVersion is not
+// one (not a number, nor one of podsapi's), with the API server's message.
+func errListRevision(rv string) error {
+	return apierrors.NewBadRequest("invalid resource version: " + revisionInvalid(rv))
+}
+
+// errWatchRevision is the answer to a watch whose resourceVersion is not
+// one: the API server answers it 500, with no reason.
+func errWatchRevision(rv string) error {
+	return &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status:  metav1.StatusFailure,
+		Code:    http.StatusInternalServerError,
+		Message: revisionInvalid(rv),
+	}}
+}
+
+// revisionInvalid is the API server's message for the resourceVersion rv
+// that does not parse.
+func revisionInvalid(rv string) string {
+	_, err := strconv.ParseUint(rv, 10, 64)
+	if err == nil {
+		err = errors.New("not a resource version")
+	}
+	return field.Invalid(field.NewPath("resourceVersion"), rv, err.Error()).Error()
+}
+
+// errNotAList is the answer to a list for a client that asks for one
+// PartialObjectMetadata, as the API server answers it.
+func errNotAList() error {
+	return notAcceptable("you requested PartialObjectMetadata, but the requested object is a list (*core.PodList)")
+}
+
+// errAList is the answer to a get for a client that asks for a
+// PartialObjectMetadataList, as the API server answers it.
+func errAList() error {
+	return notAcceptable("you requested PartialObjectMetadataList, but the requested object is not a list (*core.Pod)")
+}
+
+func notAcceptable(msg string) error {
+	return &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status:  metav1.StatusFailure,
+		Code:    http.StatusNotAcceptable,
+		Reason:  metav1.StatusReasonNotAcceptable,
+		Message: msg,
+	}}
+}
+
 // errExpired is the answer to a resourceVersion whose changes podsapi no
 // longer holds, or that another podsapi (before a restart) or the API server
 // wrote, as the API server answers a compacted one: 410 Gone, reason
@@ -75,18 +124,23 @@ func errInternal() error {
 	return apierrors.NewInternalError(errors.New("podsapi could not encode the pods"))
 }
 
-// writeError answers err as a metav1.Status in the format r accepts (JSON if
-// none), with the status code it carries.
+// writeError answers err as a metav1.Status in the format r accepts, as
+// the API server negotiates an error's (indented JSON if it accepts none,
+// or asks for pretty), with the status code it carries.
 func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	status := statusOf(err)
-	f, ok := h.codecs.negotiate(r)
-	if !ok {
-		f = h.codecs.json
-	}
+	fm := h.codecs.negotiateError(r)
+	f := fm.format
 	var b bytes.Buffer
 	if err := f.object.Encode(status, &b); err != nil {
 		http.Error(w, "podsapi could not encode an error", http.StatusInternalServerError)
 		return
+	}
+	if fm.pretty {
+		var ib bytes.Buffer
+		if json.Indent(&ib, bytes.TrimSuffix(b.Bytes(), []byte("\n")), "", "  ") == nil {
+			b = ib
+		}
 	}
 	if status.Details != nil && status.Details.RetryAfterSeconds > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(int(status.Details.RetryAfterSeconds)))

@@ -1,12 +1,20 @@
 package kubeapi
 
-import "net/http"
+import (
+	"net/http"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/podsapi/podsapi/store"
+)
 
 // serveGet answers a get of one pod: its current version, whatever the
 // request's resourceVersion (the current version is never older than one
-// podsapi served).
+// podsapi served), as a pod, a PartialObjectMetadata or a Table of one row
+// as the client asks.
 func (h *Handler) serveGet(w http.ResponseWriter, r *http.Request, rt route) {
-	f, ok := h.codecs.negotiate(r)
+	fm, ok := h.codecs.negotiate(r)
 	if !ok {
 		h.writeError(w, r, errNotAcceptable())
 		return
@@ -20,12 +28,42 @@ func (h *Handler) serveGet(w http.ResponseWriter, r *http.Request, rt route) {
 		h.writeError(w, r, errPodNotFound(rt.name))
 		return
 	}
-	b, err := h.object(f, p, p.Version)
+	var b []byte
+	var err error
+	switch fm.as {
+	case asPartialList:
+		h.writeError(w, r, errAList())
+		return
+	case asTable:
+		b, err = h.tableOfOne(fm, r, p)
+	default:
+		if b, err = h.object(fm, p, p.Version); err != nil {
+			err = errInternal()
+		}
+	}
 	if err != nil {
-		h.writeError(w, r, errInternal())
+		h.writeError(w, r, err)
 		return
 	}
-	w.Header().Set("Content-Type", f.mediaType)
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(b)
+	body := &body{}
+	body.add(b)
+	h.writeBody(w, fm, body)
+}
+
+// tableOfOne returns the encoding in fm of the Table of the pod p, with the
+// table options of r.
+func (h *Handler) tableOfOne(fm form, r *http.Request, p *store.Pod) ([]byte, error) {
+	opts, err := parseTableOptions(r)
+	if err != nil {
+		return nil, err
+	}
+	tr, err := h.tableRowOf(fm, opts, p, p.Version)
+	if err != nil {
+		return nil, errInternal()
+	}
+	b, err := encodeTable(fm, metav1.ListMeta{ResourceVersion: h.pods.Revision(p.Version)}, []tableRow{tr}, opts.NoHeaders, time.Now())
+	if err != nil {
+		return nil, errInternal()
+	}
+	return b, nil
 }

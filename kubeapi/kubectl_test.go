@@ -58,9 +58,9 @@ func (s *served) kubeconfig(t *testing.T) string {
 
 // TestKubectl runs an unchanged kubectl v1.37.2 against the handler with
 // local discovery (a door with no upstream): get with a node's field
-// selector, in its default printing (the server serves no Table: kubectl
-// prints the objects itself), by name as JSON, and a watch that sees a pod
-// added to the store.
+// selector, in its default printing (the Table the handler serves; the
+// columns are compared with the API server's in TestAPIServerForms), by
+// name as JSON, and a watch that sees a pod added to the store.
 func TestKubectl(t *testing.T) {
 	bin := kubectl(t)
 	st := newStore(pod("default", "web-1", 1), pod("kube-system", "dns-1", 2))
@@ -79,7 +79,7 @@ func TestKubectl(t *testing.T) {
 	}
 	out := run("get", "pods", "-A", "--field-selector", pinned)
 	t.Logf("kubectl get pods -A --field-selector %s:\n%s", pinned, out)
-	for _, want := range []string{"NAME", "default", "web-1", "kube-system", "dns-1"} {
+	for _, want := range []string{"NAME", "READY", "STATUS", "RESTARTS", "default", "web-1", "kube-system", "dns-1"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("kubectl get pods -A: no %q in\n%s", want, out)
 		}

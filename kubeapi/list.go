@@ -1,12 +1,14 @@
 package kubeapi
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -15,7 +17,7 @@ import (
 
 // serveList answers a list or watch of the node's pods.
 func (h *Handler) serveList(w http.ResponseWriter, r *http.Request, rt route) {
-	f, ok := h.codecs.negotiate(r)
+	fm, ok := h.codecs.negotiate(r)
 	if !ok {
 		h.writeError(w, r, errNotAcceptable())
 		return
@@ -29,22 +31,127 @@ func (h *Handler) serveList(w http.ResponseWriter, r *http.Request, rt route) {
 		h.writeError(w, r, err)
 		return
 	}
-	if q.opts.Watch {
-		h.serveWatch(w, r, f, q)
+	if rv := q.opts.ResourceVersion; !validRevision(rv) {
+		if q.opts.Watch {
+			h.writeError(w, r, errWatchRevision(rv))
+		} else {
+			h.writeError(w, r, errListRevision(rv))
+		}
 		return
 	}
-	body, err := h.list(f, q)
+	var table *metav1.TableOptions
+	if fm.as == asTable {
+		if table, err = parseTableOptions(r); err != nil {
+			h.writeError(w, r, err)
+			return
+		}
+	}
+	if q.opts.Watch {
+		if fm.as == asPartialList {
+			// The API server sends nothing on such a watch until it
+			// ends: podsapi says why at once.
+			h.writeError(w, r, errAList())
+			return
+		}
+		h.serveWatch(w, r, fm, q, table)
+		return
+	}
+	if fm.as == asPartial {
+		h.writeError(w, r, errNotAList())
+		return
+	}
+	var body *body
+	if fm.as == asTable {
+		body, err = h.table(fm, q, table)
+	} else {
+		body, err = h.list(fm, q)
+	}
 	if err != nil {
 		h.writeError(w, r, err)
 		return
 	}
-	w.Header().Set("Content-Type", f.mediaType)
-	w.Header().Set("Content-Length", strconv.Itoa(body.size))
-	w.WriteHeader(http.StatusOK)
-	_ = body.writeTo(w)
+	h.writeBody(w, fm, body)
 }
 
-// list returns the encoding in f of the page of pods q asks for.
+// writeBody answers with body, indented when fm asks for it.
+func (h *Handler) writeBody(w http.ResponseWriter, fm form, out *body) {
+	if fm.pretty {
+		var b bytes.Buffer
+		if json.Indent(&b, bytes.TrimSuffix(out.bytes(), []byte("\n")), "", "  ") == nil {
+			out = &body{}
+			out.add(b.Bytes())
+		}
+	}
+	w.Header().Set("Content-Type", fm.mediaType)
+	w.Header().Set("Content-Length", strconv.Itoa(out.size))
+	w.WriteHeader(http.StatusOK)
+	_ = out.writeTo(w)
+}
+
+// validRevision reports whether rv is a resourceVersion a list or watch
+// may carry: none, "0", one of podsapi's (store.WellFormedRevision, whether
+// or not this server wrote it), or one of the API server's (a number,
+// answered as the API server answers one it no longer holds).
+func validRevision(rv string) bool {
+	if rv == "" || store.WellFormedRevision(rv) {
+		return true
+	}
+	_, err := strconv.ParseUint(rv, 10, 64)
+	return err == nil
+}
+
+// page is the pods of the store's current version that a list selects.
+type page struct {
+	meta metav1.ListMeta
+	pods []*store.Pod
+}
+
+// list returns the encoding in fm of the page of pods q asks for.
+func (h *Handler) list(fm form, q *query) (*body, error) {
+	pg, err := h.page(q)
+	if err != nil {
+		return nil, err
+	}
+	items := make([][]byte, 0, len(pg.pods))
+	for _, p := range pg.pods {
+		b, err := h.item(fm, p)
+		if err != nil {
+			return nil, errInternal()
+		}
+		items = append(items, b)
+	}
+	body, err := podList(fm, pg.meta, items)
+	if err != nil {
+		return nil, errInternal()
+	}
+	return body, nil
+}
+
+// table returns the encoding in fm of the Table of the page of pods q asks
+// for.
+func (h *Handler) table(fm form, q *query, opts *metav1.TableOptions) (*body, error) {
+	pg, err := h.page(q)
+	if err != nil {
+		return nil, err
+	}
+	rows := make([]tableRow, 0, len(pg.pods))
+	for _, p := range pg.pods {
+		tr, err := h.tableRowOf(fm, opts, p, p.Version)
+		if err != nil {
+			return nil, errInternal()
+		}
+		rows = append(rows, tr)
+	}
+	b, err := encodeTable(fm, pg.meta, rows, opts.NoHeaders, time.Now())
+	if err != nil {
+		return nil, errInternal()
+	}
+	body := &body{}
+	body.add(b)
+	return body, nil
+}
+
+// page returns the page of pods q asks for.
 //
 // Every list is of the store's current version: a resourceVersion of "" or
 // "0", or any with resourceVersionMatch NotOlderThan (or none), is answered
@@ -53,7 +160,7 @@ func (h *Handler) serveList(w http.ResponseWriter, r *http.Request, rt route) {
 // revision of its first page and the last pod it listed; it is answered while
 // the store's revision is still that one, else 410 Expired, on which
 // client-go's pager lists again without a limit.
-func (h *Handler) list(f *format, q *query) (*body, error) {
+func (h *Handler) page(q *query) (*page, error) {
 	version, pods := h.pods.List()
 	rv := h.pods.Revision(version)
 	if q.opts.ResourceVersionMatch == metav1.ResourceVersionMatchExact && q.opts.ResourceVersion != rv {
@@ -70,8 +177,7 @@ func (h *Handler) list(f *format, q *query) (*body, error) {
 		}
 		after = tok
 	}
-	meta := metav1.ListMeta{ResourceVersion: rv}
-	var items [][]byte
+	pg := &page{meta: metav1.ListMeta{ResourceVersion: rv}}
 	var last *store.Pod
 	for _, p := range pods {
 		if after != nil && !after.precedes(p) {
@@ -80,24 +186,16 @@ func (h *Handler) list(f *format, q *query) (*body, error) {
 		if !q.matches(p) {
 			continue
 		}
-		if q.opts.Limit > 0 && int64(len(items)) == q.opts.Limit {
+		if q.opts.Limit > 0 && int64(len(pg.pods)) == q.opts.Limit {
 			// Another pod matches beyond the page: the client continues
 			// after the last one listed.
-			meta.Continue = encodeContinue(continueToken{RV: rv, Namespace: last.Namespace, Name: last.Name, UID: string(last.UID)})
+			pg.meta.Continue = encodeContinue(continueToken{RV: rv, Namespace: last.Namespace, Name: last.Name, UID: string(last.UID)})
 			break
 		}
-		b, err := h.item(f, p)
-		if err != nil {
-			return nil, errInternal()
-		}
-		items = append(items, b)
+		pg.pods = append(pg.pods, p)
 		last = p
 	}
-	body, err := podList(f, meta, items)
-	if err != nil {
-		return nil, errInternal()
-	}
-	return body, nil
+	return pg, nil
 }
 
 // continueToken is what a continue parameter holds: the revision of the

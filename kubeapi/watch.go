@@ -36,7 +36,12 @@ const historyBatch = 64
 // that stopped reading), or when the watch falls behind the store by more
 // than its queue: the client then resumes from the last resourceVersion it
 // received.
-func (h *Handler) serveWatch(w http.ResponseWriter, r *http.Request, f *format, q *query) {
+//
+// Its events carry pods, PartialObjectMetadata or (table not nil) Tables of
+// one row as fm asks; the first Table carries the column definitions, the
+// others none, as the API server sends them.
+func (h *Handler) serveWatch(w http.ResponseWriter, r *http.Request, fm form, q *query, table *metav1.TableOptions) {
+	f := fm.format
 	rc := http.NewResponseController(w)
 	timeout := h.watchTimeout
 	if ts := q.opts.TimeoutSeconds; ts != nil && *ts > 0 {
@@ -44,7 +49,7 @@ func (h *Handler) serveWatch(w http.ResponseWriter, r *http.Request, f *format, 
 	}
 	rv := q.opts.ResourceVersion
 	initial := q.opts.SendInitialEvents != nil && *q.opts.SendInitialEvents
-	s := &watchStream{h: h, f: f, q: q, rc: rc}
+	s := &watchStream{h: h, fm: fm, table: table, q: q, rc: rc}
 
 	var snapshot []*store.Pod
 	var replay store.Replay
@@ -128,11 +133,15 @@ func (h *Handler) serveWatch(w http.ResponseWriter, r *http.Request, f *format, 
 
 // watchStream writes the events of one watch.
 type watchStream struct {
-	h   *Handler
-	f   *format
-	q   *query
-	rc  *http.ResponseController
-	out io.Writer
+	h  *Handler
+	fm form
+	// table is the options of a watch of Tables, or nil.
+	table *metav1.TableOptions
+	// headed is whether a Table with the column definitions was sent.
+	headed bool
+	q      *query
+	rc     *http.ResponseController
+	out    io.Writer
 	// seen is the store version of the last change the stream has
 	// accounted for (sent, or skipped as not selected).
 	seen uint64
@@ -206,7 +215,16 @@ func (s *watchStream) change(ev store.Event) bool {
 // send writes an event of type t whose object is p at the store version
 // version.
 func (s *watchStream) send(t watch.EventType, p *store.Pod, version uint64) bool {
-	b, err := s.h.event(s.f, t, p, version)
+	var b []byte
+	var err error
+	if s.table != nil {
+		var tr tableRow
+		if tr, err = s.h.tableRowOf(s.fm, s.table, p, version); err == nil {
+			b, err = s.tableEvent(t, s.h.pods.Revision(version), tr)
+		}
+	} else {
+		b, err = s.h.event(s.fm, t, p, version)
+	}
 	if err != nil {
 		s.fail(errInternal())
 		return false
@@ -217,7 +235,17 @@ func (s *watchStream) send(t watch.EventType, p *store.Pod, version uint64) bool
 
 // bookmark writes a BOOKMARK at the last revision seen.
 func (s *watchStream) bookmark(end bool) bool {
-	b, err := bookmark(s.f, s.h.pods.Revision(s.seen), end)
+	rv := s.h.pods.Revision(s.seen)
+	var b []byte
+	var err error
+	if s.table != nil {
+		var tr tableRow
+		if tr, err = bookmarkRow(s.fm, s.table, bookmarkPod(rv, end)); err == nil {
+			b, err = s.tableEvent(watch.Bookmark, rv, tr)
+		}
+	} else {
+		b, err = bookmark(s.fm, rv, end)
+	}
 	if err != nil {
 		return false
 	}
@@ -225,15 +253,28 @@ func (s *watchStream) bookmark(end bool) bool {
 	return err == nil
 }
 
+// tableEvent returns the encoding of an event of type t whose object is a
+// Table of the row tr at revision rv: with the column definitions in the
+// first such event of the watch, without in the others.
+func (s *watchStream) tableEvent(t watch.EventType, rv string, tr tableRow) ([]byte, error) {
+	noHeaders := s.table.NoHeaders || s.headed
+	obj, err := encodeTable(s.fm, metav1.ListMeta{ResourceVersion: rv}, []tableRow{tr}, noHeaders, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	s.headed = true
+	return encodeEvent(s.fm.format, t, obj)
+}
+
 // fail writes an ERROR event carrying the Status of err, as the API server
 // ends a watch it cannot serve.
 func (s *watchStream) fail(err error) {
 	status := statusOf(err)
 	var obj bytes.Buffer
-	if s.f.object.Encode(status, &obj) != nil {
+	if s.fm.object.Encode(status, &obj) != nil {
 		return
 	}
-	b, e := encodeEvent(s.f, watch.Error, obj.Bytes())
+	b, e := encodeEvent(s.fm.format, watch.Error, obj.Bytes())
 	if e != nil {
 		return
 	}

@@ -50,3 +50,18 @@ func (s *Store) parseRevision(rev string) (uint64, error) {
 	}
 	return version, nil
 }
+
+// WellFormedRevision reports whether rev has the form of a revision of a
+// store ("<instance>.<version>"), whichever store wrote it: what a client
+// may hand back of one.
+func WellFormedRevision(rev string) bool {
+	instance, v, ok := strings.Cut(rev, ".")
+	if !ok || len(instance) != 16 {
+		return false
+	}
+	if _, err := hex.DecodeString(instance); err != nil {
+		return false
+	}
+	_, err := strconv.ParseUint(v, 10, 64)
+	return err == nil
+}

@@ -1,13 +1,11 @@
 package printer
 
 import (
-	"fmt"
-	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/duration"
+
+	"github.com/podsapi/podsapi/internal/podtable"
 )
 
 // Summary is what kubectl's pod table shows about a pod.
@@ -26,122 +24,11 @@ type Summary struct {
 	Age string
 }
 
-// Summarize computes the Summary of pod at time now, with the rules of
-// kubectl's pod printer.
+// Summarize computes the Summary of pod at time now, with the rules of the
+// API server's pod table (the front door serves the same rows).
 func Summarize(pod *corev1.Pod, now time.Time) Summary {
-	restarts, restartableInitRestarts := 0, 0
-	total := len(pod.Spec.Containers)
-	ready := 0
-	var lastRestart, lastRestartableInitRestart metav1.Time
-
-	reason := string(pod.Status.Phase)
-	if pod.Status.Reason != "" {
-		reason = pod.Status.Reason
-	}
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodScheduled && c.Reason == corev1.PodReasonSchedulingGated {
-			reason = corev1.PodReasonSchedulingGated
-		}
-	}
-
-	initContainers := make(map[string]*corev1.Container)
-	for i := range pod.Spec.InitContainers {
-		c := &pod.Spec.InitContainers[i]
-		initContainers[c.Name] = c
-		if restartable(c) {
-			total++
-		}
-	}
-
-	initializing := false
-	for i, c := range pod.Status.InitContainerStatuses {
-		restarts += int(c.RestartCount)
-		if t := c.LastTerminationState.Terminated; t != nil && lastRestart.Before(&t.FinishedAt) {
-			lastRestart = t.FinishedAt
-		}
-		sidecar := restartable(initContainers[c.Name])
-		if sidecar {
-			restartableInitRestarts += int(c.RestartCount)
-			if t := c.LastTerminationState.Terminated; t != nil && lastRestartableInitRestart.Before(&t.FinishedAt) {
-				lastRestartableInitRestart = t.FinishedAt
-			}
-		}
-		switch {
-		case c.State.Terminated != nil && c.State.Terminated.ExitCode == 0:
-			continue
-		case sidecar && c.Started != nil && *c.Started:
-			if c.Ready {
-				ready++
-			}
-			continue
-		case c.State.Terminated != nil:
-			switch t := c.State.Terminated; {
-			case t.Reason != "":
-				reason = "Init:" + t.Reason
-			case t.Signal != 0:
-				reason = fmt.Sprintf("Init:Signal:%d", t.Signal)
-			default:
-				reason = fmt.Sprintf("Init:ExitCode:%d", t.ExitCode)
-			}
-		case c.State.Waiting != nil && c.State.Waiting.Reason != "" && c.State.Waiting.Reason != "PodInitializing":
-			reason = "Init:" + c.State.Waiting.Reason
-		default:
-			reason = fmt.Sprintf("Init:%d/%d", i, len(pod.Spec.InitContainers))
-		}
-		initializing = true
-		break
-	}
-
-	if !initializing || conditionTrue(pod, corev1.PodInitialized) {
-		restarts = restartableInitRestarts
-		lastRestart = lastRestartableInitRestart
-		hasRunning := false
-		for i := len(pod.Status.ContainerStatuses) - 1; i >= 0; i-- {
-			c := pod.Status.ContainerStatuses[i]
-			restarts += int(c.RestartCount)
-			if t := c.LastTerminationState.Terminated; t != nil && lastRestart.Before(&t.FinishedAt) {
-				lastRestart = t.FinishedAt
-			}
-			switch {
-			case c.State.Waiting != nil && c.State.Waiting.Reason != "":
-				reason = c.State.Waiting.Reason
-			case c.State.Terminated != nil && c.State.Terminated.Reason != "":
-				reason = c.State.Terminated.Reason
-			case c.State.Terminated != nil && c.State.Terminated.Signal != 0:
-				reason = fmt.Sprintf("Signal:%d", c.State.Terminated.Signal)
-			case c.State.Terminated != nil:
-				reason = fmt.Sprintf("ExitCode:%d", c.State.Terminated.ExitCode)
-			case c.Ready && c.State.Running != nil:
-				hasRunning = true
-				ready++
-			}
-		}
-		if reason == "Completed" && hasRunning {
-			reason = "NotReady"
-			if conditionTrue(pod, corev1.PodReady) {
-				reason = "Running"
-			}
-		}
-	}
-
-	terminal := pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
-	switch {
-	case pod.DeletionTimestamp != nil && pod.Status.Reason == "NodeLost":
-		reason = "Unknown"
-	case pod.DeletionTimestamp != nil && !terminal:
-		reason = "Terminating"
-	}
-
-	restartsText := strconv.Itoa(restarts)
-	if restarts != 0 && !lastRestart.IsZero() {
-		restartsText = fmt.Sprintf("%d (%s ago)", restarts, since(lastRestart, now))
-	}
-	return Summary{
-		Ready:    fmt.Sprintf("%d/%d", ready, total),
-		Status:   reason,
-		Restarts: restartsText,
-		Age:      age(pod, now),
-	}
+	r := podtable.RowOf(pod)
+	return Summary{Ready: r.Ready, Status: r.Status, Restarts: r.RestartsText(now), Age: age(pod, now)}
 }
 
 // age is the pod's age from its creationTimestamp, or else from the time
@@ -150,31 +37,7 @@ func Summarize(pod *corev1.Pod, now time.Time) Summary {
 // server sets one, but the kubelet records when it started them.
 func age(pod *corev1.Pod, now time.Time) string {
 	if pod.CreationTimestamp.IsZero() && pod.Status.StartTime != nil {
-		return since(*pod.Status.StartTime, now)
+		return podtable.Since(pod.Status.StartTime.Time, now)
 	}
-	return since(pod.CreationTimestamp, now)
-}
-
-// restartable reports whether c is a sidecar: an init container that keeps
-// running.
-func restartable(c *corev1.Container) bool {
-	return c != nil && c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
-}
-
-// conditionTrue reports whether pod has condition t with status True.
-func conditionTrue(pod *corev1.Pod, t corev1.PodConditionType) bool {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == t {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
-// since returns the time from t to now as kubectl prints ages.
-func since(t metav1.Time, now time.Time) string {
-	if t.IsZero() {
-		return "<unknown>"
-	}
-	return duration.HumanDuration(now.Sub(t.Time))
+	return podtable.Since(pod.CreationTimestamp.Time, now)
 }
