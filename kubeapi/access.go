@@ -201,7 +201,7 @@ func (h *Handler) Pods(r *http.Request) ([]Access, bool) {
 			verb = "watch"
 		}
 		return []Access{{
-			Verb: verb, Namespace: rt.namespace, Resource: "pods",
+			Verb: verb, Namespace: rt.namespace, Resource: "pods", Name: selectedName(r),
 			FieldSelector: q.Get("fieldSelector"), LabelSelector: q.Get("labelSelector"),
 		}}, true
 	}
