@@ -73,8 +73,8 @@ func (h *Handler) serveWatch(w http.ResponseWriter, r *http.Request, f *format, 
 	w.WriteHeader(http.StatusOK)
 	s.out = f.framer.NewFrameWriter(w)
 	// The end of the response, written after the return, is bounded too:
-	// an HTTP/2 stream's deadline goes with the stream, and the door clears
-	// an HTTP/1.1 connection's when it goes idle (door.Server).
+	// an HTTP/2 stream's deadline goes with the stream, and net/http clears
+	// an HTTP/1.1 connection's once the response is written.
 	defer s.deadline()
 	s.deadline()
 	if startErr != nil {

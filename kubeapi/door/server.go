@@ -173,7 +173,6 @@ func (s *Server) Serve(ctx context.Context, h http.Handler) error {
 			MaxHeaderBytes:    s.cfg.MaxHeaderBytes,
 			HTTP2:             &http.HTTP2Config{MaxConcurrentStreams: s.cfg.MaxStreams, WriteByteTimeout: s.cfg.WriteByteTimeout},
 			BaseContext:       func(net.Listener) context.Context { return base },
-			ConnState:         clearWriteDeadline,
 			ErrorLog:          slog.NewLogLogger(s.cfg.Logger.Handler(), slog.LevelDebug),
 		}
 		servers = append(servers, srv)
@@ -236,17 +235,6 @@ func (s *Server) shutdown(servers []*http.Server, cancel context.CancelFunc) {
 		})
 	}
 	wg.Wait()
-}
-
-// clearWriteDeadline clears the write deadline of an HTTP/1.1 connection
-// going idle between requests: a watch bounds the end of its response with
-// one (kubeapi.WithWriteTimeout), which net/http, with no WriteTimeout of
-// its own, would otherwise leave to fail the writes of the connection's
-// next response.
-func clearWriteDeadline(c net.Conn, state http.ConnState) {
-	if state == http.StateIdle {
-		_ = c.SetWriteDeadline(time.Time{})
-	}
 }
 
 // parseKeyPair parses a serving certificate and its key.

@@ -65,11 +65,11 @@ type watchRig struct {
 
 // newWatchRig starts the API server and the door, with pods in namespace
 // "a" on the node.
-func newWatchRig(t *testing.T, pods int) *watchRig {
+func newWatchRig(t *testing.T, pods int, opts ...store.Option) *watchRig {
 	t.Helper()
 	cp := kubetest.Start(t, nsReader, nsLister, nobody)
 	grantRoles(t, cp)
-	rig := &watchRig{cp: cp, st: store.New(), reg: prometheus.NewRegistry(), requests: map[string]map[string]int{}}
+	rig := &watchRig{cp: cp, st: store.New(opts...), reg: prometheus.NewRegistry(), requests: map[string]map[string]int{}}
 	for i := range pods {
 		rig.st.Upsert(podstest.Pod(nsAllowed, fmt.Sprintf("pa-%d", i), i))
 	}
@@ -444,4 +444,3 @@ func kubectlBin(t *testing.T) string {
 	}
 	return path
 }
-
