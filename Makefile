@@ -246,7 +246,7 @@ SOAK_DOOR_INFORMERS ?= 20
 .PHONY: soak-door
 soak-door: kube-bin ## Keep SOAK_DOOR_INFORMERS (20) client-go informers on the front door for SOAK_DOOR (5m) while the node's pods change, without the race detector: one watch each, the events as made, goroutines and RSS flat (docs/benchmarks.md).
 	PODSAPI_KUBE_BIN='$(KUBE_BIN)' PODSAPI_SOAK_DOOR='$(SOAK_DOOR)' PODSAPI_SOAK_DOOR_INFORMERS='$(SOAK_DOOR_INFORMERS)' \
-		go test -count=1 -v -timeout 0 -run '^TestDoorAPIServerSoak$$' ./kubeapi/door
+		go test -count=1 -v -timeout 3h -run '^TestDoorAPIServerSoak$$' ./kubeapi/door
 
 # FUZZTIME, when set, is every target's -fuzztime (a duration, or a count such
 # as 5000x). Unset, each target runs a count of inputs that takes 30 s or less

@@ -21,6 +21,13 @@ const (
 	envSoakInformers = "PODSAPI_SOAK_DOOR_INFORMERS" // how many informers (default 20)
 	soakPods         = 10                            // pods held when the informers start
 	soakEvery        = 50 * time.Millisecond         // one change every soakEvery
+	// The soak is of churn, not of idle timers (TestDoorAPIServerWatchesLast
+	// has those): the write timeout is long enough that 20 informers in the
+	// test's own process, on a busy 2-core machine, never miss it (at 500
+	// ms, a few did while other tests ran beside it), and bookmarks
+	// come often.
+	soakWrite    = 10 * time.Second
+	soakBookmark = 2 * time.Second
 	// The growth allowed from the start of the churn to its end: what the
 	// runtime's and the allocator's noise may take, far below one more
 	// goroutine or buffer per change (the churn makes hundreds to
@@ -76,7 +83,7 @@ func TestDoorAPIServerSoak(t *testing.T) {
 	// The store keeps a history of changes (for resumes) and deleted pods
 	// (for FindPod), bounded by design: small here, so that they are full
 	// before the start is measured and what grows after is the watches'.
-	rig := newWatchRig(t, soakPods, store.WithHistory(32, 1<<20), store.WithDeletedPods(-1, -1, -1))
+	rig := newWatchRigTimers(t, soakPods, soakWrite, soakBookmark, store.WithHistory(32, 1<<20), store.WithDeletedPods(-1, -1, -1))
 	infs := make([]*informer, n)
 	protos := make([]string, n)
 	for i := range infs {
@@ -135,11 +142,25 @@ func TestDoorAPIServerSoak(t *testing.T) {
 			i++
 		}
 	}
+	// The informers catch up within a minute (go test's -timeout may be
+	// off for a long soak).
+	caughtUp := time.NewTimer(time.Minute)
+	defer caughtUp.Stop()
+	poll := time.NewTicker(50 * time.Millisecond)
+	defer poll.Stop()
 	for _, inf := range infs {
-		waitUntil(t, inf.agent+"'s events", func() bool {
-			a, u, d, _ := inf.counts.get()
-			return a == soakPods+added && u == updated && d == deleted
-		})
+		for {
+			a, u, d, errs := inf.counts.get()
+			if a == soakPods+added && u == updated && d == deleted {
+				break
+			}
+			select {
+			case <-caughtUp.C:
+				t.Fatalf("%s saw %d adds, %d updates, %d deletes (watch errors %q); want %d, %d, %d",
+					inf.agent, a, u, d, errs, soakPods+added, updated, deleted)
+			case <-poll.C:
+			}
+		}
 	}
 	g1, heap1, rss1 := footprint(t)
 	watches, lists := 0, 0
