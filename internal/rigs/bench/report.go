@@ -757,6 +757,7 @@ server package in the harness's children, which link neither its sources nor its
 	fmt.Fprintf(&sb, "\n%s", runtimeEvents)
 	fmt.Fprintf(&sb, "\n%s", runtimeWindow)
 	fmt.Fprintf(&sb, "\n%s", revisions)
+	fmt.Fprintf(&sb, "\n%s", doorSoak)
 	if len(r.Errors) > 0 {
 		fmt.Fprintf(&sb, "\nErrors:\n\n- %s\n", strings.Join(r.Errors, "\n- "))
 	}
@@ -805,3 +806,10 @@ var runtimeWindow string
 //
 //go:embed ab.md
 var revisions string
+
+// doorSoak is the front door's watches under churn, written by hand from
+// make soak-door (kubeapi/door TestDoorAPIServerSoak), which needs a real
+// kube-apiserver: make bench copies the last one.
+//
+//go:embed door-soak.md
+var doorSoak string
