@@ -255,6 +255,16 @@ soak-kubelet: kubelet-tools ## Keep two podsapi-servers on a real kubelet throug
 	cd internal/rigs/realkubelet && PODSAPI_KUBE_BIN="$(KUBELET_BIN)" PODSAPI_SOAK='$(SOAK)' \
 		go test -count=1 -v -timeout 0 -run '^TestKubeletGRPCSoak$$'
 
+# SOAK_DOOR and SOAK_DOOR_INFORMERS are how long make soak-door churns the
+# node's pods and how many informers watch them through the door.
+SOAK_DOOR ?= 5m
+SOAK_DOOR_INFORMERS ?= 20
+
+.PHONY: soak-door
+soak-door: kube-bin ## Keep SOAK_DOOR_INFORMERS (20) client-go informers on the front door for SOAK_DOOR (5m) while the node's pods change, without the race detector: one watch each, the events as made, goroutines and RSS flat (docs/benchmarks.md).
+	PODSAPI_KUBE_BIN='$(KUBE_BIN)' PODSAPI_SOAK_DOOR='$(SOAK_DOOR)' PODSAPI_SOAK_DOOR_INFORMERS='$(SOAK_DOOR_INFORMERS)' \
+		go test -count=1 -v -timeout 3h -run '^TestDoorAPIServerSoak$$' ./kubeapi/door
+
 # FUZZTIME, when set, is every target's -fuzztime (a duration, or a count such
 # as 5000x). Unset, each target runs a count of inputs that takes 30 s or less
 # on a 2-core machine: counts, not durations, because Go 1.26's fuzzing

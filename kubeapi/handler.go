@@ -22,6 +22,7 @@ type Handler struct {
 	watchTimeout  time.Duration
 	writeTimeout  time.Duration
 	retryAfter    int
+	watchEnded    func(*http.Request, WatchEnd)
 	codecs        *codecs
 	// kubelet caches the body of the kubelet's /pods for one store version.
 	kubelet atomic.Pointer[kubeletBody]

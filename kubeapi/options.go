@@ -52,7 +52,9 @@ func WithRetryAfter(seconds int) Option {
 // WithWriteTimeout sets how long the writes of a watch's events (a batch of
 // them, or a bookmark) may take before the watch is ended: a client that
 // stops reading frees its watch, and the store its queue, after it. The
-// default is 30 seconds; 0 sets no deadline.
+// deadline is set only while a write is pending and cleared once it
+// completes, so that it never ends an idle watch. The default is 30
+// seconds; 0 sets no deadline.
 func WithWriteTimeout(d time.Duration) Option {
 	return func(h *Handler) { h.writeTimeout = max(d, 0) }
 }

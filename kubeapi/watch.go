@@ -2,6 +2,7 @@ package kubeapi
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"net/http"
 	"time"
@@ -33,9 +34,10 @@ const historyBatch = 64
 //
 // It ends at timeoutSeconds (capped by WithWatchTimeout), when the client
 // goes, when a write does not complete within WithWriteTimeout (a client
-// that stopped reading), or when the watch falls behind the store by more
-// than its queue: the client then resumes from the last resourceVersion it
-// received.
+// that stopped reading: the deadline is set only while a write is pending,
+// never while the watch is idle), or when the watch falls behind the store
+// by more than its queue: the client then resumes from the last
+// resourceVersion it received. WithWatchEnded is told which.
 //
 // Its events carry pods, PartialObjectMetadata or (table not nil) Tables of
 // one row as fm asks; the first Table carries the column definitions, the
@@ -49,7 +51,13 @@ func (h *Handler) serveWatch(w http.ResponseWriter, r *http.Request, fm form, q 
 	}
 	rv := q.opts.ResourceVersion
 	initial := q.opts.SendInitialEvents != nil && *q.opts.SendInitialEvents
-	s := &watchStream{h: h, fm: fm, table: table, q: q, rc: rc}
+	s := &watchStream{h: h, fm: fm, table: table, q: q, rc: rc, ctx: r.Context()}
+	end := WatchFailed
+	defer func() {
+		if h.watchEnded != nil {
+			h.watchEnded(r, end)
+		}
+	}()
 
 	var snapshot []*store.Pod
 	var replay store.Replay
@@ -69,28 +77,36 @@ func (h *Handler) serveWatch(w http.ResponseWriter, r *http.Request, fm form, q 
 	w.Header().Set("Cache-Control", "no-cache, private")
 	w.WriteHeader(http.StatusOK)
 	s.out = f.framer.NewFrameWriter(w)
+	// The end of the response, written after the return, is bounded too:
+	// an HTTP/2 stream's deadline goes with the stream, and net/http clears
+	// an HTTP/1.1 connection's once the response is written.
+	defer s.deadline()
 	s.deadline()
-	defer s.deadline() // for the end of the response, written after the return
 	if startErr != nil {
 		s.fail(errExpired(rv))
-		_ = rc.Flush()
+		if end = s.flush(); end == "" {
+			end = WatchExpired
+		}
 		return
 	}
 	s.seen = replay.After
 	if initial {
 		for _, p := range snapshot {
 			if q.matches(p) && !s.send(watch.Added, p, p.Version) {
+				end = s.ended()
 				return
 			}
 		}
 		if q.opts.AllowWatchBookmarks && !s.bookmark(true) {
+			end = s.ended()
 			return
 		}
 	}
 	if !s.replay(replay) {
+		end = s.ended()
 		return
 	}
-	if rc.Flush() != nil {
+	if end = s.flush(); end != "" {
 		return
 	}
 
@@ -106,14 +122,18 @@ func (h *Handler) serveWatch(w http.ResponseWriter, r *http.Request, fm form, q 
 	for {
 		select {
 		case <-r.Context().Done():
+			end = WatchCancelled
 			return
 		case <-timer.C:
+			end = WatchTimedOut
 			return
 		case <-wt.Dropped():
+			end = WatchFellBehind
 			return
 		case <-tick:
 			s.deadline()
 			if !s.bookmark(false) {
+				end = s.ended()
 				return
 			}
 		case <-wt.Ready():
@@ -121,11 +141,12 @@ func (h *Handler) serveWatch(w http.ResponseWriter, r *http.Request, fm form, q 
 			buf = wt.Take(buf)
 			for _, ev := range buf {
 				if !s.change(ev) {
+					end = s.ended()
 					return
 				}
 			}
 		}
-		if rc.Flush() != nil {
+		if end = s.flush(); end != "" {
 			return
 		}
 	}
@@ -141,19 +162,62 @@ type watchStream struct {
 	headed bool
 	q      *query
 	rc     *http.ResponseController
+	ctx    context.Context
 	out    io.Writer
 	// seen is the store version of the last change the stream has
 	// accounted for (sent, or skipped as not selected).
 	seen uint64
+	// due is the write deadline set, zero when none is.
+	due time.Time
+	// failed is set when an event could not be encoded, expired when the
+	// store no longer holds the changes to replay.
+	failed, expired bool
 }
 
-// deadline gives the writes that follow the handler's write timeout, so
-// that a client that stops reading frees the watch (a writer that cannot
-// set deadlines is written without).
+// deadline gives the writes that follow, up to the next flush, the
+// handler's write timeout, so that a client that stops reading frees the
+// watch (a writer that cannot set deadlines is written without).
+//
+// The deadline must not outlive the writes: Go's HTTP/2 server resets a
+// stream whose write deadline passes even when nothing is being written,
+// which would end every idle watch one write timeout after its last event.
+// flush clears it.
 func (s *watchStream) deadline() {
 	if s.h.writeTimeout > 0 {
-		_ = s.rc.SetWriteDeadline(time.Now().Add(s.h.writeTimeout))
+		s.due = time.Now().Add(s.h.writeTimeout)
+		_ = s.rc.SetWriteDeadline(s.due)
 	}
+}
+
+// flush sends what is buffered under the deadline set, then clears the
+// deadline, so that the watch may stay idle as long as it lasts. It
+// returns why the watch must end, or "" when it may go on.
+func (s *watchStream) flush() WatchEnd {
+	if s.rc.Flush() != nil {
+		return s.ended()
+	}
+	if !s.due.IsZero() {
+		s.due = time.Time{}
+		_ = s.rc.SetWriteDeadline(time.Time{})
+	}
+	return ""
+}
+
+// ended tells why a write of the stream failed: an event that could not be
+// encoded, a write still pending at its deadline (a client that stopped
+// reading), or the client gone (or the server shutting down).
+func (s *watchStream) ended() WatchEnd {
+	switch {
+	case s.expired:
+		return WatchExpired
+	case s.failed:
+		return WatchFailed
+	case !s.due.IsZero() && !time.Now().Before(s.due):
+		return WatchStalled
+	case s.ctx.Err() != nil:
+		return WatchCancelled
+	}
+	return WatchFailed
 }
 
 // replay sends the changes of the range from the store's history, and
@@ -163,11 +227,8 @@ func (s *watchStream) replay(r store.Replay) bool {
 	for s.seen < r.Until {
 		s.deadline()
 		evs, err := s.h.pods.ReadHistory(s.seen, r.Until, buf)
-		if err != nil {
-			s.fail(errExpired(s.h.pods.Revision(s.seen)))
-			return false
-		}
-		if len(evs) == 0 {
+		if err != nil || len(evs) == 0 {
+			s.expired = true
 			s.fail(errExpired(s.h.pods.Revision(s.seen)))
 			return false
 		}
@@ -226,6 +287,7 @@ func (s *watchStream) send(t watch.EventType, p *store.Pod, version uint64) bool
 		b, err = s.h.event(s.fm, t, p, version)
 	}
 	if err != nil {
+		s.failed = true
 		s.fail(errInternal())
 		return false
 	}
@@ -247,6 +309,7 @@ func (s *watchStream) bookmark(end bool) bool {
 		b, err = bookmark(s.fm, rv, end)
 	}
 	if err != nil {
+		s.failed = true
 		return false
 	}
 	_, err = s.out.Write(b)

@@ -112,6 +112,30 @@ func New(local Local, opts ...Option) *Door {
 	return d
 }
 
+// WatchEnded counts a watch of the node's pods that ended, by why, and logs
+// the watches that the Local side ended for a reason other than their
+// timeout, their client leaving or an expired resourceVersion (at most one
+// line per reason every 10 s). It is the kubeapi.WithWatchEnded of the
+// Local side Open assembles.
+func (d *Door) WatchEnded(r *http.Request, end kubeapi.WatchEnd) {
+	d.metrics.watches.WithLabelValues(string(end)).Inc()
+	switch end {
+	case kubeapi.WatchTimedOut, kubeapi.WatchCancelled, kubeapi.WatchExpired:
+		return
+	}
+	if ok, suppressed := d.warnings.Allow("watch " + string(end)); ok {
+		d.logger.Warn("Kubernetes API: a watch of the node's pods was ended; its client watches again", "reason", string(end),
+			"why", watchEndWhy[end], "path", r.URL.Path, "userAgent", r.UserAgent(), "remote", r.RemoteAddr, "suppressed", suppressed)
+	}
+}
+
+// watchEndWhy explains the ends of a watch that WatchEnded logs.
+var watchEndWhy = map[kubeapi.WatchEnd]string{
+	kubeapi.WatchStalled:    "a write did not complete within the write timeout: the client stopped reading",
+	kubeapi.WatchFellBehind: "the client fell behind the node's changes by more than the watch's queue",
+	kubeapi.WatchFailed:     "an event could not be written",
+}
+
 // ServeHTTP answers r: a socket peer that the policy refuses gets 403; a
 // request the Local side claims (and that asks for no impersonation) is
 // authenticated, authorized and served by it; every other request is

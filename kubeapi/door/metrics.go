@@ -20,6 +20,7 @@ const (
 type metrics struct {
 	requests *prometheus.CounterVec
 	inFlight *prometheus.GaugeVec
+	watches  *prometheus.CounterVec
 }
 
 // newMetrics creates the door's metrics and registers them with reg, if
@@ -34,9 +35,13 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "podsapi_kube_api_requests_in_flight",
 			Help: "Number of requests to podsapi's Kubernetes API being answered now (open watches and upgraded connections included), by route.",
 		}, []string{"route"}),
+		watches: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "podsapi_kube_api_watches_ended_total",
+			Help: "Number of watches of the node's pods answered by podsapi's Kubernetes API that ended, by reason: timeout (their timeoutSeconds), cancelled (the client left, or podsapi shut down), expired (the resourceVersion asked is no longer held: 410), stalled (a write did not complete within the write timeout: a client that stopped reading), behind (more changes waiting than the watch's queue) or failed (an event could not be written). stalled, behind and failed are also logged.",
+		}, []string{"reason"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.requests, m.inFlight)
+		reg.MustRegister(m.requests, m.inFlight, m.watches)
 	}
 	return m
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -118,7 +119,12 @@ func (s Settings) Open(env Env) (*API, error) {
 		opts = append(opts, WithPeerPolicy(env.Peers))
 	}
 	opts = append(opts, WithRegisterer(env.Registerer), WithLogger(env.Logger), WithMaxWatches(env.MaxWatches))
-	a.Door = New(kubeapi.New(env.Pods, env.Node, localOpts...), opts...)
+	// The Local side tells the door how its watches end, for its metrics
+	// and logs.
+	var d *Door
+	localOpts = append(localOpts, kubeapi.WithWatchEnded(func(r *http.Request, end kubeapi.WatchEnd) { d.WatchEnded(r, end) }))
+	d = New(kubeapi.New(env.Pods, env.Node, localOpts...), opts...)
+	a.Door = d
 	a.Server, err = Listen(Config{
 		Address: s.Address, CertFile: s.CertFile, KeyFile: s.KeyFile, ClientCertificates: s.ClientCAFile != "",
 		Socket: s.Socket, SocketOptions: env.SocketOptions, ShutdownTimeout: env.ShutdownTimeout, Logger: env.Logger,

@@ -31,6 +31,12 @@ const (
 	// DefaultMaxStreams bounds the concurrent requests of one HTTP/2
 	// connection (Go's and the API server's default).
 	DefaultMaxStreams = 250
+	// DefaultWriteByteTimeout closes an HTTP/2 connection on which data
+	// waits to be written and none could be for this long (a peer that
+	// stopped reading its TCP connection altogether, which HTTP/2's flow
+	// control and the watches' own write timeout cannot end); a connection
+	// with nothing to write is never closed by it.
+	DefaultWriteByteTimeout = 30 * time.Second
 	// DefaultShutdownTimeout bounds a graceful shutdown: requests get half
 	// of it to end, then watches and upgraded connections are ended, and
 	// what is left is closed when it has passed.
@@ -58,6 +64,7 @@ type Config struct {
 	MaxHeaderBytes    int           // Default DefaultMaxHeaderBytes.
 	MaxConnections    int           // Default DefaultMaxConnections, per listener.
 	MaxStreams        int           // Default DefaultMaxStreams.
+	WriteByteTimeout  time.Duration // Default DefaultWriteByteTimeout.
 	ShutdownTimeout   time.Duration // Default DefaultShutdownTimeout.
 	// Logger logs the listeners' errors (TLS handshakes at debug level).
 	// Default: discarded.
@@ -92,6 +99,9 @@ func Listen(cfg Config) (*Server, error) {
 	}
 	if cfg.ShutdownTimeout == 0 {
 		cfg.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	if cfg.WriteByteTimeout == 0 {
+		cfg.WriteByteTimeout = DefaultWriteByteTimeout
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -161,7 +171,7 @@ func (s *Server) Serve(ctx context.Context, h http.Handler) error {
 			ReadHeaderTimeout: s.cfg.ReadHeaderTimeout,
 			IdleTimeout:       s.cfg.IdleTimeout,
 			MaxHeaderBytes:    s.cfg.MaxHeaderBytes,
-			HTTP2:             &http.HTTP2Config{MaxConcurrentStreams: s.cfg.MaxStreams},
+			HTTP2:             &http.HTTP2Config{MaxConcurrentStreams: s.cfg.MaxStreams, WriteByteTimeout: s.cfg.WriteByteTimeout},
 			BaseContext:       func(net.Listener) context.Context { return base },
 			ErrorLog:          slog.NewLogLogger(s.cfg.Logger.Handler(), slog.LevelDebug),
 		}

@@ -758,6 +758,7 @@ server package in the harness's children, which link neither its sources nor its
 	fmt.Fprintf(&sb, "\n%s", runtimeWindow)
 	fmt.Fprintf(&sb, "\n%s", findWait)
 	fmt.Fprintf(&sb, "\n%s", revisions)
+	fmt.Fprintf(&sb, "\n%s", doorSoak)
 	if len(r.Errors) > 0 {
 		fmt.Fprintf(&sb, "\nErrors:\n\n- %s\n", strings.Join(r.Errors, "\n- "))
 	}
@@ -813,3 +814,10 @@ var findWait string
 //
 //go:embed ab.md
 var revisions string
+
+// doorSoak is the front door's watches under churn, written by hand from
+// make soak-door (kubeapi/door TestDoorAPIServerSoak), which needs a real
+// kube-apiserver: make bench copies the last one.
+//
+//go:embed door-soak.md
+var doorSoak string
