@@ -78,7 +78,7 @@ type Config struct {
 	WriteTimeout      time.Duration // Default DefaultWriteTimeout; negative: none.
 	// UnauthenticatedGrace: default DefaultUnauthenticatedGrace.
 	UnauthenticatedGrace time.Duration
-	ShutdownTimeout   time.Duration // Default DefaultShutdownTimeout.
+	ShutdownTimeout      time.Duration // Default DefaultShutdownTimeout.
 	// Logger logs the listeners' errors (TLS handshakes at debug level).
 	// Default: discarded.
 	Logger *slog.Logger
