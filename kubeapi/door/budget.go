@@ -1,6 +1,7 @@
 package door
 
 import (
+	"context"
 	"crypto/sha256"
 	"net"
 	"net/http"
@@ -31,6 +32,14 @@ const (
 	// with a full bucket (indistinguishable from new ones) are forgotten,
 	// and if none is, a new source shares the bucket of the empty address.
 	maxBudgetSources = 4096
+	// refusalDelay is how long a request refused for lack of budget waits
+	// before its 429 (its Retry-After), as the gRPC socket's refusals wait
+	// (--rate-limit-delay): a pod sending unknown tokens in a loop gets
+	// one answer a second per request it keeps open, rather than taking
+	// the CPUs from valid callers with thousands of refusals. At most
+	// maxDelayedRefusals wait at once; beyond, they are answered at once.
+	refusalDelay       = time.Second
+	maxDelayedRefusals = 1024
 	// maxKnownTokens bounds the tokens remembered as authenticated (their
 	// SHA-256 and when they were); beyond it, the expired are forgotten,
 	// then the whole set.
@@ -52,6 +61,9 @@ type reviewBudget struct {
 	ttl   time.Duration
 	now   func() time.Time
 
+	// delayed holds a slot per refusal waiting (tarpit).
+	delayed chan struct{}
+
 	mu      sync.Mutex
 	sources map[string]*rate.Limiter
 	known   map[[sha256.Size]byte]time.Time
@@ -61,7 +73,7 @@ func newReviewBudget(ttl time.Duration) *reviewBudget {
 	return &reviewBudget{
 		qps: DefaultUnknownTokenQPS, burst: DefaultUnknownTokenBurst,
 		total: rate.NewLimiter(DefaultUnknownTokenTotalQPS, DefaultUnknownTokenTotalBurst),
-		ttl:   ttl, now: time.Now,
+		ttl:   ttl, now: time.Now, delayed: make(chan struct{}, maxDelayedRefusals),
 		sources: make(map[string]*rate.Limiter), known: make(map[[sha256.Size]byte]time.Time),
 	}
 }
@@ -100,6 +112,23 @@ func (b *reviewBudget) allow(source, token string) bool {
 		return false
 	}
 	return b.total.AllowN(now, 1)
+}
+
+// tarpit waits refusalDelay before a refusal is answered, unless ctx ends
+// first or maxDelayedRefusals already wait.
+func (b *reviewBudget) tarpit(ctx context.Context) {
+	select {
+	case b.delayed <- struct{}{}:
+	default:
+		return
+	}
+	defer func() { <-b.delayed }()
+	t := time.NewTimer(refusalDelay)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
 }
 
 // authenticated remembers token as authenticated now.

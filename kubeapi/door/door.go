@@ -180,6 +180,7 @@ func (d *Door) allowed(w http.ResponseWriter, r *http.Request, accesses []kubeap
 	}
 	token := bearerToken(r)
 	if token != "" && !d.auth.budget.allow(sourceOf(r), token) {
+		d.auth.budget.tarpit(r.Context())
 		writeStatus(w, errReviewBudget())
 		return "", false
 	}
