@@ -171,7 +171,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		api, err = kube.Open(door.Env{
 			Pods: st, Node: *nodeName, Kubeconfig: fs.Lookup("kubeconfig").Value.String(),
-			Peers: cfg.Access.Policy(), SocketOptions: sockOpts, MaxWatches: cfg.Limits.MaxWatchers,
+			Peers: cfg.Access.Policy(), SocketOptions: sockOpts, MaxWatches: cfg.Limits.MaxWatchers, MaxWatchesPerCaller: cfg.Limits.MaxWatchersPerClient,
 			ShutdownTimeout: cfg.Transport.ShutdownTimeout, Logger: logger, Registerer: reg,
 		})
 		if err != nil {

@@ -68,6 +68,8 @@ type Auth struct {
 	authorizer    authorizer.UnconditionalAuthorizer
 	// reviews asks the API server what podsapi itself may do (Check).
 	reviews rest.Interface
+	// budget shares the TokenReviews of tokens not seen authenticated.
+	budget *reviewBudget
 }
 
 // AuthOption configures NewAuth.
@@ -136,6 +138,7 @@ func NewAuth(cfg *rest.Config, opts ...AuthOption) (*Auth, error) {
 		authenticator: group.NewAuthenticatedGroupAdder(union.New(chain...)),
 		authorizer:    newAccessReviews(clients.authorization, reviewBackoff(), c.reviewTimeout, c.allow, c.deny),
 		reviews:       clients.authorization,
+		budget:        newReviewBudget(c.tokenTTL),
 	}, nil
 }
 

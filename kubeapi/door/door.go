@@ -42,8 +42,8 @@ type Door struct {
 	peers   *guard.AccessPolicy
 	metrics *metrics
 	logger  *slog.Logger
-	// watches holds a slot per local watch open; nil: no limit.
-	watches chan struct{}
+	// watches bounds the local watches open, and each caller's share.
+	watches watchSlots
 	// warnings limits the warnings of failed reviews to one per kind every
 	// 10 s.
 	warnings *loglimit.Limiter[string]
@@ -82,13 +82,25 @@ func WithRegisterer(reg prometheus.Registerer) Option {
 // watches are the API server's to bound.
 func WithMaxWatches(n int) Option {
 	return func(d *Door) {
-		d.watches = nil
 		if n == 0 {
 			n = DefaultMaxWatches
 		}
-		if n > 0 {
-			d.watches = make(chan struct{}, n)
+		d.watches.max = n
+	}
+}
+
+// WithMaxWatchesPerCaller bounds the watches of the node's pods that one
+// caller (an authenticated user, by name; a peer of the UNIX socket, by
+// its pod, unit or UID as the gRPC socket names it) holds open at once
+// (default DefaultMaxWatchesPerCaller; negative: no share), so that one
+// account cannot take every watch of WithMaxWatches. Beyond it a watch is
+// refused 429 with Retry-After.
+func WithMaxWatchesPerCaller(n int) Option {
+	return func(d *Door) {
+		if n == 0 {
+			n = DefaultMaxWatchesPerCaller
 		}
+		d.watches.perCaller = n
 	}
 }
 
@@ -98,7 +110,7 @@ func WithLogger(l *slog.Logger) Option { return func(d *Door) { d.logger = l } }
 
 // New returns the door in front of local.
 func New(local Local, opts ...Option) *Door {
-	d := &Door{local: local, peers: &guard.AccessPolicy{UIDs: []uint32{0}}, watches: make(chan struct{}, DefaultMaxWatches)}
+	d := &Door{local: local, peers: &guard.AccessPolicy{UIDs: []uint32{0}}, watches: watchSlots{max: DefaultMaxWatches, perCaller: DefaultMaxWatchesPerCaller}}
 	for _, o := range opts {
 		o(d)
 	}
@@ -147,6 +159,7 @@ func (d *Door) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		local = false
 	}
 	rec := &recorder{ResponseWriter: w}
+	conn := connFrom(r.Context())
 	route := routeProxied
 	if local {
 		route = routeLocal
@@ -154,6 +167,7 @@ func (d *Door) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	done := d.metrics.start(route)
 	defer func() { done(verbOf(r), rec.status()) }()
 	if peer := guard.PeerFrom(r.Context()); peer != nil && !d.peers.Allows(peer) {
+		unauthenticated(rec, r)
 		writeStatus(rec, errPeerForbidden(peer.UID, peer.Known))
 		return
 	}
@@ -161,27 +175,32 @@ func (d *Door) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		d.passThrough(rec, r)
 		return
 	}
-	if !d.allowed(rec, r, accesses) {
+	caller, ok := d.allowed(rec, r, accesses)
+	if !ok {
 		return
 	}
-	if d.watches != nil && len(accesses) > 0 && accesses[0].Verb == "watch" {
-		select {
-		case d.watches <- struct{}{}:
-			defer func() { <-d.watches }()
-		default:
-			writeStatus(rec, errTooManyWatches(cap(d.watches)))
+	if conn != nil {
+		conn.authenticated.Store(true)
+	}
+	if len(accesses) > 0 && accesses[0].Verb == "watch" {
+		release, err := d.watches.acquire(caller)
+		if err != nil {
+			writeStatus(rec, err)
 			return
 		}
+		defer release()
 	}
 	d.local.ServeHTTP(rec, r)
 }
 
 // allowed authenticates and authorizes a request for the node's pods, and
-// writes the refusal when it is not allowed. A peer of the UNIX socket
-// that the policy allows needs neither.
-func (d *Door) allowed(w http.ResponseWriter, r *http.Request, accesses []kubeapi.Access) bool {
-	if guard.PeerFrom(r.Context()) != nil {
-		return true
+// writes the refusal when it is not allowed; it returns the caller by
+// which its watches are counted. A peer of the UNIX socket that the policy
+// allows needs neither. A request refused for lack of valid credentials
+// ends its HTTP/2 connection (unauthenticated).
+func (d *Door) allowed(w http.ResponseWriter, r *http.Request, accesses []kubeapi.Access) (string, bool) {
+	if peer := guard.PeerFrom(r.Context()); peer != nil {
+		return "peer/" + peer.Client(r.Context()), true
 	}
 	if d.auth == nil {
 		if len(accesses) == 1 && accesses[0].Path != "" {
@@ -189,14 +208,28 @@ func (d *Door) allowed(w http.ResponseWriter, r *http.Request, accesses []kubeap
 			// and the version: public, as the API server's /version is.
 			// Served to anyone, so that kubectl gets to the request it
 			// came for and shows the refusal's message (a 401 of
-			// discovery reaches it as "You must be logged in" alone).
-			return true
+			// discovery reaches it as "You must be logged in" alone); the
+			// connection is still one without credentials.
+			unauthenticated(w, r)
+			return "", true
 		}
+		unauthenticated(w, r)
 		writeStatus(w, errNoAuth())
-		return false
+		return "", false
+	}
+	token := bearerToken(r)
+	if token != "" && !d.auth.budget.allow(sourceOf(r), token) {
+		d.auth.budget.tarpit(r.Context())
+		writeStatus(w, errReviewBudget())
+		return "", false
 	}
 	resp, ok, err := d.auth.authenticator.AuthenticateRequest(r)
+	if errors.Is(err, errReviewThrottled) {
+		writeStatus(w, errReviewBudget())
+		return "", false
+	}
 	if err != nil || !ok {
+		unauthenticated(w, r)
 		switch {
 		case errors.Is(err, errReview):
 			if ok, suppressed := d.warnings.Allow("authentication"); ok {
@@ -206,10 +239,14 @@ func (d *Door) allowed(w http.ResponseWriter, r *http.Request, accesses []kubeap
 			d.logger.Debug("kube API: unauthenticated request", "path", r.URL.Path, "error", err)
 		}
 		writeStatus(w, errUnauthorized())
-		return false
+		return "", false
 	}
+	if token != "" {
+		d.auth.budget.authenticated(token)
+	}
+	caller := "user/" + resp.User.GetName()
 	if len(accesses) == 0 {
-		return true
+		return caller, true
 	}
 	var (
 		unavailable bool
@@ -225,7 +262,7 @@ func (d *Door) allowed(w http.ResponseWriter, r *http.Request, accesses []kubeap
 		}
 		decision, why, err := d.auth.authorizer.Authorize(r.Context(), attrs)
 		if decision == authorizer.DecisionAllow {
-			return true
+			return caller, true
 		}
 		if err != nil {
 			unavailable = true
@@ -242,10 +279,10 @@ func (d *Door) allowed(w http.ResponseWriter, r *http.Request, accesses []kubeap
 		// One of the accesses might have been allowed: the API server could
 		// not say.
 		writeStatus(w, errAuthorizationUnavailable())
-		return false
+		return "", false
 	}
 	writeStatus(w, errForbidden(resp.User.GetName(), accesses[0], reason))
-	return false
+	return "", false
 }
 
 // passThrough passes r to the API server, or refuses it when there is none
@@ -256,8 +293,25 @@ func (d *Door) passThrough(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if r.TLS != nil && len(r.TLS.PeerCertificates) > 0 && !hasToken(r) {
+		// A certificate not verified here.
+		unauthenticated(w, r)
 		writeStatus(w, errCertNotForwardable())
 		return
+	}
+	if !hasToken(r) {
+		// Anonymous: the API server ends the HTTP/2 connections of its
+		// anonymous requests (UnauthenticatedHTTP2DOSMitigation).
+		unauthenticated(w, r)
+	} else if rec, ok := w.(*recorder); ok {
+		// The API server refused the token: the connection ends, as it
+		// ends it; it accepted it: the connection carries a caller.
+		rec.onHeader = func(code int) {
+			if code == http.StatusUnauthorized {
+				unauthenticated(w, r)
+			} else if c := connFrom(r.Context()); c != nil {
+				c.authenticated.Store(true)
+			}
+		}
 	}
 	d.pass.ServeHTTP(w, r)
 }
@@ -273,7 +327,7 @@ func (d *Door) withoutUpstream(w http.ResponseWriter, r *http.Request) {
 		writeStatus(w, errNoUpstream())
 		return
 	}
-	if !d.allowed(w, r, accesses) {
+	if _, ok := d.allowed(w, r, accesses); !ok {
 		return
 	}
 	d.local.ServeHTTP(w, r)

@@ -86,11 +86,17 @@ func verbOf(r *http.Request) string {
 type recorder struct {
 	http.ResponseWriter
 	code int
+	// onHeader, if set, is called with the status of the response before
+	// it is written (once).
+	onHeader func(code int)
 }
 
 func (r *recorder) WriteHeader(code int) {
 	if r.code == 0 {
 		r.code = code
+		if r.onHeader != nil && code >= 200 {
+			r.onHeader(code)
+		}
 	}
 	if code == statusClientClosed {
 		return // Counted, never sent.
@@ -100,7 +106,7 @@ func (r *recorder) WriteHeader(code int) {
 
 func (r *recorder) Write(b []byte) (int, error) {
 	if r.code == 0 {
-		r.code = http.StatusOK
+		r.WriteHeader(http.StatusOK)
 	}
 	return r.ResponseWriter.Write(b)
 }
@@ -108,7 +114,7 @@ func (r *recorder) Write(b []byte) (int, error) {
 // Flush sends what is buffered, for the watches of the Local side.
 func (r *recorder) Flush() {
 	if r.code == 0 {
-		r.code = http.StatusOK
+		r.WriteHeader(http.StatusOK)
 	}
 	_ = http.NewResponseController(r.ResponseWriter).Flush()
 }

@@ -33,8 +33,9 @@ type Env struct {
 	Peers *guard.AccessPolicy
 	// SocketOptions set the socket's mode and group, as the gRPC socket's.
 	SocketOptions []socket.Option
-	// MaxWatches bounds the local watches open at once (WithMaxWatches).
-	MaxWatches int
+	// MaxWatches bounds the local watches open at once (WithMaxWatches),
+	// MaxWatchesPerCaller those of one caller (WithMaxWatchesPerCaller).
+	MaxWatches, MaxWatchesPerCaller int
 	// ShutdownTimeout bounds a graceful shutdown (Config).
 	ShutdownTimeout time.Duration
 	// Logger receives the API's logs. Default slog.Default().
@@ -118,7 +119,7 @@ func (s Settings) Open(env Env) (*API, error) {
 	if env.Peers != nil {
 		opts = append(opts, WithPeerPolicy(env.Peers))
 	}
-	opts = append(opts, WithRegisterer(env.Registerer), WithLogger(env.Logger), WithMaxWatches(env.MaxWatches))
+	opts = append(opts, WithRegisterer(env.Registerer), WithLogger(env.Logger), WithMaxWatches(env.MaxWatches), WithMaxWatchesPerCaller(env.MaxWatchesPerCaller))
 	// The Local side tells the door how its watches end, for its metrics
 	// and logs.
 	var d *Door

@@ -26,17 +26,28 @@ const (
 	// and Go's default).
 	DefaultMaxHeaderBytes = 1 << 20
 	// DefaultMaxConnections bounds the connections open at once on each
-	// listener; more wait to be accepted.
+	// listener. At the bound a new connection closes the one that has
+	// carried nothing for longest, unauthenticated ones first, or is
+	// refused when every connection has a request in flight
+	// (limitListener).
 	DefaultMaxConnections = 1024
+	// DefaultWriteTimeout bounds each write of a response, and its end: a
+	// client that does not read has its response ended (an HTTP/2 stream
+	// reset, an HTTP/1.1 connection closed) and freed after it. An idle
+	// watch writes nothing and is not cut (boundWrites). It also bounds
+	// each write of an HTTP/2 connection's frames (WriteByteTimeout).
+	DefaultWriteTimeout = 30 * time.Second
+	// DefaultUnauthenticatedGrace is how long an HTTP/2 connection lives
+	// after a request on it was refused for lack of valid credentials, or
+	// passed through with none: as the API server, the door answers, sends
+	// GOAWAY (Connection: close) and closes the connection, here after this
+	// grace whatever its streams are doing (Go's HTTP/2 server alone would
+	// wait for streams held by a zero receive window for ever). Go's own
+	// delay between a GOAWAY and closing the connection.
+	DefaultUnauthenticatedGrace = time.Second
 	// DefaultMaxStreams bounds the concurrent requests of one HTTP/2
 	// connection (Go's and the API server's default).
 	DefaultMaxStreams = 250
-	// DefaultWriteByteTimeout closes an HTTP/2 connection on which data
-	// waits to be written and none could be for this long (a peer that
-	// stopped reading its TCP connection altogether, which HTTP/2's flow
-	// control and the watches' own write timeout cannot end); a connection
-	// with nothing to write is never closed by it.
-	DefaultWriteByteTimeout = 30 * time.Second
 	// DefaultShutdownTimeout bounds a graceful shutdown: requests get half
 	// of it to end, then watches and upgraded connections are ended, and
 	// what is left is closed when it has passed.
@@ -64,8 +75,10 @@ type Config struct {
 	MaxHeaderBytes    int           // Default DefaultMaxHeaderBytes.
 	MaxConnections    int           // Default DefaultMaxConnections, per listener.
 	MaxStreams        int           // Default DefaultMaxStreams.
-	WriteByteTimeout  time.Duration // Default DefaultWriteByteTimeout.
-	ShutdownTimeout   time.Duration // Default DefaultShutdownTimeout.
+	WriteTimeout      time.Duration // Default DefaultWriteTimeout; negative: none.
+	// UnauthenticatedGrace: default DefaultUnauthenticatedGrace.
+	UnauthenticatedGrace time.Duration
+	ShutdownTimeout      time.Duration // Default DefaultShutdownTimeout.
 	// Logger logs the listeners' errors (TLS handshakes at debug level).
 	// Default: discarded.
 	Logger *slog.Logger
@@ -97,11 +110,14 @@ func Listen(cfg Config) (*Server, error) {
 	if cfg.MaxStreams == 0 {
 		cfg.MaxStreams = DefaultMaxStreams
 	}
+	if cfg.WriteTimeout == 0 {
+		cfg.WriteTimeout = DefaultWriteTimeout
+	}
+	if cfg.UnauthenticatedGrace == 0 {
+		cfg.UnauthenticatedGrace = DefaultUnauthenticatedGrace
+	}
 	if cfg.ShutdownTimeout == 0 {
 		cfg.ShutdownTimeout = DefaultShutdownTimeout
-	}
-	if cfg.WriteByteTimeout == 0 {
-		cfg.WriteByteTimeout = DefaultWriteByteTimeout
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -165,15 +181,22 @@ func (s *Server) Serve(ctx context.Context, h http.Handler) error {
 	defer cancelBase()
 	var servers []*http.Server
 	errs := make(chan error, 2)
+	h = boundWrites(h, s.cfg.WriteTimeout)
+	base = withGrace(base, s.cfg.UnauthenticatedGrace)
 	newServer := func() *http.Server {
 		srv := &http.Server{
 			Handler:           h,
 			ReadHeaderTimeout: s.cfg.ReadHeaderTimeout,
 			IdleTimeout:       s.cfg.IdleTimeout,
 			MaxHeaderBytes:    s.cfg.MaxHeaderBytes,
-			HTTP2:             &http.HTTP2Config{MaxConcurrentStreams: s.cfg.MaxStreams, WriteByteTimeout: s.cfg.WriteByteTimeout},
-			BaseContext:       func(net.Listener) context.Context { return base },
-			ErrorLog:          slog.NewLogLogger(s.cfg.Logger.Handler(), slog.LevelDebug),
+			HTTP2: &http.HTTP2Config{
+				MaxConcurrentStreams: s.cfg.MaxStreams,
+				WriteByteTimeout:     max(s.cfg.WriteTimeout, 0),
+			},
+			BaseContext: func(net.Listener) context.Context { return base },
+			ConnContext: withConn,
+			ConnState:   trackState,
+			ErrorLog:    slog.NewLogLogger(s.cfg.Logger.Handler(), slog.LevelDebug),
 		}
 		servers = append(servers, srv)
 		return srv
@@ -195,7 +218,7 @@ func (s *Server) Serve(ctx context.Context, h http.Handler) error {
 		srv.Protocols = new(http.Protocols)
 		srv.Protocols.SetHTTP1(true)
 		srv.Protocols.SetUnencryptedHTTP2(true)
-		srv.ConnContext = peerContext
+		srv.ConnContext = func(ctx context.Context, c net.Conn) context.Context { return peerContext(withConn(ctx, c), c) }
 		go func() { errs <- srv.Serve(s.unix) }()
 	}
 	var err error

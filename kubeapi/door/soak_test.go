@@ -58,9 +58,9 @@ func soakKnobs(t *testing.T) (time.Duration, int) {
 	return d, n
 }
 
-// footprint is the process's goroutines, live heap and resident memory,
+// processFootprint is the process's goroutines, live heap and resident memory,
 // after a collection that returns what it frees to the system.
-func footprint(t *testing.T) (goroutines int, heap, rss int64) {
+func processFootprint(t *testing.T) (goroutines int, heap, rss int64) {
 	t.Helper()
 	debug.FreeOSMemory()
 	var ms runtime.MemStats
@@ -115,10 +115,10 @@ func TestDoorAPIServerSoak(t *testing.T) {
 		case <-end.C:
 			done = true
 		case <-warm.C:
-			g0, heap0, rss0 = footprint(t)
+			g0, heap0, rss0 = processFootprint(t)
 			gMax, rssMax = max(gMax, g0), max(rssMax, rss0)
 		case <-sample.C:
-			g, _, rss := footprint(t)
+			g, _, rss := processFootprint(t)
 			gMax, rssMax = max(gMax, g), max(rssMax, rss)
 		case <-tick.C:
 			switch i % 3 {
@@ -162,7 +162,7 @@ func TestDoorAPIServerSoak(t *testing.T) {
 			}
 		}
 	}
-	g1, heap1, rss1 := footprint(t)
+	g1, heap1, rss1 := processFootprint(t)
 	watches, lists := 0, 0
 	for i, inf := range infs {
 		_, _, _, errs := inf.counts.get()

@@ -62,7 +62,7 @@ func TestDoorSocketWatchesLast(t *testing.T) {
 	})
 	s := serve(t, counted, door.Config{
 		Socket:            filepath.Join(t.TempDir(), "kube.sock"),
-		ReadHeaderTimeout: shortIdle, IdleTimeout: shortIdle, WriteByteTimeout: shortWrite,
+		ReadHeaderTimeout: shortIdle, IdleTimeout: shortIdle, WriteTimeout: shortWrite,
 	})
 	watchURL := "http://podsapi/api/v1/namespaces/a/pods?watch=true&allowWatchBookmarks=true&fieldSelector=" + pinned
 

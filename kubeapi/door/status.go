@@ -82,9 +82,21 @@ func errNoAuth() *apierrors.StatusError {
 	return apierrors.NewUnauthorized("podsapi cannot verify credentials without an API server (it has no --kubeconfig and does not run in a pod): only the peers of its --kube-api-socket that --allowed-uids allows (root by default) are served")
 }
 
-// errTooManyWatches is a watch beyond the door's bound.
-func errTooManyWatches(n int) *apierrors.StatusError {
+// errTooManyWatches is a watch beyond the door's bound, or beyond its
+// caller's share of it.
+func errTooManyWatches(n int, perCaller bool) *apierrors.StatusError {
+	if perCaller {
+		return apierrors.NewTooManyRequests(fmt.Sprintf("podsapi serves at most %d watches of the node's pods at once to one caller, and you hold them; close one or try again", n), retryAfterSeconds)
+	}
 	return apierrors.NewTooManyRequests(fmt.Sprintf("podsapi serves at most %d watches of the node's pods at once; try again", n), retryAfterSeconds)
+}
+
+// errReviewBudget is a request whose token could not be reviewed now: its
+// source has sent too many tokens the door has not seen authenticated, or
+// the reviews of all sources are at their bound. The API server was not
+// asked: the caller may retry (client-go does, after Retry-After).
+func errReviewBudget() *apierrors.StatusError {
+	return apierrors.NewTooManyRequests("podsapi is verifying too many unknown tokens from this address (TokenReviews); try again", 1)
 }
 
 // errNoUpstream is a request that podsapi does not answer itself and has no

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -30,6 +31,10 @@ var _ authenticator.Token = (*tokenReviews)(nil)
 // (unreachable, or failing), as opposed to its refusals.
 var errReview = errors.New("the API server did not answer the review")
 
+// errReviewThrottled marks a review that the client's own rate limit kept
+// from being sent: the caller is answered 429, to retry, not 401.
+var errReviewThrottled = errors.New("too many reviews to send now")
+
 // AuthenticateToken implements authenticator.Token: the user the API
 // server names for token, no user when it does not authenticate it (with
 // the API server's reason as the error, if it gave one), or an error
@@ -45,6 +50,11 @@ func (t *tokenReviews) AuthenticateToken(ctx context.Context, token string) (*au
 	if err := retrying(ctx, t.backoff, func() error {
 		return create(ctx, t.client, "tokenreviews", review, &result)
 	}); err != nil {
+		if strings.Contains(err.Error(), "client rate limiter Wait returned an error") {
+			// client-go's limiter of the reviews (Open) would wait past
+			// the deadline: not sent, the token neither good nor bad.
+			return nil, false, fmt.Errorf("%w: TokenReview: %w", errReviewThrottled, err)
+		}
 		return nil, false, fmt.Errorf("%w: TokenReview: %w", errReview, err)
 	}
 	var auds authenticator.Audiences

@@ -39,7 +39,7 @@ import (
 const (
 	// The write timeout leaves the server's own goroutines 2 s to write
 	// a small event into the socket even on a machine loaded 20 times over.
-	shortWrite    = 2 * time.Second // kubeapi.WithWriteTimeout, door.Config.WriteByteTimeout
+	shortWrite    = 2 * time.Second // kubeapi.WithWriteTimeout, door.Config.WriteTimeout
 	shortBookmark = 4 * time.Second
 	shortIdle     = time.Second // door.Config.IdleTimeout, ReadHeaderTimeout
 	// idleFor outlives every timer above three times over.
@@ -113,7 +113,7 @@ func newWatchRigTimers(t *testing.T, pods int, write, bookmark time.Duration, op
 		d.ServeHTTP(w, r)
 	})
 	rig.s = serve(t, counted, door.Config{
-		ReadHeaderTimeout: shortIdle, IdleTimeout: shortIdle, WriteByteTimeout: write,
+		ReadHeaderTimeout: shortIdle, IdleTimeout: shortIdle, WriteTimeout: write,
 	})
 	return rig
 }
