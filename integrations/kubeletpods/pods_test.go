@@ -116,8 +116,9 @@ func TestKubeletPodsClient(t *testing.T) {
 		t.Errorf("WatchPods' initial pods %q, ListPods %q", initial, want)
 	}
 	after := env.APIServer(t, "pods")
-	t.Logf("the API server's cost of a ListPods, a GetPod and a WatchPods through podsapi's socket: pod lists %v, gets %v, watches opened %v",
-		after.Requests["LIST"]-before.Requests["LIST"], after.Requests["GET"]-before.Requests["GET"], after.WatchesOpen-before.WatchesOpen)
+	harness.Record(t, "k8s.io/kubelet v0.37.2 Pods API client (ListPods, GetPod, WatchPods)", "through podsapi's socket",
+		fmt.Sprintf("pod watches opened %v, pod lists %v, pod gets %v",
+			after.WatchesOpen-before.WatchesOpen, after.Requests["LIST"]-before.Requests["LIST"], after.Requests["GET"]-before.Requests["GET"]))
 	if after.Requests["LIST"] > before.Requests["LIST"] || after.WatchesOpen > before.WatchesOpen {
 		t.Errorf("the socket's consumer cost the API server: before %v, after %v", before, after)
 	}
