@@ -330,6 +330,12 @@ lint: protodeps ## Run gofmt, go vet, buf lint and buf format.
 	$(BUF) lint proto
 	$(BUF) format -d --exit-code proto
 
+.PHONY: tidy-check
+tidy-check: ## Fail when go mod tidy would change a go.mod or go.sum of any module of the repository (git ls-files '*go.mod'), without changing them.
+	@status=0; for mod in $$(git ls-files '*go.mod'); do dir=$$(dirname "$$mod"); \
+		(cd "$$dir" && go mod tidy -diff) || { echo "$$dir: go mod tidy changes it: run go mod tidy in $$dir and commit the result" >&2; status=1; }; \
+	done; exit $$status
+
 .PHONY: breaking
 BREAKING_AGAINST ?= main
 breaking: protodeps ## Check proto/ (our API) and the Kubernetes protos, the kubelet's wire among them, for breaking changes against the main branch (BREAKING_AGAINST=ref to change).
