@@ -62,7 +62,7 @@ func TestCache(t *testing.T) {
 	runs := map[string]*run{}
 	cost := map[string]string{}
 	for _, way := range []string{"door", "direct"} {
-		before := env.APIServer(t, "pods")
+		before, doorBefore := env.APIServer(t, "pods"), env.Door(t)
 		kubeconfig := agent.DirectKubeconfig(t)
 		if way == "door" {
 			kubeconfig = agent.DoorKubeconfig(t)
@@ -72,7 +72,10 @@ func TestCache(t *testing.T) {
 			_ = runs[way].waitSynced(form) // Checked below.
 		}
 		after := env.APIServer(t, "pods")
-		cost[way] = fmt.Sprintf("pod watches opened %v, pod lists %v", after.WatchesOpen-before.WatchesOpen, after.Requests["LIST"]-before.Requests["LIST"])
+		cost[way] = fmt.Sprintf("API server: pod watches opened %v, pod lists %v", after.WatchesOpen-before.WatchesOpen, after.Requests["LIST"]-before.Requests["LIST"])
+		if way == "door" {
+			cost[way] += "; " + env.Door(t).Since(doorBefore)
+		}
 		label := map[string]string{"direct": "directly", "door": "through podsapi's front door"}[way]
 		harness.Record(t, "controller-runtime v0.25.3 cache (typed and metadata-only pod informers)", label, cost[way])
 		if way == "door" && (after.WatchesOpen > before.WatchesOpen || after.Requests["LIST"] > before.Requests["LIST"]) {

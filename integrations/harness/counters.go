@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"testing"
 
 	dto "github.com/prometheus/client_model/go"
@@ -117,4 +118,32 @@ func labels(m *dto.Metric) map[string]string {
 func (c APIServerCounts) String() string {
 	return fmt.Sprintf("LIST %.0f, GET %.0f, WATCH ended %.0f, watches open %.0f",
 		c.Requests["LIST"], c.Requests["GET"], c.Requests["WATCH"], c.WatchesOpen)
+}
+
+// Since describes what the door answered since before, in a stable
+// order: "door: local get 2, proxied get 1, ...; open: local 2".
+func (c DoorCounts) Since(before DoorCounts) string {
+	var parts []string
+	for _, route := range []string{"local", "proxied"} {
+		for _, verb := range []string{"get", "watch", "create", "update", "patch", "delete", "other"} {
+			k := DoorRequest{route, verb}
+			if n := c.Answered[k] - before.Answered[k]; n != 0 {
+				parts = append(parts, fmt.Sprintf("%s %s %v", route, verb, n))
+			}
+		}
+	}
+	var open []string
+	for _, route := range []string{"local", "proxied"} {
+		if n := c.InFlight[route] - before.InFlight[route]; n != 0 {
+			open = append(open, fmt.Sprintf("%s %v", route, n))
+		}
+	}
+	if len(parts) == 0 {
+		parts = []string{"none"}
+	}
+	s := "door answered: " + strings.Join(parts, ", ")
+	if len(open) > 0 {
+		s += "; door requests open (watches): " + strings.Join(open, ", ")
+	}
+	return s
 }
