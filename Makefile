@@ -146,10 +146,10 @@ test-apiserver: kube-bin ## Run the tests against a real kube-apiserver and etcd
 
 # INTEG_BIN is where make integrations caches podsapi-server and the test
 # binaries of the integrations module (go test -c -race, one per package):
-# a directory per hash of the module's files and of the main module's Go
-# sources, go.mod and go.sum, so that a warm run only runs them. Computed
+# a directory per hash of the Go sources of both modules and of their go.mod
+# and go.sum, so that a warm run only runs them. Computed
 # when used (a recursive variable), not at every make.
-INTEG_KEY = $(shell cat $$(git ls-files integrations '*.go' go.mod go.sum | LC_ALL=C sort) 2>/dev/null | sha256sum | cut -c1-16)
+INTEG_KEY = $(shell cat $$(git ls-files '*.go' go.mod go.sum integrations/go.mod integrations/go.sum | LC_ALL=C sort) 2>/dev/null | sha256sum | cut -c1-16)
 INTEG_BIN ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/podsapi/integrations-$(INTEG_KEY)
 # INTEG_RESULTS is where the tests write the API server's cost they measure,
 # which docs/integrations.md embeds.
