@@ -161,6 +161,36 @@ kube-bin-dir: ## Print KUBE_BIN, the directory of make kube-bin's binaries (for 
 test-apiserver: kube-bin ## Run the tests against a real kube-apiserver and etcd (started on loopback by the tests, stopped by PID), and those of an unchanged kubectl v1.37.2.
 	PODSAPI_KUBE_BIN='$(KUBE_BIN)' go test -race -count=1 -timeout 20m -run 'APIServer|Kubectl' -v ./internal/rigs/kubetest ./source/apiserver ./kubeapi ./kubeapi/door ./cmd/podsapi-server ./workload
 
+# INTEG_BIN is where make integrations caches podsapi-server and the test
+# binaries of the integrations module (go test -c -race, one per package):
+# a directory per hash of the Go sources of both modules and of their go.mod
+# and go.sum, so that a warm run only runs them. Computed
+# when used (a recursive variable), not at every make.
+INTEG_KEY = $(shell cat $$(git ls-files '*.go' go.mod go.sum integrations/go.mod integrations/go.sum | LC_ALL=C sort) 2>/dev/null | sha256sum | cut -c1-16)
+INTEG_BIN ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/podsapi/integrations-$(INTEG_KEY)
+# INTEG_RESULTS is where the tests write the API server's cost they measure,
+# which docs/integrations.md embeds.
+INTEG_RESULTS ?= $(CURDIR)/integrations/results.md
+
+.PHONY: integrations
+integrations: kube-bin ## Run real agents (integrations/: controller-runtime, the kubelet's Pods API client, ...) against a real API server and podsapi-server, directly and through podsapi; binaries cached in INTEG_BIN.
+	@bin='$(INTEG_BIN)'; \
+	if [ -x "$$bin/podsapi-server" ]; then echo "integrations: binaries cached in $$bin"; else \
+		echo "building podsapi-server and the integrations' test binaries into $$bin"; \
+		mkdir -p "$$(dirname "$$bin")" && tmp=$$(mktemp -d "$$bin.XXXXXX") && trap 'rm -rf "$$tmp"' EXIT && \
+		time ( go build -o "$$tmp/podsapi-server" ./cmd/podsapi-server && \
+		cd integrations && for pkg in $$(go list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' ./...); do \
+			go test -c -race -o "$$tmp/$$(basename $$pkg).test" $$pkg || exit 1; done ) && \
+		rm -rf "$$bin" && mv "$$tmp" "$$bin"; \
+	fi; \
+	: > '$(INTEG_RESULTS).tmp'; status=0; \
+	for pkg in $$(cd integrations && go list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.Dir}}{{end}}' ./...); do \
+		echo "--- $$pkg"; \
+		(cd "$$pkg" && PODSAPI_KUBE_BIN='$(KUBE_BIN)' PODSAPI_SERVER_BIN="$$bin/podsapi-server" PODSAPI_INTEG_RESULTS='$(INTEG_RESULTS).tmp' \
+			"$$bin/$$(basename $$pkg).test" -test.v -test.count=1 -test.timeout=15m) || status=1; \
+	done; \
+	if [ $$status = 0 ]; then sort '$(INTEG_RESULTS).tmp' > '$(INTEG_RESULTS)'; fi; rm -f '$(INTEG_RESULTS).tmp'; exit $$status
+
 .PHONY: test-grpcurl
 test-grpcurl: ## Build the real grpcurl (pinned in tools/go.mod) into bin/ and run FindPods through it over the socket (issue 22), and health as a denied and an allowed user (issue 36).
 	go build -modfile=tools/go.mod -o bin/grpcurl github.com/fullstorydev/grpcurl/cmd/grpcurl
@@ -326,6 +356,12 @@ lint: protodeps ## Run gofmt, go vet, buf lint and buf format.
 	go vet ./...
 	$(BUF) lint proto
 	$(BUF) format -d --exit-code proto
+
+.PHONY: tidy-check
+tidy-check: ## Fail when go mod tidy would change a go.mod or go.sum of any module of the repository (git ls-files '*go.mod'), without changing them.
+	@status=0; for mod in $$(git ls-files '*go.mod'); do dir=$$(dirname "$$mod"); \
+		(cd "$$dir" && go mod tidy -diff) || { echo "$$dir: go mod tidy changes it: run go mod tidy in $$dir and commit the result" >&2; status=1; }; \
+	done; exit $$status
 
 .PHONY: breaking
 BREAKING_AGAINST ?= main
