@@ -140,7 +140,7 @@ func TestKubectl(t *testing.T) {
 // its own v0.0.0-master).
 func TestKubectlVersion(t *testing.T) {
 	bin := kubectl(t)
-	s := serve(t, handler(newStore(), kubeapi.WithDiscovery()))
+	s := serve(t, handler(newStore(), kubeapi.WithDiscovery(), kubeapi.WithVersion("v1.37.2")))
 	cmd := exec.Command(bin, "--kubeconfig", s.kubeconfig(t), "--cache-dir", t.TempDir(), "version")
 	out, err := cmd.CombinedOutput()
 	if err != nil {

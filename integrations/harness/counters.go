@@ -16,8 +16,8 @@ import (
 
 // DoorRequest is a kind of request podsapi's front door answered: its
 // route ("local": the node's pods, answered by podsapi; "proxied": passed
-// through to the API server) and verb, as the door labels it: "get" for a
-// GET that is not a watch (a list too), "watch", "create", ….
+// through to the API server) and verb, as the door labels it, as the API
+// server names it: "get", "list", "watch", "create", ….
 type DoorRequest struct {
 	Route, Verb string
 }
@@ -125,7 +125,7 @@ func (c APIServerCounts) String() string {
 func (c DoorCounts) Since(before DoorCounts) string {
 	var parts []string
 	for _, route := range []string{"local", "proxied"} {
-		for _, verb := range []string{"get", "watch", "create", "update", "patch", "delete", "other"} {
+		for _, verb := range []string{"get", "list", "watch", "create", "update", "patch", "delete", "other"} {
 			k := DoorRequest{route, verb}
 			if n := c.Answered[k] - before.Answered[k]; n != 0 {
 				parts = append(parts, fmt.Sprintf("%s %s %v", route, verb, n))

@@ -79,7 +79,7 @@ func TestDoorWithoutAPIServer(t *testing.T) {
 		route, verb, code string
 		want              float64
 	}{
-		{"local", "get", "401", 3}, {"local", "get", "200", 2}, {"proxied", "get", "503", 2},
+		{"local", "list", "401", 3}, {"local", "list", "200", 2}, {"proxied", "list", "503", 2},
 	} {
 		got := testutil.ToFloat64(metric(t, reg, c.route, c.verb, c.code))
 		if got != c.want {

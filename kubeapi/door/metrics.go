@@ -2,6 +2,8 @@ package door
 
 import (
 	"bufio"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apiserver/pkg/endpoints/request"
 	"net"
 	"net/http"
 	"strconv"
@@ -57,16 +59,28 @@ func (m *metrics) start(route string) func(verb string, code int) {
 	}
 }
 
-// verbOf names the Kubernetes verb of r from its method and parameters
-// alone (a bounded set of values): a GET is a get, a list or a watch by the
-// shape of its path, which is good enough to count by.
+// requestInfo reads a request's path as the API server does (its
+// RequestInfoFactory), for verbOf.
+var requestInfo = &request.RequestInfoFactory{
+	APIPrefixes:          sets.NewString("api", "apis"),
+	GrouplessAPIPrefixes: sets.NewString("api"),
+}
+
+// verbOf names the Kubernetes verb of r as the API server names it (a GET
+// of a collection is a list, with watch=true a watch), from a bounded set
+// of values: get, list, watch, create, update, patch, delete, or other.
 func verbOf(r *http.Request) string {
+	if info, err := requestInfo.NewRequestInfo(r); err == nil && info.IsResourceRequest {
+		switch info.Verb {
+		case "get", "list", "watch", "create", "update", "patch", "delete":
+			return info.Verb
+		case "deletecollection":
+			return "delete"
+		}
+		return "other"
+	}
 	switch r.Method {
 	case http.MethodGet, http.MethodHead:
-		q := r.URL.Query()
-		if w := q.Get("watch"); w == "true" || w == "1" {
-			return "watch"
-		}
 		return "get"
 	case http.MethodPost:
 		return "create"
