@@ -326,4 +326,3 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
-
