@@ -357,10 +357,18 @@ lint: protodeps ## Run gofmt, go vet, buf lint and buf format.
 	$(BUF) lint proto
 	$(BUF) format -d --exit-code proto
 
+# TIDY_E lists the modules tidied with -e: integrations/, whose agents'
+# own tests import modules the Go module proxy refuses (the collector's
+# internal/statusutil v0.164.0, contrib's pkg/semconvtest v0.164.1); tidy
+# cannot record those, and no test of ours needs them.
+TIDY_E := integrations
+
 .PHONY: tidy-check
 tidy-check: ## Fail when go mod tidy would change a go.mod or go.sum of any module of the repository (git ls-files '*go.mod'), without changing them.
 	@status=0; for mod in $$(git ls-files '*go.mod'); do dir=$$(dirname "$$mod"); \
-		(cd "$$dir" && go mod tidy -diff) || { echo "$$dir: go mod tidy changes it: run go mod tidy in $$dir and commit the result" >&2; status=1; }; \
+		e=; case " $(TIDY_E) " in *" $$dir "*) e=-e;; esac; \
+		(cd "$$dir" && go mod tidy $$e -diff >/dev/null 2>&1) || { (cd "$$dir" && go mod tidy $$e -diff); \
+		echo "$$dir: go mod tidy $$e changes it: run go mod tidy $$e in $$dir and commit the result" >&2; status=1; }; \
 	done; exit $$status
 
 .PHONY: breaking
