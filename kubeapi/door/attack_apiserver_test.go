@@ -164,13 +164,16 @@ func TestDoorAttacksAPIServer(t *testing.T) {
 			if !e.closed {
 				t.Fatalf("unauthenticated connection %d not closed", i)
 			}
-			want := "403"
+			// The anonymous requests are the API server's to answer: 403,
+			// or, on a machine too busy for it to answer 2,000 of them in
+			// time, the pass-through's 503 (or its 429); never a 2xx.
+			want := map[string]bool{"403": true, "429": true, "503": true}
 			if i == len(anon) {
-				want = "401"
+				want = map[string]bool{"401": true}
 			}
 			for id, st := range e.headers {
-				if st != want {
-					t.Fatalf("connection %d stream %d: %s, want %s", i, id, st, want)
+				if !want[st] {
+					t.Fatalf("connection %d stream %d: %s, want one of %v", i, id, st, want)
 				}
 			}
 			answered += len(e.headers)
