@@ -751,6 +751,7 @@ server package in the harness's children, which link neither its sources nor its
 		"for %s each; the server's --host-proc is a fake tree whose process %d and the harness itself run in the pod's app\n"+
 		"container. Then, in process, the heap of the index per pod and the cost of a /proc lookup.\n\n%s",
 		o.SelectorPods, o.PacedRate, o.PacedDuration, findPID, findTable(r))
+	fmt.Fprintf(&sb, "\n%s", workloads)
 	fmt.Fprintf(&sb, "\n%s", controlPlane)
 	fmt.Fprintf(&sb, "\n%s", changes)
 	fmt.Fprintf(&sb, "\n%s", kubeletSideBySide)
@@ -814,6 +815,14 @@ var findWait string
 //
 //go:embed ab.md
 var revisions string
+
+// workloads is what the resolution of workloads asks of a real API server
+// for a node of 110 pods over a simulated hour, against k8sattributes'
+// ReplicaSet informer, written by hand from workload's TestRequestsAPIServer,
+// which needs a real kube-apiserver: make bench copies the last one.
+//
+//go:embed workloads.md
+var workloads string
 
 // doorSoak is the front door's watches under churn, written by hand from
 // make soak-door (kubeapi/door TestDoorAPIServerSoak), which needs a real
