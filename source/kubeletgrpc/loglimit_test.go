@@ -9,6 +9,7 @@ import (
 
 	"github.com/podsapi/podsapi/internal/rigs/sourcetest"
 	"github.com/podsapi/podsapi/source/internal/sourcelog"
+	"github.com/podsapi/podsapi/source/kubeletgrpc"
 )
 
 // TestRepeatedProtocolErrorsLogged: an upstream repeating the same fault
@@ -17,7 +18,10 @@ import (
 func TestRepeatedProtocolErrorsLogged(t *testing.T) {
 	const n = 2000
 	k := sourcetest.NewFakeKubelet(t, socketPath(t), podA)
-	h := start(t, k.Path())
+	// No resync: podB must come by the watch, after every fault, or a
+	// resync (every 10 s by default, a run's length on a busy machine)
+	// could bring it before the faults are all counted.
+	h := start(t, k.Path(), kubeletgrpc.WithResyncInterval(-1))
 	h.rec.WaitPods(t, nil, podA.UID)
 	began := time.Now()
 	for i := range n {

@@ -222,7 +222,7 @@ func TestHealthGzipBomb(t *testing.T) {
 // handler returns (the deadlines' clock is tested with synctest in
 // server/internal/transport).
 func TestHeldStreams(t *testing.T) {
-	f := start(t, server.Config{Limits: server.LimitsConfig{MaxPendingPerClient: 1000, MaxStreams: 1000}, Transport: server.TransportConfig{RequestReadTimeout: 200 * time.Millisecond}}, false, podstest.SamplePods()...)
+	f := start(t, server.Config{Limits: server.LimitsConfig{MaxPendingPerClient: 1000, MaxStreams: 1000}, Transport: server.TransportConfig{RequestReadTimeout: time.Second}}, false, podstest.SamplePods()...)
 	// A first call lets the server start what it keeps running.
 	if _, err := podstest.ClientKinds[0].Dial(t, f.Socket).List(t.Context(), nil); err != nil {
 		t.Fatal(err)
@@ -244,9 +244,10 @@ func TestHeldStreams(t *testing.T) {
 		}
 	}
 	ends, _ := c.ReadUntil(func(ends map[uint32]podstest.StreamEnd, _, _ bool) bool { return len(ends) == len(want) })
-	reflection := 0 // held reflection streams: a client may hold 8 at once
+	reflection, refused := 0, 0 // held reflection streams: a client may hold 8 at once
 	for id, end := range ends {
 		if want[id] == paths[len(paths)-1] && end.Status == strconv.Itoa(int(connect.CodeResourceExhausted)) {
+			refused++
 			continue
 		}
 		if end.Status != strconv.Itoa(int(connect.CodeDeadlineExceeded)) {
@@ -256,8 +257,11 @@ func TestHeldStreams(t *testing.T) {
 			reflection++
 		}
 	}
-	if reflection != 8 {
-		t.Errorf("%d held reflection streams ended DEADLINE_EXCEEDED, want 8 (the others RESOURCE_EXHAUSTED, beyond the client's 8)", reflection)
+	// 8 are held at once; a held stream that ended frees its place for one
+	// opened after it, which a busy machine can make happen before the
+	// last of the 50 is opened: so at least 8 are held, and some refused.
+	if reflection < 8 || refused == 0 {
+		t.Errorf("%d held reflection streams ended DEADLINE_EXCEEDED and %d were refused RESOURCE_EXHAUSTED, want at least 8 held (the client's share) and the others beyond it refused", reflection, refused)
 	}
 	// Every held stream's handler returns, and the connection closes: the
 	// held streams keep nothing running.
