@@ -16,6 +16,7 @@ import (
 	"github.com/podsapi/podsapi/internal/rigs/sourcetest"
 	"github.com/podsapi/podsapi/server"
 	"github.com/podsapi/podsapi/store"
+	"github.com/podsapi/podsapi/workload"
 )
 
 // BenchmarkDecodePod compares the decoders of a whole pod: k8s.io/api's
@@ -99,4 +100,43 @@ func BenchmarkList(b *testing.B) {
 			})
 		}
 	}
+}
+
+// BenchmarkListWorkloads lists a node of 110 pods, each of a Deployment
+// (workloads derived from names), without and with their workloads: the
+// list without them is assembled once per store version and shared, the
+// one with them for each call. The ratio of the two is the cost of asking.
+func BenchmarkListWorkloads(b *testing.B) {
+	r := workload.NewResolver()
+	st := store.New()
+	sink := r.Sink(st)
+	for i := range 110 {
+		p := podstest.Pod("default", fmt.Sprintf("web%03d-7d9f8b6c5d-x2k4q", i), i)
+		p.OwnerReferences[0].Name = fmt.Sprintf("web%03d-7d9f8b6c5d", i)
+		sink.Upsert(p)
+	}
+	sink.MarkSynced()
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	c, err := client.New(podstest.Start(b, st, server.Config{Logger: logger, Workloads: r, Limits: server.LimitsConfig{QPS: -1}}).SocketPath())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	b.Run("List", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if got, err := c.List(ctx); err != nil || len(got) != 110 {
+				b.Fatalf("List = %d pods, %v", len(got), err)
+			}
+		}
+	})
+	b.Run("ListWorkloads", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if got, ws, err := c.ListWorkloads(ctx); err != nil || len(got) != 110 || len(ws) != 110 {
+				b.Fatalf("ListWorkloads = %d pods, %d workloads, %v", len(got), len(ws), err)
+			}
+		}
+	})
 }

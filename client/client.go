@@ -14,6 +14,7 @@ import (
 	kubeletpods "k8s.io/kubelet/pkg/apis/pods/v1alpha1"
 
 	"github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1/v1alpha1connect"
+	podsv1alpha1 "github.com/podsapi/podsapi/gen/podsapi/pods/v1alpha1"
 	"github.com/podsapi/podsapi/gen/podsapi/pods/v1alpha1/podsv1alpha1connect"
 	"github.com/podsapi/podsapi/internal/h2c"
 )
@@ -112,59 +113,99 @@ func (c *Client) List(ctx context.Context, opts ...CallOption) ([]*corev1.Pod, e
 // revision is "" on a server without revisions (WireKubelet, an older
 // podsapi).
 func (c *Client) ListRevision(ctx context.Context, opts ...CallOption) ([]*corev1.Pod, string, error) {
-	wire, err := c.Wire(ctx)
-	if err != nil {
-		return nil, "", wrapError(err, false)
-	}
-	o := newCallOptions(opts)
-	m, err := newMatcher(o.selection)
+	res, err := c.listResponse(ctx, newCallOptions(opts))
 	if err != nil {
 		return nil, "", err
 	}
+	return res.pods, res.revision, nil
+}
+
+// ListWorkloads is List that also returns the workload of each pod listed
+// (docs/api.md, "Workloads"), by the pod's UID: a pod the server resolves
+// no workload for is absent, and the map is empty from a server that
+// resolves none, or on WireKubelet.
+func (c *Client) ListWorkloads(ctx context.Context, opts ...CallOption) ([]*corev1.Pod, map[types.UID]*podsv1alpha1.PodWorkload, error) {
+	o := newCallOptions(opts)
+	o.includeWorkloads = true
+	res, err := c.listResponse(ctx, o)
+	if err != nil {
+		return nil, nil, err
+	}
+	if res.workloads == nil {
+		res.workloads = map[types.UID]*podsv1alpha1.PodWorkload{}
+	}
+	return res.pods, res.workloads, nil
+}
+
+// errWorkloadSelector is the error of WithWorkloadSelector on WireKubelet.
+var errWorkloadSelector = errors.New("client: WithWorkloadSelector needs podsapi's typed wire: the server speaks only the kubelet's, which has no workloads")
+
+// listResponse lists with o: on the typed wire, or on WireKubelet, or on
+// an older podsapi without selectors, where it filters.
+func (c *Client) listResponse(ctx context.Context, o callOptions) (*listResponse, error) {
+	wire, err := c.Wire(ctx)
+	if err != nil {
+		return nil, wrapError(err, false)
+	}
+	m, err := newMatcher(o.selection)
+	if err != nil {
+		return nil, err
+	}
 	if wire == WireKubelet {
+		if o.workloads != nil {
+			return nil, errWorkloadSelector
+		}
 		pods, err := c.listKubelet(ctx, o, m)
 		c.forget(wire, err)
-		return pods, "", err
+		return &listResponse{pods: pods}, err
 	}
 	res, err := c.list.CallUnary(ctx, newRequest(o.request(), o))
 	if err != nil {
 		c.forget(wire, err)
-		return nil, "", wrapError(err, false)
+		return nil, wrapError(err, false)
 	}
 	if res.Msg.revision == "" && m != nil {
 		// A server without selectors: filter here, on whole pods.
 		if o.header() == "" {
-			return m.filter(res.Msg.pods), "", nil
+			return &listResponse{pods: m.filter(res.Msg.pods)}, nil
 		}
 		pods, err := c.listWhole(ctx, o, m)
 		c.forget(wire, err)
-		return pods, "", err
+		return &listResponse{pods: pods}, err
 	}
-	return res.Msg.pods, res.Msg.revision, nil
+	return res.Msg, nil
 }
 
 // Get returns the pod with the given UID. An unknown UID fails with an error
 // that wraps ErrNotFound.
 func (c *Client) Get(ctx context.Context, uid types.UID, opts ...CallOption) (*corev1.Pod, error) {
+	pod, _, err := c.GetWorkload(ctx, uid, opts...)
+	return pod, err
+}
+
+// GetWorkload is Get that also returns the pod's workload (docs/api.md,
+// "Workloads"): nil from a server that resolves none for the pod, or on
+// WireKubelet.
+func (c *Client) GetWorkload(ctx context.Context, uid types.UID, opts ...CallOption) (*corev1.Pod, *podsv1alpha1.PodWorkload, error) {
 	wire, err := c.Wire(ctx)
 	if err != nil {
-		return nil, wrapError(err, false)
+		return nil, nil, wrapError(err, false)
 	}
 	o := newCallOptions(opts)
 	if wire == WireKubelet {
 		pod, err := c.getKubelet(ctx, uid, o)
 		c.forget(wire, err)
-		return pod, err
+		return pod, nil, err
 	}
 	res, err := c.get.CallUnary(ctx, newRequest(&getRequest{uid: string(uid)}, o))
 	if err != nil {
 		c.forget(wire, err)
-		return nil, wrapError(err, false)
+		return nil, nil, wrapError(err, false)
 	}
 	if res.Msg.pod == nil {
-		return &corev1.Pod{}, nil
+		return &corev1.Pod{}, res.Msg.workload, nil
 	}
-	return res.Msg.pod, nil
+	return res.Msg.pod, res.Msg.workload, nil
 }
 
 // newRequest returns a request of msg carrying the field mask of o.

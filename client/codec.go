@@ -7,6 +7,9 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	podsv1alpha1 "github.com/podsapi/podsapi/gen/podsapi/pods/v1alpha1"
 )
 
 // wireMessage is a message of the Pods API that encodes and decodes itself.
@@ -58,6 +61,14 @@ func (codec) Unmarshal(data []byte, msg any) error {
 // empty, as before.
 type selectRequest struct {
 	namespace, labelSelector, fieldSelector, resumeFrom string
+	// watch says the request is a PodWatchRequest, whose fields
+	// include_workloads and workload_selector are numbered 6 and 7 (4 and
+	// 5 in a PodListRequest).
+	watch bool
+	// includeWorkloads is include_workloads; workloads is
+	// workload_selector, nil for none.
+	includeWorkloads bool
+	workloads        *workloadSelection
 }
 
 func (r selectRequest) marshalWire() []byte {
@@ -67,6 +78,25 @@ func (r selectRequest) marshalWire() []byte {
 			b = protowire.AppendTag(b, protowire.Number(i+1), protowire.BytesType)
 			b = protowire.AppendString(b, v)
 		}
+	}
+	include, selector := protowire.Number(4), protowire.Number(5)
+	if r.watch {
+		include, selector = 6, 7
+	}
+	if r.includeWorkloads {
+		b = protowire.AppendTag(b, include, protowire.VarintType)
+		b = protowire.AppendVarint(b, 1)
+	}
+	if r.workloads != nil {
+		var sel []byte
+		for i, v := range []string{r.workloads.kind, r.workloads.name} {
+			if v != "" {
+				sel = protowire.AppendTag(sel, protowire.Number(i+1), protowire.BytesType)
+				sel = protowire.AppendString(sel, v)
+			}
+		}
+		b = protowire.AppendTag(b, selector, protowire.BytesType)
+		b = protowire.AppendBytes(b, sel)
 	}
 	return b
 }
@@ -88,10 +118,11 @@ func (*getRequest) unmarshalWire(b []byte) error {
 	return errors.New("client codec: requests are not decoded")
 }
 
-// listResponse is PodListResponse: pods = 1, revision = 2.
+// listResponse is PodListResponse: pods = 1, revision = 2, workloads = 3.
 type listResponse struct {
-	pods     []*corev1.Pod
-	revision string
+	pods      []*corev1.Pod
+	revision  string
+	workloads map[types.UID]*podsv1alpha1.PodWorkload
 }
 
 func (*listResponse) marshalWire() []byte { return nil }
@@ -100,6 +131,9 @@ func (r *listResponse) unmarshalWire(b []byte) error {
 		if num == 2 && typ == protowire.BytesType {
 			r.revision = string(v)
 			return nil
+		}
+		if num == 3 && typ == protowire.BytesType {
+			return r.addWorkload(v)
 		}
 		if num != 1 || typ != protowire.BytesType {
 			return nil
@@ -113,12 +147,41 @@ func (r *listResponse) unmarshalWire(b []byte) error {
 	})
 }
 
-// getResponse is PodGetResponse.
-type getResponse struct{ pod *corev1.Pod }
+// addWorkload decodes an entry of workloads: key = 1, value = 2.
+func (r *listResponse) addWorkload(entry []byte) error {
+	var uid types.UID
+	w := &podsv1alpha1.PodWorkload{}
+	err := eachField(entry, func(num protowire.Number, typ protowire.Type, v []byte) error {
+		switch {
+		case num == 1 && typ == protowire.BytesType:
+			uid = types.UID(v)
+		case num == 2 && typ == protowire.BytesType:
+			return proto.UnmarshalOptions{Merge: true}.Unmarshal(v, w)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("decode workload: %w", err)
+	}
+	if r.workloads == nil {
+		r.workloads = map[types.UID]*podsv1alpha1.PodWorkload{}
+	}
+	r.workloads[uid] = w
+	return nil
+}
+
+// getResponse is PodGetResponse: pod = 1, workload = 2.
+type getResponse struct {
+	pod      *corev1.Pod
+	workload *podsv1alpha1.PodWorkload
+}
 
 func (*getResponse) marshalWire() []byte { return nil }
 func (r *getResponse) unmarshalWire(b []byte) error {
 	return eachField(b, func(num protowire.Number, typ protowire.Type, v []byte) error {
+		if num == 2 && typ == protowire.BytesType {
+			return mergeWorkload(&r.workload, v)
+		}
 		if num != 1 || typ != protowire.BytesType {
 			return nil
 		}
@@ -128,11 +191,24 @@ func (r *getResponse) unmarshalWire(b []byte) error {
 	})
 }
 
-// watchResponse is PodWatchResponse: pod = 1, type = 2, revision = 3.
+// mergeWorkload decodes b, a PodWorkload, into *w, allocating it if nil.
+func mergeWorkload(w **podsv1alpha1.PodWorkload, b []byte) error {
+	if *w == nil {
+		*w = &podsv1alpha1.PodWorkload{}
+	}
+	if err := (proto.UnmarshalOptions{Merge: true}).Unmarshal(b, *w); err != nil {
+		return fmt.Errorf("decode workload: %w", err)
+	}
+	return nil
+}
+
+// watchResponse is PodWatchResponse: pod = 1, type = 2, revision = 3,
+// workload = 4.
 type watchResponse struct {
 	pod      *corev1.Pod
 	typ      uint64
 	revision string
+	workload *podsv1alpha1.PodWorkload
 }
 
 func (*watchResponse) marshalWire() []byte { return nil }
@@ -151,6 +227,8 @@ func (r *watchResponse) unmarshalWire(b []byte) error {
 			r.typ = n
 		case num == 3 && typ == protowire.BytesType:
 			r.revision = string(v)
+		case num == 4 && typ == protowire.BytesType:
+			return mergeWorkload(&r.workload, v)
 		}
 		return nil
 	})

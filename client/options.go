@@ -43,6 +43,10 @@ type callOptions struct {
 	// includeDeleted is WithDeleted, and wait WithWait, of FindPods.
 	includeDeleted bool
 	wait           time.Duration
+	// includeWorkloads is WithWorkloads; workloads is
+	// WithWorkloadSelector, nil for none.
+	includeWorkloads bool
+	workloads        *workloadSelection
 }
 
 // FieldsOption is the option WithFields returns. It is both a CallOption and
@@ -144,12 +148,54 @@ func WithResumeFrom(revision string) ResumeOption {
 	return ResumeOption{revision: revision}
 }
 
-// request returns the typed wire's PodListRequest or PodWatchRequest of o.
+// WorkloadsOption is the option WithWorkloads returns.
+type WorkloadsOption struct{}
+
+func (WorkloadsOption) applyCall(o *callOptions) { o.includeWorkloads = true }
+
+// WithWorkloads asks Watch for the workload of the pod of each event
+// (Event.Workload), and a Watch for each change of a pod's workload alone
+// as a Modified event (docs/api.md, "Workloads"). ListWorkloads and
+// GetWorkload always ask for them. By default a Watch asks for none. Only
+// the typed wire of podsapi serves workloads; on WireKubelet, and from a
+// server that resolves none, Event.Workload is nil.
+func WithWorkloads() WorkloadsOption { return WorkloadsOption{} }
+
+// workloadSelection is what WithWorkloadSelector selects.
+type workloadSelection struct{ kind, name string }
+
+// WorkloadSelectorOption is the option WithWorkloadSelector returns.
+type WorkloadSelectorOption struct{ sel workloadSelection }
+
+func (w WorkloadSelectorOption) applyCall(o *callOptions) { o.workloads = &w.sel }
+
+// WithWorkloadSelector selects the pods whose workload (PodWorkload) has
+// kind and name, such as "Deployment" and "web"; an empty kind or name
+// matches any, and both empty select the pods that have a workload. The
+// server selects, with the semantics of the other selectors on a Watch (a
+// pod whose workload starts or stops matching is Added or Deleted). It
+// applies to List, ListWorkloads and Watch. By default pods are not selected
+// by workload. On WireKubelet, or with a server that resolves no workloads,
+// the call fails: the client cannot tell workloads itself.
+func WithWorkloadSelector(kind, name string) WorkloadSelectorOption {
+	return WorkloadSelectorOption{sel: workloadSelection{kind: kind, name: name}}
+}
+
+// request returns the typed wire's PodListRequest of o.
 func (o callOptions) request() *selectRequest {
 	return &selectRequest{
-		namespace:     o.namespace,
-		labelSelector: o.labelSel,
-		fieldSelector: o.fieldSel,
-		resumeFrom:    o.resumeFrom,
+		namespace:        o.namespace,
+		labelSelector:    o.labelSel,
+		fieldSelector:    o.fieldSel,
+		resumeFrom:       o.resumeFrom,
+		includeWorkloads: o.includeWorkloads,
+		workloads:        o.workloads,
 	}
+}
+
+// watchRequest returns the typed wire's PodWatchRequest of o.
+func (o callOptions) watchRequest() *selectRequest {
+	r := o.request()
+	r.watch = true
+	return r
 }

@@ -8,6 +8,7 @@ import (
 	"connectrpc.com/connect"
 	corev1 "k8s.io/api/core/v1"
 
+	podsv1alpha1 "github.com/podsapi/podsapi/gen/podsapi/pods/v1alpha1"
 	"github.com/podsapi/podsapi/podtypes"
 )
 
@@ -43,6 +44,9 @@ type Event struct {
 	// (from Synced or a later event). It is "" on a server without
 	// revisions (WireKubelet, an older podsapi).
 	Revision string
+	// Workload is the workload of the pod, with WithWorkloads, from a
+	// server that resolves one for the pod; nil otherwise.
+	Workload *podsv1alpha1.PodWorkload
 }
 
 // Watcher is an open watch. Its methods must be called from one goroutine.
@@ -85,6 +89,10 @@ func (c *Client) Watch(ctx context.Context, opts ...CallOption) (*Watcher, error
 		return nil, err
 	}
 	if wire == WireKubelet {
+		if o.workloads != nil {
+			cancel()
+			return nil, errWorkloadSelector
+		}
 		stream, err = c.watchKubelet(ctx, o, m)
 	} else {
 		stream, err = c.watchTyped(ctx, o, m)
@@ -113,7 +121,7 @@ func (c *Client) Watch(ctx context.Context, opts ...CallOption) (*Watcher, error
 
 // watchTyped opens the stream of Watch on the typed wire.
 func (c *Client) watchTyped(ctx context.Context, o callOptions, m *matcher) (eventStream, error) {
-	stream, err := c.watch.CallServerStream(ctx, newRequest(o.request(), o))
+	stream, err := c.watch.CallServerStream(ctx, newRequest(o.watchRequest(), o))
 	if err != nil {
 		return nil, wrapError(err, true)
 	}
@@ -175,7 +183,7 @@ func (s *typedEventStream) receive() (Event, error) {
 		if msg.pod == nil {
 			return Event{}, fmt.Errorf("client: watch event of type %d without a pod", msg.typ)
 		}
-		ev := Event{Type: typ, Pod: msg.pod, Revision: msg.revision}
+		ev := Event{Type: typ, Pod: msg.pod, Revision: msg.revision, Workload: msg.workload}
 		if s.filter != nil && msg.revision == "" {
 			var ok bool
 			if ev, ok = s.filter.apply(ev); !ok {
@@ -223,7 +231,7 @@ func (c *Client) watchWhole(ctx context.Context, o callOptions, m *matcher) (*Wa
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	stream, err := c.watch.CallServerStream(ctx, newRequest(o.request(), callOptions{}))
+	stream, err := c.watch.CallServerStream(ctx, newRequest(o.watchRequest(), callOptions{}))
 	if err != nil {
 		cancel()
 		return nil, wrapError(err, true)

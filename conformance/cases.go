@@ -33,6 +33,7 @@ const (
 	NeedWatchResume    Need = "watchResume"
 	NeedFindPods       Need = "findPods"
 	NeedFindWait       Need = "findWait"
+	NeedWorkloads      Need = "workloads"
 )
 
 // Case is one conformance case.

@@ -58,6 +58,9 @@ type podSpec struct {
 	// findable gives the status (phase must be set) container IDs and an
 	// IP of the pod's own, for the FindPods cases (cases_find.go).
 	findable bool
+	// statefulSet, when set, names the StatefulSet the manifest says
+	// controls the pod (an ownerReference), for the case of workloads.
+	statefulSet string
 }
 
 // name is the pod's metadata.name in the manifest.
@@ -111,6 +114,10 @@ func (d *manifestDriver) pod(s podSpec) *corev1.Pod {
 			Volumes:       []corev1.Volume{{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
 			RestartPolicy: corev1.RestartPolicyAlways,
 		},
+	}
+	if s.statefulSet != "" {
+		yes := true
+		p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: s.statefulSet, UID: d.uid("sts-" + s.statefulSet), Controller: &yes}}
 	}
 	if s.phase != "" {
 		p.Status = corev1.PodStatus{

@@ -364,6 +364,10 @@ func (e *env) missing(tc *Case) string {
 			if !e.cfg.Features.FindWait {
 				return "needs FindPods with a wait: the features declare findWait: false"
 			}
+		case NeedWorkloads:
+			if !e.cfg.Features.Workloads {
+				return "needs workloads in ListPods and WatchPods: the features declare workloads: false"
+			}
 		case NeedManifestStatus:
 			if !e.cfg.Features.ManifestStatus {
 				return "needs manifest statuses served as written: the features declare manifestStatus: false"

@@ -68,6 +68,11 @@ type Features struct {
 	// created, and NOT_FOUND only once the wait ran out. Default false:
 	// the case of the wait is skipped.
 	FindWait bool `json:"findWait"`
+	// Workloads: ListPods and WatchPods of the typed wire honour
+	// include_workloads and workload_selector (podsapi-server, whose
+	// manifest source keeps a manifest's ownerReferences). Default false:
+	// the case of workloads is skipped.
+	Workloads bool `json:"workloads"`
 	// WatchReports is what a watch reports: WatchReportsAll (every change
 	// of a pod, the default) or WatchReportsStatus (changes of its status
 	// only, as a kubelet: an edit of a static pod's labels, annotations or

@@ -114,6 +114,11 @@ const (
 	// with backoff, or wait in fewer calls at once. Metadata "limit" and,
 	// for the client's bound, "client".
 	TooManyFindWaiters = "TOO_MANY_FIND_WAITERS"
+	// WorkloadsOff (FAILED_PRECONDITION): ListPods or WatchPods with a
+	// workload_selector on a server that resolves no workloads
+	// (podsapi-server --workloads=off): select without it, or run the
+	// server with workloads.
+	WorkloadsOff = "WORKLOADS_OFF"
 )
 
 // New returns a connect error with code, err and an ErrorInfo of reason and

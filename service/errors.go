@@ -85,6 +85,11 @@ func errSelector(field string, err error) error {
 		fmt.Errorf("%s: %w", field, err), map[string]string{"field": field})
 }
 
+// errWorkloadsOff is returned for a workload selector on a server that
+// resolves no workloads.
+var errWorkloadsOff = errinfo.New(connect.CodeFailedPrecondition, errinfo.WorkloadsOff,
+	errors.New("workload_selector: this server resolves no workloads (podsapi-server --workloads=off): select without it"), nil)
+
 // errResume is returned for a resume_from the watch cannot resume from.
 func errResume(revision string, err error) error {
 	if len(revision) > maxRevisionLen {

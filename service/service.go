@@ -179,6 +179,43 @@ func (h *handler) list(ctx context.Context, sel *selector) ([]byte, uint64, erro
 	return raw, version, nil
 }
 
+// listWorkloads returns the encoded fields of a ListPods response that asks
+// for workloads or selects by them (opts): the pods of the store that sel
+// and opts select as field 1, and, with opts.include, their workloads as
+// field 3, with the store version they reflect. Workloads change without
+// the store changing: the response is assembled for its call alone, from
+// the pods' shared views.
+func (h *handler) listWorkloads(ctx context.Context, sel *selector, opts workloadOptions) ([]byte, uint64, error) {
+	pr := h.projection(maskFrom(ctx))
+	version, pods := h.store.List()
+	selected := make([]*store.Pod, 0, len(pods))
+	views := make([][]byte, 0, len(pods))
+	size := 0
+	for _, p := range pods {
+		if !sel.matches(p) || !h.selectsWorkload(opts.sel, p.UID) {
+			continue
+		}
+		v, err := h.view(p, pr)
+		if err != nil {
+			return nil, 0, err
+		}
+		selected, views = append(selected, p), append(views, v)
+		size += protowire.SizeTag(podField) + protowire.SizeBytes(len(v))
+	}
+	if err := h.responses.reserve(ctx, h.clientOf(ctx), int64(size)); err != nil {
+		return nil, 0, err
+	}
+	raw := make([]byte, 0, size)
+	for _, v := range views {
+		raw = appendPod(raw, v)
+	}
+	if opts.include {
+		raw = h.appendWorkloadsMap(raw, selected)
+	}
+	h.metrics.viewUsed(viewList, true)
+	return raw, version, nil
+}
+
 // get returns the encoded fields of a GetPod response: the pod with uid as
 // field 1, which both wires share.
 func (h *handler) get(ctx context.Context, uid types.UID) ([]byte, error) {
@@ -210,7 +247,19 @@ func (h podsHandler) ListPods(ctx context.Context, req *connect.Request[podsv1al
 	if err != nil {
 		return nil, err
 	}
-	raw, version, err := h.list(ctx, sel)
+	wopts, err := h.newWorkloadOptions(req.Msg.GetIncludeWorkloads(), req.Msg.GetWorkloadSelector())
+	if err != nil {
+		return nil, err
+	}
+	var (
+		raw     []byte
+		version uint64
+	)
+	if wopts.any() {
+		raw, version, err = h.listWorkloads(ctx, sel, wopts)
+	} else {
+		raw, version, err = h.list(ctx, sel)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -240,7 +289,11 @@ func (h podsHandler) WatchPods(ctx context.Context, req *connect.Request[podsv1a
 	if err != nil {
 		return err
 	}
-	opts := watchOptions{sel: sel, resumeFrom: req.Msg.GetResumeFrom(), progress: req.Msg.GetProgressNotify(), revisions: true}
+	wopts, err := h.newWorkloadOptions(req.Msg.GetIncludeWorkloads(), req.Msg.GetWorkloadSelector())
+	if err != nil {
+		return err
+	}
+	opts := watchOptions{sel: sel, resumeFrom: req.Msg.GetResumeFrom(), progress: req.Msg.GetProgressNotify(), revisions: true, workloads: wopts}
 	// One response message serves every send: connect encodes it before
 	// Send returns. The revision is a typed field beside the shared event.
 	// The revision string is formatted once per version: the snapshot's

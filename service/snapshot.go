@@ -241,7 +241,7 @@ func (c *watchCall) sendSnapshot(pods []*store.Pod) error {
 		return c.streamSnapshot(pods)
 	}
 	for _, p := range pods {
-		if !c.sel.matches(p) {
+		if !c.selects(p) {
 			continue
 		}
 		if err := c.check(); err != nil {

@@ -29,6 +29,8 @@ type watchOptions struct {
 	// revisions says the wire carries revisions: FELL_BEHIND then tells
 	// the revision to resume from.
 	revisions bool
+	// workloads is what the call asks of workloads (typed wire only).
+	workloads workloadOptions
 }
 
 // watchWire is how the messages of one wire's watch carry its events.
@@ -101,8 +103,13 @@ func (h *handler) watch(ctx context.Context, f eventEncoding, opts watchOptions,
 	}
 	defer w.Stop()
 	c := &watchCall{h: h, ctx: ctx, f: f, wire: wire, w: w, pr: pr, sel: opts.sel, client: client, revisions: opts.revisions, last: w.Since()}
+	// Registered before the snapshot is sent: a workload that changes
+	// meanwhile is sent after it.
+	c.wl = h.newWorkloadWatch(opts.workloads)
+	defer c.wl.end()
 	if opts.resumeFrom != "" {
 		c.last, c.resumable = replay.After, true
+		c.holdAll()
 	}
 	var tick <-chan struct{}
 	if opts.progress {
@@ -115,8 +122,9 @@ func (h *handler) watch(ctx context.Context, f eventEncoding, opts watchOptions,
 	// watch wakes up.
 	stream, raw := h.stream(ctx)
 	// The shared snapshot is written raw only to a stream of binary
-	// protobuf envelopes.
-	if raw && wire.binary {
+	// protobuf envelopes whose events are those of every other watch: not
+	// with workloads, which are looked up as each event is sent.
+	if raw && wire.binary && c.wl == nil {
 		c.raw = turnStream{stream, turn}
 	}
 	stream.Hold()
@@ -141,24 +149,9 @@ func (h *handler) watch(ctx context.Context, f eventEncoding, opts watchOptions,
 // is DELETED with its new state, and a MODIFIED is sent only while the pod
 // matches; a MODIFIED that the field mask hides whole is not sent.
 func (h *handler) eventFor(ev store.Event, pr *projection, sel *selector) (store.EventType, *store.Pod, bool, error) {
-	t := ev.Type
-	if sel != nil {
-		switch ev.Type {
-		case store.Modified:
-			before, after := sel.matches(ev.Prev), sel.matches(ev.Pod)
-			switch {
-			case !before && !after:
-				return t, nil, false, nil
-			case !before:
-				t = store.Added
-			case !after:
-				t = store.Deleted
-			}
-		default:
-			if !sel.matches(ev.Pod) {
-				return t, nil, false, nil
-			}
-		}
+	t, ok := selectedType(ev, sel)
+	if !ok {
+		return t, nil, false, nil
 	}
 	if t == store.Modified && pr.mask != nil {
 		same, err := h.sameView(ev.Prev, ev.Pod, pr)
@@ -167,6 +160,30 @@ func (h *handler) eventFor(ev store.Event, pr *projection, sel *selector) (store
 		}
 	}
 	return t, ev.Pod, true, nil
+}
+
+// selectedType returns the type of the event a watcher with sel gets for
+// ev, or false when it gets none: as the API server does, a pod that starts
+// to match is ADDED, one that stops matching is DELETED with its new state,
+// and a MODIFIED is sent only while the pod matches.
+func selectedType(ev store.Event, sel *selector) (store.EventType, bool) {
+	t := ev.Type
+	if sel == nil {
+		return t, true
+	}
+	if ev.Type != store.Modified {
+		return t, sel.matches(ev.Pod)
+	}
+	before, after := sel.matches(ev.Prev), sel.matches(ev.Pod)
+	switch {
+	case !before && !after:
+		return t, false
+	case !before:
+		return store.Added, true
+	case !after:
+		return store.Deleted, true
+	}
+	return t, true
 }
 
 // event returns the event of type t about p encoded by f, built once per pod

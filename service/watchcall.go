@@ -27,6 +27,9 @@ type watchCall struct {
 	// pod).
 	pr  *projection
 	sel *selector
+	// wl is the call's state of workloads, nil when it asks nothing of
+	// them.
+	wl *workloadWatch
 	// client is the caller's workload, whose share of the caches the call
 	// takes.
 	client string
@@ -77,6 +80,13 @@ func (c *watchCall) checkLive() error {
 // deliver sends ev as the call's selector sees it, unless the field mask
 // hides the whole change, and reports whether it sent it.
 func (c *watchCall) deliver(ev store.Event) (bool, error) {
+	if c.wl != nil {
+		t, ok, err := c.workloadEventFor(ev)
+		if err != nil || !ok {
+			return false, err
+		}
+		return true, c.send(t, ev.Pod, ev.Version)
+	}
 	t, p, ok, err := c.h.eventFor(ev, c.pr, c.sel)
 	if err != nil || !ok {
 		return false, err
@@ -92,6 +102,9 @@ func (c *watchCall) send(t store.EventType, p *store.Pod, version uint64) error 
 	ev, err := c.h.event(c.f, t, p, c.pr)
 	if err != nil {
 		return err
+	}
+	if c.wl != nil {
+		ev = c.withWorkload(ev, t, p.UID)
 	}
 	return sendErr(c.ctx, c.wire.send(ev, version))
 }
@@ -117,6 +130,12 @@ func (c *watchCall) live(stream Stream, tick <-chan struct{}) error {
 			if err := sendErr(c.ctx, c.wire.send(c.f.progress, c.last)); err != nil {
 				return err
 			}
+		case <-c.wl.changes():
+			stream.Hold()
+			if err := c.sendWorkloadChanges(); err != nil {
+				return err
+			}
+			stream.Release()
 		case <-c.w.Ready():
 			// Every event taken here was queued before any drop, so it is
 			// delivered: the events a drop loses are those still queued.

@@ -59,6 +59,11 @@ type Resolver struct {
 
 	wake chan struct{}
 
+	// listeners are the functions Notify registered, by their keys.
+	listenersMu sync.Mutex
+	listeners   map[uint64]func([]types.UID)
+	nextKey     uint64
+
 	registerer prometheus.Registerer
 	metrics    *metrics
 
@@ -86,6 +91,35 @@ func NewResolver(opts ...Option) *Resolver {
 	}
 	r.register()
 	return r
+}
+
+// Notify calls f, outside the Resolver's lock, with the UIDs of the pods
+// whose workload changed after an answer of the API server, until stop is
+// called: a watch that serves workloads registers itself for its lifetime.
+// f must not block, and must not keep the slice.
+func (r *Resolver) Notify(f func(pods []types.UID)) (stop func()) {
+	r.listenersMu.Lock()
+	defer r.listenersMu.Unlock()
+	if r.listeners == nil {
+		r.listeners = map[uint64]func([]types.UID){}
+	}
+	key := r.nextKey
+	r.nextKey++
+	r.listeners[key] = f
+	return func() {
+		r.listenersMu.Lock()
+		defer r.listenersMu.Unlock()
+		delete(r.listeners, key)
+	}
+}
+
+// notify calls every function Notify registered with changed.
+func (r *Resolver) notify(changed []types.UID) {
+	r.listenersMu.Lock()
+	defer r.listenersMu.Unlock()
+	for _, f := range r.listeners {
+		f(changed)
+	}
 }
 
 // Observe takes a new version of a pod of the node. It never blocks on the
@@ -368,6 +402,7 @@ func (r *Resolver) ask(ctx context.Context, key ownerKey) {
 	}
 	if len(changed) > 0 {
 		r.onChange(changed)
+		r.notify(changed)
 	}
 }
 

@@ -21,6 +21,12 @@ import (
 // podsapi.io/find-host-network, podsapi.io/find-runtime-only and
 // podsapi.io/find-workload annotations when they apply; for Name, one pod/NAME per line.
 func (p *Printer) PrintMatches(ms []client.Match) error {
+	if p.workloads {
+		// The matches have a WORKLOAD column of their own, after NAME.
+		q := *p
+		q.workloads = false
+		return q.PrintMatches(ms)
+	}
 	switch p.format {
 	case JSON, YAML, Name:
 		pods := make([]*corev1.Pod, len(ms))
@@ -40,7 +46,7 @@ func (p *Printer) PrintMatches(ms []client.Match) error {
 		}
 		rows := [][]string{append(h[:2:2], append(extra, h[2:]...)...)}
 		for _, m := range ms {
-			r := p.row(m.Pod)
+			r := p.row(m.Pod, nil)
 			container := m.Container
 			if container == "" {
 				container = "<none>"

@@ -3,12 +3,15 @@ package printer
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podsapi/podsapi/client"
+	podsv1alpha1 "github.com/podsapi/podsapi/gen/podsapi/pods/v1alpha1"
 )
 
 // Format is an output format.
@@ -67,6 +70,15 @@ func WithFields(paths ...string) Option {
 	return func(p *Printer) { p.keep = newPathTree(paths) }
 }
 
+// WithWorkloads adds a WORKLOAD column (WorkloadString) to the Wide
+// tables, after UID, when there is a workload to print: the workloads
+// PrintListWorkloads and PrintPodWorkload are given, and those of watch
+// events (client.WithWorkloads), where the events of the snapshot decide
+// for the whole watch. By default tables have none.
+func WithWorkloads() Option {
+	return func(p *Printer) { p.workloads = true }
+}
+
 // Printer prints pods to a writer in one Format. Each call writes its
 // output with one Write. A Printer is not safe for concurrent use.
 type Printer struct {
@@ -74,9 +86,14 @@ type Printer struct {
 	format Format
 	now    func() time.Time
 	keep   pathTree // nil: whole pods
-	table  table
-	synced bool       // whether a watch's SYNCED event was printed
-	held   [][]string // table rows of a watch's snapshot, held until SYNCED
+	// workloads says Wide tables may have a WORKLOAD column, and column
+	// that the one being printed has it.
+	workloads, column bool
+	table             table
+	synced            bool       // whether a watch's SYNCED event was printed
+	held              [][]string // table rows of a watch's snapshot, held until SYNCED
+	// heldWorkload says an event of the watch's snapshot had a workload.
+	heldWorkload bool
 }
 
 // New returns a Printer of format f to w.
@@ -91,6 +108,12 @@ func New(w io.Writer, f Format, opts ...Option) *Printer {
 // PrintList prints pods: a table with a header (nothing for no pods), a
 // Kubernetes List object for JSON and YAML, one name per line for Name.
 func (p *Printer) PrintList(pods []*corev1.Pod) error {
+	return p.PrintListWorkloads(pods, nil)
+}
+
+// PrintListWorkloads is PrintList whose Wide table, WithWorkloads, prints
+// the workload of each pod from ws, by the pod's UID.
+func (p *Printer) PrintListWorkloads(pods []*corev1.Pod, ws map[types.UID]*podsv1alpha1.PodWorkload) error {
 	switch p.format {
 	case JSON, YAML:
 		o, err := listObject(pods, p.keep)
@@ -108,9 +131,10 @@ func (p *Printer) PrintList(pods []*corev1.Pod) error {
 		if len(pods) == 0 {
 			return nil
 		}
+		p.column = p.workloads && p.format == Wide && slices.ContainsFunc(pods, func(pod *corev1.Pod) bool { return ws[pod.UID] != nil })
 		rows := [][]string{p.headerRow(false)}
 		for _, pod := range pods {
-			rows = append(rows, p.row(pod))
+			rows = append(rows, p.row(pod, ws[pod.UID]))
 		}
 		return p.write(p.table.format(rows...))
 	}
@@ -119,6 +143,12 @@ func (p *Printer) PrintList(pods []*corev1.Pod) error {
 // PrintPod prints one pod: a table with a header, a Kubernetes Pod object
 // for JSON and YAML, its name for Name.
 func (p *Printer) PrintPod(pod *corev1.Pod) error {
+	return p.PrintPodWorkload(pod, nil)
+}
+
+// PrintPodWorkload is PrintPod whose Wide table, WithWorkloads, prints the
+// pod's workload w.
+func (p *Printer) PrintPodWorkload(pod *corev1.Pod, w *podsv1alpha1.PodWorkload) error {
 	switch p.format {
 	case JSON, YAML:
 		o, err := object(pod, p.keep)
@@ -127,7 +157,7 @@ func (p *Printer) PrintPod(pod *corev1.Pod) error {
 		}
 		return p.writeObject(o)
 	default:
-		return p.PrintList([]*corev1.Pod{pod})
+		return p.PrintListWorkloads([]*corev1.Pod{pod}, map[types.UID]*podsv1alpha1.PodWorkload{pod.UID: w})
 	}
 }
 
@@ -173,9 +203,15 @@ func (p *Printer) PrintEvent(ev client.Event) error {
 		if len(p.table.widths) == 0 {
 			p.table.widths = []int{len("MODIFIED")} // the widest event type
 		}
+		if !p.synced {
+			// The snapshot's rows have the column until SYNCED tells
+			// whether any has a workload.
+			p.column = p.workloads && p.format == Wide
+		}
 		row := []string{typ}
 		if ev.Pod != nil {
-			row = append(row, p.row(ev.Pod)...)
+			row = append(row, p.row(ev.Pod, ev.Workload)...)
+			p.heldWorkload = p.heldWorkload || ev.Workload != nil
 		}
 		if p.synced {
 			return p.write(p.table.format(row))
@@ -185,6 +221,14 @@ func (p *Printer) PrintEvent(ev client.Event) error {
 			return nil
 		}
 		p.synced = true
+		if p.column && !p.heldWorkload {
+			p.column = false
+			for i, r := range p.held {
+				if len(r) > 1 {
+					p.held[i] = r[:len(r)-1]
+				}
+			}
+		}
 		rows := append([][]string{p.headerRow(true)}, p.held...)
 		p.held = nil
 		return p.write(p.table.format(rows...))
@@ -202,6 +246,9 @@ func (p *Printer) headerRow(event bool) []string {
 	h := []string{"NAMESPACE", "NAME", "READY", "STATUS", "RESTARTS", "AGE"}
 	if p.format == Wide {
 		h = append(h, "IP", "NODE", "UID")
+		if p.column {
+			h = append(h, "WORKLOAD")
+		}
 	}
 	if event {
 		h = append([]string{"EVENT"}, h...)
@@ -209,8 +256,8 @@ func (p *Printer) headerRow(event bool) []string {
 	return h
 }
 
-// row returns the table row of pod.
-func (p *Printer) row(pod *corev1.Pod) []string {
+// row returns the table row of pod, whose workload is w.
+func (p *Printer) row(pod *corev1.Pod, w *podsv1alpha1.PodWorkload) []string {
 	s := Summarize(pod, p.now())
 	r := []string{pod.Namespace, pod.Name, s.Ready, s.Status, s.Restarts, s.Age}
 	if p.format == Wide {
@@ -229,6 +276,9 @@ func (p *Printer) row(pod *corev1.Pod) []string {
 			uid = "<none>"
 		}
 		r = append(r, ip, node, uid)
+		if p.column {
+			r = append(r, WorkloadString(w))
+		}
 	}
 	return r
 }

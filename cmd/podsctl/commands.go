@@ -10,8 +10,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podsapi/podsapi/client/printer"
+	podsv1alpha1 "github.com/podsapi/podsapi/gen/podsapi/pods/v1alpha1"
 )
 
 // runList runs podsctl list.
@@ -21,7 +23,15 @@ func runList(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer c.Close()
-	shown, err := c.List(ctx, append(o.selectors(), o.mask())...)
+	var (
+		shown []*corev1.Pod
+		ws    map[types.UID]*podsv1alpha1.PodWorkload
+	)
+	if o.wideWorkloads() {
+		shown, ws, err = c.ListWorkloads(ctx, append(o.selectors(), o.mask())...)
+	} else {
+		shown, err = c.List(ctx, append(o.selectors(), o.mask())...)
+	}
 	if err != nil {
 		return fmt.Errorf("list: %w", err)
 	}
@@ -29,7 +39,7 @@ func runList(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stderr, "No resources found.")
 		return nil
 	}
-	return o.newPrinter(stdout).PrintList(shown)
+	return o.newPrinter(stdout).PrintListWorkloads(shown, ws)
 }
 
 // runGet runs podsctl get UID or podsctl get NAMESPACE/NAME.
@@ -43,11 +53,11 @@ func runGet(ctx context.Context, o *options, ref string, stdout io.Writer) error
 	if err != nil {
 		return fmt.Errorf("get %s: %w", ref, err)
 	}
-	pod, err := c.Get(ctx, uid, o.mask())
+	pod, w, err := c.GetWorkload(ctx, uid, o.mask())
 	if err != nil {
 		return fmt.Errorf("get %s: %w", ref, err)
 	}
-	return o.newPrinter(stdout).PrintPod(pod)
+	return o.newPrinter(stdout).PrintPodWorkload(pod, w)
 }
 
 // sortPods sorts pods by namespace, name and UID, as podsapi lists them.

@@ -29,6 +29,7 @@ type options struct {
 	allNS     bool
 	selector  string
 	fieldSel  string
+	workload  string
 
 	format printer.Format
 	labels labels.Selector
@@ -83,7 +84,9 @@ func (o *options) addFilterFlags(cmd *cobra.Command) {
 	fs.BoolVarP(&o.allNS, "all-namespaces", "A", false, "the pods of every namespace, as kubectl -A (the default without --namespace)")
 	fs.StringVarP(&o.selector, "selector", "l", "", "only the pods matching this label selector,\nsuch as app.kubernetes.io/name=web or 'app.kubernetes.io/name in (web, redis),app.kubernetes.io/component!=cache'")
 	fs.StringVar(&o.fieldSel, "field-selector", "", "only the pods matching this field selector, such as status.phase=Running,spec.restartPolicy!=Never;\nfields: "+strings.Join(client.SelectableFields, ", "))
+	fs.StringVar(&o.workload, "workload", "", "only the pods of this workload, KIND or KIND/NAME, such as Deployment/web or DaemonSet\n(podsapi only: the server resolves workloads, docs/api.md)")
 	_ = cmd.RegisterFlagCompletionFunc("namespace", o.completeNamespaces)
+	_ = cmd.RegisterFlagCompletionFunc("workload", cobra.NoFileCompletions)
 	_ = cmd.RegisterFlagCompletionFunc("selector", cobra.NoFileCompletions)
 	_ = cmd.RegisterFlagCompletionFunc("field-selector", cobra.NoFileCompletions)
 }
@@ -91,8 +94,16 @@ func (o *options) addFilterFlags(cmd *cobra.Command) {
 // selectors returns the options of --namespace, --selector and
 // --field-selector: the server filters when it can, the client otherwise.
 func (o *options) selectors() []client.CallOption {
-	return []client.CallOption{client.WithNamespace(o.namespace), client.WithLabelSelector(o.selector), client.WithFieldSelector(o.fieldSel)}
+	opts := []client.CallOption{client.WithNamespace(o.namespace), client.WithLabelSelector(o.selector), client.WithFieldSelector(o.fieldSel)}
+	if o.workload != "" {
+		kind, name, _ := strings.Cut(o.workload, "/")
+		opts = append(opts, client.WithWorkloadSelector(kind, name))
+	}
+	return opts
 }
+
+// wideWorkloads reports whether the table has a WORKLOAD column: -o wide.
+func (o *options) wideWorkloads() bool { return o.format == printer.Wide }
 
 // complete checks the flags and computes what they imply.
 func (o *options) complete() error {
@@ -109,13 +120,20 @@ func (o *options) complete() error {
 	if _, err = fields.ParseSelector(o.fieldSel); err != nil {
 		return usageError{error: fmt.Errorf("invalid --field-selector: %w", err)}
 	}
+	if kind, name, _ := strings.Cut(o.workload, "/"); o.workload != "" && (kind == "" || strings.Contains(name, "/")) {
+		return usageError{error: fmt.Errorf("invalid --workload %q: want KIND or KIND/NAME, such as Deployment/web", o.workload)}
+	}
 	return nil
 }
 
 // newPrinter returns the printer of --output to w. With --fields, JSON and
 // YAML print only the fields the mask kept, as the server sent them.
 func (o *options) newPrinter(w io.Writer) *printer.Printer {
-	return printer.New(w, o.format, printer.WithNow(now), printer.WithFields(o.jsonPaths()...))
+	opts := []printer.Option{printer.WithNow(now), printer.WithFields(o.jsonPaths()...)}
+	if o.wideWorkloads() {
+		opts = append(opts, printer.WithWorkloads())
+	}
+	return printer.New(w, o.format, opts...)
 }
 
 // jsonPaths returns the paths of --fields in the JSON shape of a pod, with

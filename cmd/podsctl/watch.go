@@ -49,9 +49,13 @@ func runWatch(ctx context.Context, o *options, wo watchOptions, stdout, stderr i
 		return err
 	}
 	defer c.Close()
+	opts := append(o.selectors(), o.mask())
+	if o.wideWorkloads() {
+		opts = append(opts, client.WithWorkloads())
+	}
 	s := &watchSession{
 		c:      c,
-		opts:   append(o.selectors(), o.mask()),
+		opts:   opts,
 		p:      o.newPrinter(stdout),
 		shown:  make(map[types.UID]*corev1.Pod),
 		stderr: stderr,

@@ -57,3 +57,60 @@ func TestFindWorkload(t *testing.T) {
 		})
 	}
 }
+
+// TestListGetWatchWorkload prints the WORKLOAD column of list, get and
+// watch in -o wide, and lists the pods of one workload with --workload.
+func TestListGetWatchWorkload(t *testing.T) {
+	yes := true
+	web := podstest.Pod("default", "web-7d9f8b6c5d-x2k4q", 1)
+	web.Labels["pod-template-hash"] = "7d9f8b6c5d"
+	cache := podstest.Pod("default", "cache-0", 2)
+	cache.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "cache", UID: "sts", Controller: &yes}}
+	r := workload.NewResolver()
+	st := store.New()
+	sink := r.Sink(st)
+	sink.Upsert(web)
+	sink.Upsert(cache)
+	sink.MarkSynced()
+	srv := podstest.Start(t, st, server.Config{Workloads: r})
+	for _, tc := range []struct {
+		name      string
+		args      []string
+		want      []string
+		wantNot   []string
+		workloads int // the WORKLOAD headers printed
+	}{
+		{name: "list wide", args: []string{"list", "-o", "wide"}, want: []string{"Deployment/web (derived)", "StatefulSet/cache"}, workloads: 1},
+		{name: "list by workload", args: []string{"list", "--workload", "StatefulSet/cache"}, want: []string{"cache-0"}, wantNot: []string{"web-"}},
+		{name: "list by kind, wide", args: []string{"list", "--workload", "Deployment", "-o", "wide"}, want: []string{"Deployment/web (derived)"}, wantNot: []string{"cache-0"}, workloads: 1},
+		{name: "get wide", args: []string{"get", "default/cache-0", "-o", "wide"}, want: []string{"StatefulSet/cache"}, workloads: 1},
+		{name: "find wide", args: []string{"find", "--ip", web.Status.PodIP, "-o", "wide"}, want: []string{"Deployment/web (derived)"}, workloads: 1},
+		{name: "list without wide", args: []string{"list"}, wantNot: []string{"Deployment/web"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			stdout, stderr, code := run(t, append([]string{"--socket", srv.SocketPath()}, tc.args...)...)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, stderr)
+			}
+			for _, s := range tc.want {
+				if !strings.Contains(stdout, s) {
+					t.Errorf("stdout\n%s\nwant it to hold %q", stdout, s)
+				}
+			}
+			for _, s := range tc.wantNot {
+				if strings.Contains(stdout, s) {
+					t.Errorf("stdout\n%s\nwant it without %q", stdout, s)
+				}
+			}
+			if n := strings.Count(stdout, "WORKLOAD"); n != tc.workloads {
+				t.Errorf("stdout\n%s\nhas %d WORKLOAD columns, want %d", stdout, n, tc.workloads)
+			}
+		})
+	}
+	t.Run("bad --workload", func(t *testing.T) {
+		_, stderr, code := run(t, "--socket", srv.SocketPath(), "list", "--workload", "/web")
+		if code == 0 || !strings.Contains(stderr, "KIND/NAME") {
+			t.Errorf("exit %d, stderr %q: want a usage error naming KIND/NAME", code, stderr)
+		}
+	})
+}

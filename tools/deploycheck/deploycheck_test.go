@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -194,6 +195,27 @@ func TestVariants(t *testing.T) {
 						return v.HostPath != nil && v.HostPath.Path == "/var/run/nri"
 					}) {
 					t.Errorf("want the host's /var/run/nri mounted at /var/run/nri")
+				}
+			},
+		},
+		{
+			variant: deploycheck.Variant{Name: "workloads", Base: "apiserver", Components: []string{"components/workloads"}},
+			check: func(t *testing.T, r rendering) {
+				if !slices.Contains(r.container().Args, "--workloads=apiserver") {
+					t.Errorf("args %q: want --workloads=apiserver", r.container().Args)
+				}
+				var rules []rbacv1.PolicyRule
+				for _, role := range r.roles {
+					if role.Name == "podsapi-workloads" {
+						rules = role.Rules
+					}
+				}
+				want := []rbacv1.PolicyRule{
+					{APIGroups: []string{"apps"}, Resources: []string{"replicasets"}, Verbs: []string{"get"}},
+					{APIGroups: []string{"batch"}, Resources: []string{"jobs"}, Verbs: []string{"get"}},
+				}
+				if !reflect.DeepEqual(rules, want) {
+					t.Errorf("ClusterRole podsapi-workloads rules %+v, want get replicasets and jobs alone", rules)
 				}
 			},
 		},

@@ -259,8 +259,16 @@ type PodListRequest struct {
 	// a selector that does not parse, fails with INVALID_ARGUMENT, reason
 	// INVALID_SELECTOR.
 	FieldSelector string `protobuf:"bytes,3,opt,name=field_selector,json=fieldSelector,proto3" json:"field_selector,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// IncludeWorkloads asks for the workload of every pod listed, in
+	// PodListResponse.workloads. It is an addition of podsapi.
+	IncludeWorkloads bool `protobuf:"varint,4,opt,name=include_workloads,json=includeWorkloads,proto3" json:"include_workloads,omitempty"`
+	// WorkloadSelector, when set, selects the pods whose workload it matches
+	// (docs/api.md, "Workloads"). It is an addition of podsapi. A server that
+	// resolves no workloads fails such a request with FAILED_PRECONDITION,
+	// reason WORKLOADS_OFF.
+	WorkloadSelector *WorkloadSelector `protobuf:"bytes,5,opt,name=workload_selector,json=workloadSelector,proto3" json:"workload_selector,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *PodListRequest) Reset() {
@@ -314,6 +322,81 @@ func (x *PodListRequest) GetFieldSelector() string {
 	return ""
 }
 
+func (x *PodListRequest) GetIncludeWorkloads() bool {
+	if x != nil {
+		return x.IncludeWorkloads
+	}
+	return false
+}
+
+func (x *PodListRequest) GetWorkloadSelector() *WorkloadSelector {
+	if x != nil {
+		return x.WorkloadSelector
+	}
+	return nil
+}
+
+// WorkloadSelector selects pods by their workload (PodWorkload). A pod
+// matches when its workload's kind equals kind and its name equals name; an
+// empty kind or name matches any, and a selector with neither selects every
+// pod that has a workload (a kind). The resolution does not matter: a
+// DERIVED or UNRESOLVED workload matches as a RESOLVED one does.
+type WorkloadSelector struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Kind is the workload's kind, as in PodWorkload.kind: "Deployment",
+	// "StatefulSet", "DaemonSet", "CronJob", "Job", "ReplicaSet", "Node" or
+	// the kind of another controller. At most 253 bytes.
+	Kind string `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
+	// Name is the workload's name, as in PodWorkload.name. At most 253 bytes.
+	Name          string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WorkloadSelector) Reset() {
+	*x = WorkloadSelector{}
+	mi := &file_kubelet_pods_v1alpha1_pods_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WorkloadSelector) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WorkloadSelector) ProtoMessage() {}
+
+func (x *WorkloadSelector) ProtoReflect() protoreflect.Message {
+	mi := &file_kubelet_pods_v1alpha1_pods_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WorkloadSelector.ProtoReflect.Descriptor instead.
+func (*WorkloadSelector) Descriptor() ([]byte, []int) {
+	return file_kubelet_pods_v1alpha1_pods_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *WorkloadSelector) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *WorkloadSelector) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
 // PodListResponse is the response of ListPods.
 type PodListResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -322,14 +405,19 @@ type PodListResponse struct {
 	// Revision is the revision of the server's pod store the list reflects.
 	// It is opaque: pass it as PodWatchRequest.resume_from to receive the
 	// changes made after the list, without listing again.
-	Revision      string `protobuf:"bytes,2,opt,name=revision,proto3" json:"revision,omitempty"`
+	Revision string `protobuf:"bytes,2,opt,name=revision,proto3" json:"revision,omitempty"`
+	// Workloads maps the UID of each pod listed to its workload, when the
+	// request set include_workloads and the server resolves workloads: the
+	// workload the server knew when it answered. A pod the server resolves no
+	// workload for is absent. It is an addition of podsapi.
+	Workloads     map[string]*PodWorkload `protobuf:"bytes,3,rep,name=workloads,proto3" json:"workloads,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *PodListResponse) Reset() {
 	*x = PodListResponse{}
-	mi := &file_kubelet_pods_v1alpha1_pods_proto_msgTypes[1]
+	mi := &file_kubelet_pods_v1alpha1_pods_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -341,7 +429,7 @@ func (x *PodListResponse) String() string {
 func (*PodListResponse) ProtoMessage() {}
 
 func (x *PodListResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kubelet_pods_v1alpha1_pods_proto_msgTypes[1]
+	mi := &file_kubelet_pods_v1alpha1_pods_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -354,7 +442,7 @@ func (x *PodListResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodListResponse.ProtoReflect.Descriptor instead.
 func (*PodListResponse) Descriptor() ([]byte, []int) {
-	return file_kubelet_pods_v1alpha1_pods_proto_rawDescGZIP(), []int{1}
+	return file_kubelet_pods_v1alpha1_pods_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *PodListResponse) GetPods() []*v1.Pod {
@@ -369,6 +457,13 @@ func (x *PodListResponse) GetRevision() string {
 		return x.Revision
 	}
 	return ""
+}
+
+func (x *PodListResponse) GetWorkloads() map[string]*PodWorkload {
+	if x != nil {
+		return x.Workloads
+	}
+	return nil
 }
 
 // PodWatchRequest is the request of WatchPods. The optional field mask travels
@@ -414,13 +509,29 @@ type PodWatchRequest struct {
 	// a fresh revision and no pod, so that an idle watcher can resume from a
 	// recent revision.
 	ProgressNotify bool `protobuf:"varint,5,opt,name=progress_notify,json=progressNotify,proto3" json:"progress_notify,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// IncludeWorkloads asks that each event about a pod carry the pod's
+	// workload, in PodWatchResponse.workload, and that a change of a pod's
+	// workload alone (an owner the API server confirmed, adopted or deleted)
+	// be sent as EVENT_TYPE_MODIFIED with the pod as it is and the revision
+	// of the last event. It is an addition of podsapi.
+	IncludeWorkloads bool `protobuf:"varint,6,opt,name=include_workloads,json=includeWorkloads,proto3" json:"include_workloads,omitempty"`
+	// WorkloadSelector, when set, selects the pods whose workload it matches,
+	// as in PodListRequest.workload_selector, with the semantics of the other
+	// selectors: a pod whose workload starts to match is sent as
+	// EVENT_TYPE_ADDED, one whose workload stops matching as
+	// EVENT_TYPE_DELETED, whether or not the pod itself changed. With
+	// resume_from, the server cannot tell which pods the client holds: it may
+	// send EVENT_TYPE_DELETED for a pod the client never received. It is an
+	// addition of podsapi. A server that resolves no workloads fails such a
+	// request with FAILED_PRECONDITION, reason WORKLOADS_OFF.
+	WorkloadSelector *WorkloadSelector `protobuf:"bytes,7,opt,name=workload_selector,json=workloadSelector,proto3" json:"workload_selector,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *PodWatchRequest) Reset() {
 	*x = PodWatchRequest{}
-	mi := &file_kubelet_pods_v1alpha1_pods_proto_msgTypes[2]
+	mi := &file_kubelet_pods_v1alpha1_pods_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -432,7 +543,7 @@ func (x *PodWatchRequest) String() string {
 func (*PodWatchRequest) ProtoMessage() {}
 
 func (x *PodWatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kubelet_pods_v1alpha1_pods_proto_msgTypes[2]
+	mi := &file_kubelet_pods_v1alpha1_pods_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -445,7 +556,7 @@ func (x *PodWatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodWatchRequest.ProtoReflect.Descriptor instead.
 func (*PodWatchRequest) Descriptor() ([]byte, []int) {
-	return file_kubelet_pods_v1alpha1_pods_proto_rawDescGZIP(), []int{2}
+	return file_kubelet_pods_v1alpha1_pods_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *PodWatchRequest) GetNamespace() string {
@@ -483,6 +594,20 @@ func (x *PodWatchRequest) GetProgressNotify() bool {
 	return false
 }
 
+func (x *PodWatchRequest) GetIncludeWorkloads() bool {
+	if x != nil {
+		return x.IncludeWorkloads
+	}
+	return false
+}
+
+func (x *PodWatchRequest) GetWorkloadSelector() *WorkloadSelector {
+	if x != nil {
+		return x.WorkloadSelector
+	}
+	return nil
+}
+
 // PodWatchResponse is one event of a WatchPods stream.
 type PodWatchResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -501,14 +626,18 @@ type PodWatchResponse struct {
 	// PodWatchRequest.resume_from). The events of the initial snapshot carry
 	// the revision of the snapshot; resume only from the revision of
 	// EVENT_TYPE_INITIAL_SYNC_COMPLETE or of a later event.
-	Revision      string `protobuf:"bytes,3,opt,name=revision,proto3" json:"revision,omitempty"`
+	Revision string `protobuf:"bytes,3,opt,name=revision,proto3" json:"revision,omitempty"`
+	// Workload is the workload of the pod, when the request set
+	// include_workloads and the server resolves one for the pod: the workload
+	// the server knew when it sent the event. It is an addition of podsapi.
+	Workload      *PodWorkload `protobuf:"bytes,4,opt,name=workload,proto3" json:"workload,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *PodWatchResponse) Reset() {
 	*x = PodWatchResponse{}
-	mi := &file_kubelet_pods_v1alpha1_pods_proto_msgTypes[3]
+	mi := &file_kubelet_pods_v1alpha1_pods_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -520,7 +649,7 @@ func (x *PodWatchResponse) String() string {
 func (*PodWatchResponse) ProtoMessage() {}
 
 func (x *PodWatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kubelet_pods_v1alpha1_pods_proto_msgTypes[3]
+	mi := &file_kubelet_pods_v1alpha1_pods_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -533,7 +662,7 @@ func (x *PodWatchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodWatchResponse.ProtoReflect.Descriptor instead.
 func (*PodWatchResponse) Descriptor() ([]byte, []int) {
-	return file_kubelet_pods_v1alpha1_pods_proto_rawDescGZIP(), []int{3}
+	return file_kubelet_pods_v1alpha1_pods_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *PodWatchResponse) GetPod() *v1.Pod {
@@ -557,6 +686,13 @@ func (x *PodWatchResponse) GetRevision() string {
 	return ""
 }
 
+func (x *PodWatchResponse) GetWorkload() *PodWorkload {
+	if x != nil {
+		return x.Workload
+	}
+	return nil
+}
+
 // PodGetRequest is the request of GetPod. The optional field mask travels in
 // the gRPC metadata.
 type PodGetRequest struct {
@@ -572,7 +708,7 @@ type PodGetRequest struct {
 
 func (x *PodGetRequest) Reset() {
 	*x = PodGetRequest{}
-	mi := &file_kubelet_pods_v1alpha1_pods_proto_msgTypes[4]
+	mi := &file_kubelet_pods_v1alpha1_pods_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -584,7 +720,7 @@ func (x *PodGetRequest) String() string {
 func (*PodGetRequest) ProtoMessage() {}
 
 func (x *PodGetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kubelet_pods_v1alpha1_pods_proto_msgTypes[4]
+	mi := &file_kubelet_pods_v1alpha1_pods_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -597,7 +733,7 @@ func (x *PodGetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodGetRequest.ProtoReflect.Descriptor instead.
 func (*PodGetRequest) Descriptor() ([]byte, []int) {
-	return file_kubelet_pods_v1alpha1_pods_proto_rawDescGZIP(), []int{4}
+	return file_kubelet_pods_v1alpha1_pods_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *PodGetRequest) GetPodUID() string {
@@ -622,7 +758,7 @@ type PodGetResponse struct {
 
 func (x *PodGetResponse) Reset() {
 	*x = PodGetResponse{}
-	mi := &file_kubelet_pods_v1alpha1_pods_proto_msgTypes[5]
+	mi := &file_kubelet_pods_v1alpha1_pods_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -634,7 +770,7 @@ func (x *PodGetResponse) String() string {
 func (*PodGetResponse) ProtoMessage() {}
 
 func (x *PodGetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kubelet_pods_v1alpha1_pods_proto_msgTypes[5]
+	mi := &file_kubelet_pods_v1alpha1_pods_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -647,7 +783,7 @@ func (x *PodGetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodGetResponse.ProtoReflect.Descriptor instead.
 func (*PodGetResponse) Descriptor() ([]byte, []int) {
-	return file_kubelet_pods_v1alpha1_pods_proto_rawDescGZIP(), []int{5}
+	return file_kubelet_pods_v1alpha1_pods_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *PodGetResponse) GetPod() *v1.Pod {
@@ -708,7 +844,7 @@ type PodFindRequest struct {
 
 func (x *PodFindRequest) Reset() {
 	*x = PodFindRequest{}
-	mi := &file_kubelet_pods_v1alpha1_pods_proto_msgTypes[6]
+	mi := &file_kubelet_pods_v1alpha1_pods_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -720,7 +856,7 @@ func (x *PodFindRequest) String() string {
 func (*PodFindRequest) ProtoMessage() {}
 
 func (x *PodFindRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kubelet_pods_v1alpha1_pods_proto_msgTypes[6]
+	mi := &file_kubelet_pods_v1alpha1_pods_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -733,7 +869,7 @@ func (x *PodFindRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodFindRequest.ProtoReflect.Descriptor instead.
 func (*PodFindRequest) Descriptor() ([]byte, []int) {
-	return file_kubelet_pods_v1alpha1_pods_proto_rawDescGZIP(), []int{6}
+	return file_kubelet_pods_v1alpha1_pods_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *PodFindRequest) GetKey() isPodFindRequest_Key {
@@ -874,7 +1010,7 @@ type PodFindResponse struct {
 
 func (x *PodFindResponse) Reset() {
 	*x = PodFindResponse{}
-	mi := &file_kubelet_pods_v1alpha1_pods_proto_msgTypes[7]
+	mi := &file_kubelet_pods_v1alpha1_pods_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -886,7 +1022,7 @@ func (x *PodFindResponse) String() string {
 func (*PodFindResponse) ProtoMessage() {}
 
 func (x *PodFindResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kubelet_pods_v1alpha1_pods_proto_msgTypes[7]
+	mi := &file_kubelet_pods_v1alpha1_pods_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -899,7 +1035,7 @@ func (x *PodFindResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodFindResponse.ProtoReflect.Descriptor instead.
 func (*PodFindResponse) Descriptor() ([]byte, []int) {
-	return file_kubelet_pods_v1alpha1_pods_proto_rawDescGZIP(), []int{7}
+	return file_kubelet_pods_v1alpha1_pods_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *PodFindResponse) GetMatches() []*PodMatch {
@@ -951,7 +1087,7 @@ type PodMatch struct {
 
 func (x *PodMatch) Reset() {
 	*x = PodMatch{}
-	mi := &file_kubelet_pods_v1alpha1_pods_proto_msgTypes[8]
+	mi := &file_kubelet_pods_v1alpha1_pods_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -963,7 +1099,7 @@ func (x *PodMatch) String() string {
 func (*PodMatch) ProtoMessage() {}
 
 func (x *PodMatch) ProtoReflect() protoreflect.Message {
-	mi := &file_kubelet_pods_v1alpha1_pods_proto_msgTypes[8]
+	mi := &file_kubelet_pods_v1alpha1_pods_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -976,7 +1112,7 @@ func (x *PodMatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodMatch.ProtoReflect.Descriptor instead.
 func (*PodMatch) Descriptor() ([]byte, []int) {
-	return file_kubelet_pods_v1alpha1_pods_proto_rawDescGZIP(), []int{8}
+	return file_kubelet_pods_v1alpha1_pods_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *PodMatch) GetPod() *v1.Pod {
@@ -1045,7 +1181,7 @@ type PodWorkload struct {
 
 func (x *PodWorkload) Reset() {
 	*x = PodWorkload{}
-	mi := &file_kubelet_pods_v1alpha1_pods_proto_msgTypes[9]
+	mi := &file_kubelet_pods_v1alpha1_pods_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1057,7 +1193,7 @@ func (x *PodWorkload) String() string {
 func (*PodWorkload) ProtoMessage() {}
 
 func (x *PodWorkload) ProtoReflect() protoreflect.Message {
-	mi := &file_kubelet_pods_v1alpha1_pods_proto_msgTypes[9]
+	mi := &file_kubelet_pods_v1alpha1_pods_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1070,7 +1206,7 @@ func (x *PodWorkload) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodWorkload.ProtoReflect.Descriptor instead.
 func (*PodWorkload) Descriptor() ([]byte, []int) {
-	return file_kubelet_pods_v1alpha1_pods_proto_rawDescGZIP(), []int{9}
+	return file_kubelet_pods_v1alpha1_pods_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *PodWorkload) GetKind() string {
@@ -1098,25 +1234,37 @@ var File_kubelet_pods_v1alpha1_pods_proto protoreflect.FileDescriptor
 
 const file_kubelet_pods_v1alpha1_pods_proto_rawDesc = "" +
 	"\n" +
-	" kubelet/pods/v1alpha1/pods.proto\x12\x15kubelet.pods.v1alpha1\x1a\x1egoogle/protobuf/duration.proto\x1a\"k8s.io/api/core/v1/generated.proto\"|\n" +
+	" kubelet/pods/v1alpha1/pods.proto\x12\x15kubelet.pods.v1alpha1\x1a\x1egoogle/protobuf/duration.proto\x1a\"k8s.io/api/core/v1/generated.proto\"\xff\x01\n" +
 	"\x0ePodListRequest\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12%\n" +
 	"\x0elabel_selector\x18\x02 \x01(\tR\rlabelSelector\x12%\n" +
-	"\x0efield_selector\x18\x03 \x01(\tR\rfieldSelector\"Z\n" +
+	"\x0efield_selector\x18\x03 \x01(\tR\rfieldSelector\x12+\n" +
+	"\x11include_workloads\x18\x04 \x01(\bR\x10includeWorkloads\x12T\n" +
+	"\x11workload_selector\x18\x05 \x01(\v2'.kubelet.pods.v1alpha1.WorkloadSelectorR\x10workloadSelector\":\n" +
+	"\x10WorkloadSelector\x12\x12\n" +
+	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\"\x91\x02\n" +
 	"\x0fPodListResponse\x12+\n" +
 	"\x04pods\x18\x01 \x03(\v2\x17.k8s.io.api.core.v1.PodR\x04pods\x12\x1a\n" +
-	"\brevision\x18\x02 \x01(\tR\brevision\"\xc7\x01\n" +
+	"\brevision\x18\x02 \x01(\tR\brevision\x12S\n" +
+	"\tworkloads\x18\x03 \x03(\v25.kubelet.pods.v1alpha1.PodListResponse.WorkloadsEntryR\tworkloads\x1a`\n" +
+	"\x0eWorkloadsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x128\n" +
+	"\x05value\x18\x02 \x01(\v2\".kubelet.pods.v1alpha1.PodWorkloadR\x05value:\x028\x01\"\xca\x02\n" +
 	"\x0fPodWatchRequest\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12%\n" +
 	"\x0elabel_selector\x18\x02 \x01(\tR\rlabelSelector\x12%\n" +
 	"\x0efield_selector\x18\x03 \x01(\tR\rfieldSelector\x12\x1f\n" +
 	"\vresume_from\x18\x04 \x01(\tR\n" +
 	"resumeFrom\x12'\n" +
-	"\x0fprogress_notify\x18\x05 \x01(\bR\x0eprogressNotify\"\x8f\x01\n" +
+	"\x0fprogress_notify\x18\x05 \x01(\bR\x0eprogressNotify\x12+\n" +
+	"\x11include_workloads\x18\x06 \x01(\bR\x10includeWorkloads\x12T\n" +
+	"\x11workload_selector\x18\a \x01(\v2'.kubelet.pods.v1alpha1.WorkloadSelectorR\x10workloadSelector\"\xcf\x01\n" +
 	"\x10PodWatchResponse\x12)\n" +
 	"\x03pod\x18\x01 \x01(\v2\x17.k8s.io.api.core.v1.PodR\x03pod\x124\n" +
 	"\x04type\x18\x02 \x01(\x0e2 .kubelet.pods.v1alpha1.EventTypeR\x04type\x12\x1a\n" +
-	"\brevision\x18\x03 \x01(\tR\brevision\"'\n" +
+	"\brevision\x18\x03 \x01(\tR\brevision\x12>\n" +
+	"\bworkload\x18\x04 \x01(\v2\".kubelet.pods.v1alpha1.PodWorkloadR\bworkload\"'\n" +
 	"\rPodGetRequest\x12\x16\n" +
 	"\x06podUID\x18\x01 \x01(\tR\x06podUID\"{\n" +
 	"\x0ePodGetResponse\x12)\n" +
@@ -1184,49 +1332,56 @@ func file_kubelet_pods_v1alpha1_pods_proto_rawDescGZIP() []byte {
 }
 
 var file_kubelet_pods_v1alpha1_pods_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_kubelet_pods_v1alpha1_pods_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
+var file_kubelet_pods_v1alpha1_pods_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
 var file_kubelet_pods_v1alpha1_pods_proto_goTypes = []any{
 	(WorkloadResolution)(0),     // 0: kubelet.pods.v1alpha1.WorkloadResolution
 	(MatchSource)(0),            // 1: kubelet.pods.v1alpha1.MatchSource
 	(EventType)(0),              // 2: kubelet.pods.v1alpha1.EventType
 	(*PodListRequest)(nil),      // 3: kubelet.pods.v1alpha1.PodListRequest
-	(*PodListResponse)(nil),     // 4: kubelet.pods.v1alpha1.PodListResponse
-	(*PodWatchRequest)(nil),     // 5: kubelet.pods.v1alpha1.PodWatchRequest
-	(*PodWatchResponse)(nil),    // 6: kubelet.pods.v1alpha1.PodWatchResponse
-	(*PodGetRequest)(nil),       // 7: kubelet.pods.v1alpha1.PodGetRequest
-	(*PodGetResponse)(nil),      // 8: kubelet.pods.v1alpha1.PodGetResponse
-	(*PodFindRequest)(nil),      // 9: kubelet.pods.v1alpha1.PodFindRequest
-	(*PodFindResponse)(nil),     // 10: kubelet.pods.v1alpha1.PodFindResponse
-	(*PodMatch)(nil),            // 11: kubelet.pods.v1alpha1.PodMatch
-	(*PodWorkload)(nil),         // 12: kubelet.pods.v1alpha1.PodWorkload
-	(*v1.Pod)(nil),              // 13: k8s.io.api.core.v1.Pod
-	(*durationpb.Duration)(nil), // 14: google.protobuf.Duration
+	(*WorkloadSelector)(nil),    // 4: kubelet.pods.v1alpha1.WorkloadSelector
+	(*PodListResponse)(nil),     // 5: kubelet.pods.v1alpha1.PodListResponse
+	(*PodWatchRequest)(nil),     // 6: kubelet.pods.v1alpha1.PodWatchRequest
+	(*PodWatchResponse)(nil),    // 7: kubelet.pods.v1alpha1.PodWatchResponse
+	(*PodGetRequest)(nil),       // 8: kubelet.pods.v1alpha1.PodGetRequest
+	(*PodGetResponse)(nil),      // 9: kubelet.pods.v1alpha1.PodGetResponse
+	(*PodFindRequest)(nil),      // 10: kubelet.pods.v1alpha1.PodFindRequest
+	(*PodFindResponse)(nil),     // 11: kubelet.pods.v1alpha1.PodFindResponse
+	(*PodMatch)(nil),            // 12: kubelet.pods.v1alpha1.PodMatch
+	(*PodWorkload)(nil),         // 13: kubelet.pods.v1alpha1.PodWorkload
+	nil,                         // 14: kubelet.pods.v1alpha1.PodListResponse.WorkloadsEntry
+	(*v1.Pod)(nil),              // 15: k8s.io.api.core.v1.Pod
+	(*durationpb.Duration)(nil), // 16: google.protobuf.Duration
 }
 var file_kubelet_pods_v1alpha1_pods_proto_depIdxs = []int32{
-	13, // 0: kubelet.pods.v1alpha1.PodListResponse.pods:type_name -> k8s.io.api.core.v1.Pod
-	13, // 1: kubelet.pods.v1alpha1.PodWatchResponse.pod:type_name -> k8s.io.api.core.v1.Pod
-	2,  // 2: kubelet.pods.v1alpha1.PodWatchResponse.type:type_name -> kubelet.pods.v1alpha1.EventType
-	13, // 3: kubelet.pods.v1alpha1.PodGetResponse.pod:type_name -> k8s.io.api.core.v1.Pod
-	12, // 4: kubelet.pods.v1alpha1.PodGetResponse.workload:type_name -> kubelet.pods.v1alpha1.PodWorkload
-	14, // 5: kubelet.pods.v1alpha1.PodFindRequest.wait:type_name -> google.protobuf.Duration
-	11, // 6: kubelet.pods.v1alpha1.PodFindResponse.matches:type_name -> kubelet.pods.v1alpha1.PodMatch
-	13, // 7: kubelet.pods.v1alpha1.PodMatch.pod:type_name -> k8s.io.api.core.v1.Pod
-	1,  // 8: kubelet.pods.v1alpha1.PodMatch.source:type_name -> kubelet.pods.v1alpha1.MatchSource
-	12, // 9: kubelet.pods.v1alpha1.PodMatch.workload:type_name -> kubelet.pods.v1alpha1.PodWorkload
-	0,  // 10: kubelet.pods.v1alpha1.PodWorkload.resolution:type_name -> kubelet.pods.v1alpha1.WorkloadResolution
-	3,  // 11: kubelet.pods.v1alpha1.Pods.ListPods:input_type -> kubelet.pods.v1alpha1.PodListRequest
-	5,  // 12: kubelet.pods.v1alpha1.Pods.WatchPods:input_type -> kubelet.pods.v1alpha1.PodWatchRequest
-	7,  // 13: kubelet.pods.v1alpha1.Pods.GetPod:input_type -> kubelet.pods.v1alpha1.PodGetRequest
-	9,  // 14: kubelet.pods.v1alpha1.Pods.FindPods:input_type -> kubelet.pods.v1alpha1.PodFindRequest
-	4,  // 15: kubelet.pods.v1alpha1.Pods.ListPods:output_type -> kubelet.pods.v1alpha1.PodListResponse
-	6,  // 16: kubelet.pods.v1alpha1.Pods.WatchPods:output_type -> kubelet.pods.v1alpha1.PodWatchResponse
-	8,  // 17: kubelet.pods.v1alpha1.Pods.GetPod:output_type -> kubelet.pods.v1alpha1.PodGetResponse
-	10, // 18: kubelet.pods.v1alpha1.Pods.FindPods:output_type -> kubelet.pods.v1alpha1.PodFindResponse
-	15, // [15:19] is the sub-list for method output_type
-	11, // [11:15] is the sub-list for method input_type
-	11, // [11:11] is the sub-list for extension type_name
-	11, // [11:11] is the sub-list for extension extendee
-	0,  // [0:11] is the sub-list for field type_name
+	4,  // 0: kubelet.pods.v1alpha1.PodListRequest.workload_selector:type_name -> kubelet.pods.v1alpha1.WorkloadSelector
+	15, // 1: kubelet.pods.v1alpha1.PodListResponse.pods:type_name -> k8s.io.api.core.v1.Pod
+	14, // 2: kubelet.pods.v1alpha1.PodListResponse.workloads:type_name -> kubelet.pods.v1alpha1.PodListResponse.WorkloadsEntry
+	4,  // 3: kubelet.pods.v1alpha1.PodWatchRequest.workload_selector:type_name -> kubelet.pods.v1alpha1.WorkloadSelector
+	15, // 4: kubelet.pods.v1alpha1.PodWatchResponse.pod:type_name -> k8s.io.api.core.v1.Pod
+	2,  // 5: kubelet.pods.v1alpha1.PodWatchResponse.type:type_name -> kubelet.pods.v1alpha1.EventType
+	13, // 6: kubelet.pods.v1alpha1.PodWatchResponse.workload:type_name -> kubelet.pods.v1alpha1.PodWorkload
+	15, // 7: kubelet.pods.v1alpha1.PodGetResponse.pod:type_name -> k8s.io.api.core.v1.Pod
+	13, // 8: kubelet.pods.v1alpha1.PodGetResponse.workload:type_name -> kubelet.pods.v1alpha1.PodWorkload
+	16, // 9: kubelet.pods.v1alpha1.PodFindRequest.wait:type_name -> google.protobuf.Duration
+	12, // 10: kubelet.pods.v1alpha1.PodFindResponse.matches:type_name -> kubelet.pods.v1alpha1.PodMatch
+	15, // 11: kubelet.pods.v1alpha1.PodMatch.pod:type_name -> k8s.io.api.core.v1.Pod
+	1,  // 12: kubelet.pods.v1alpha1.PodMatch.source:type_name -> kubelet.pods.v1alpha1.MatchSource
+	13, // 13: kubelet.pods.v1alpha1.PodMatch.workload:type_name -> kubelet.pods.v1alpha1.PodWorkload
+	0,  // 14: kubelet.pods.v1alpha1.PodWorkload.resolution:type_name -> kubelet.pods.v1alpha1.WorkloadResolution
+	13, // 15: kubelet.pods.v1alpha1.PodListResponse.WorkloadsEntry.value:type_name -> kubelet.pods.v1alpha1.PodWorkload
+	3,  // 16: kubelet.pods.v1alpha1.Pods.ListPods:input_type -> kubelet.pods.v1alpha1.PodListRequest
+	6,  // 17: kubelet.pods.v1alpha1.Pods.WatchPods:input_type -> kubelet.pods.v1alpha1.PodWatchRequest
+	8,  // 18: kubelet.pods.v1alpha1.Pods.GetPod:input_type -> kubelet.pods.v1alpha1.PodGetRequest
+	10, // 19: kubelet.pods.v1alpha1.Pods.FindPods:input_type -> kubelet.pods.v1alpha1.PodFindRequest
+	5,  // 20: kubelet.pods.v1alpha1.Pods.ListPods:output_type -> kubelet.pods.v1alpha1.PodListResponse
+	7,  // 21: kubelet.pods.v1alpha1.Pods.WatchPods:output_type -> kubelet.pods.v1alpha1.PodWatchResponse
+	9,  // 22: kubelet.pods.v1alpha1.Pods.GetPod:output_type -> kubelet.pods.v1alpha1.PodGetResponse
+	11, // 23: kubelet.pods.v1alpha1.Pods.FindPods:output_type -> kubelet.pods.v1alpha1.PodFindResponse
+	20, // [20:24] is the sub-list for method output_type
+	16, // [16:20] is the sub-list for method input_type
+	16, // [16:16] is the sub-list for extension type_name
+	16, // [16:16] is the sub-list for extension extendee
+	0,  // [0:16] is the sub-list for field type_name
 }
 
 func init() { file_kubelet_pods_v1alpha1_pods_proto_init() }
@@ -1234,7 +1389,7 @@ func file_kubelet_pods_v1alpha1_pods_proto_init() {
 	if File_kubelet_pods_v1alpha1_pods_proto != nil {
 		return
 	}
-	file_kubelet_pods_v1alpha1_pods_proto_msgTypes[6].OneofWrappers = []any{
+	file_kubelet_pods_v1alpha1_pods_proto_msgTypes[7].OneofWrappers = []any{
 		(*PodFindRequest_ContainerId)(nil),
 		(*PodFindRequest_Ip)(nil),
 		(*PodFindRequest_Pid)(nil),
@@ -1247,7 +1402,7 @@ func file_kubelet_pods_v1alpha1_pods_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_kubelet_pods_v1alpha1_pods_proto_rawDesc), len(file_kubelet_pods_v1alpha1_pods_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   10,
+			NumMessages:   12,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
