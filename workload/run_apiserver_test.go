@@ -9,6 +9,22 @@ import (
 	"github.com/podsapi/podsapi/workload"
 )
 
+// runResolver returns a Resolver of opts that asks cp as resolverUser, its
+// Run loop running on the real clock until the test ends.
+func runResolver(t *testing.T, cp *kubetest.ControlPlane, opts ...workload.Option) *workload.Resolver {
+	t.Helper()
+	g, err := workload.NewGetter(cp.Config(resolverUser, cp.Host()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := workload.NewResolver(append([]workload.Option{workload.WithGetter(g)}, opts...)...)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { defer close(done); r.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return r
+}
+
 // TestRunRealClockAPIServer runs the Resolver's own loop on the real clock,
 // its intervals short, against a real kube-apiserver: it resolves a pod's
 // Deployment, keeps the answer while the API server is stopped, marks it
@@ -24,16 +40,8 @@ func TestRunRealClockAPIServer(t *testing.T) {
 	rs := w.replicaSet("web-11111111", "11111111", controller("apps/v1", "Deployment", dep.Name, dep.UID))
 	pod := w.pod("web-11111111-aaaaa", map[string]string{"pod-template-hash": "11111111"}, nil, controller("apps/v1", "ReplicaSet", rs.Name, rs.UID))
 
-	g, err := workload.NewGetter(cp.Config(resolverUser, cp.Host()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := workload.NewResolver(workload.WithGetter(g), workload.WithRefreshInterval(100*time.Millisecond),
+	r := runResolver(t, cp, workload.WithRefreshInterval(100*time.Millisecond),
 		workload.WithRetryInterval(20*time.Millisecond), workload.WithStaleAfter(300*time.Millisecond), workload.WithGetTimeout(time.Second))
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan struct{})
-	go func() { defer close(done); r.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
 	r.Observe(pod)
 
 	await := func(want workload.Workload) {

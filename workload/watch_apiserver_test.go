@@ -34,16 +34,8 @@ func TestWatchWorkloadChangesAPIServer(t *testing.T) {
 	rs := w.replicaSet("web-11111111", "11111111", controller("apps/v1", "Deployment", dep.Name, dep.UID))
 	pod := w.pod("web-11111111-aaaaa", map[string]string{"pod-template-hash": "11111111"}, nil, controller("apps/v1", "ReplicaSet", rs.Name, rs.UID))
 
-	g, err := workload.NewGetter(cp.Config(resolverUser, cp.Host()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := workload.NewResolver(workload.WithGetter(g), workload.WithRefreshInterval(100*time.Millisecond),
+	r := runResolver(t, cp, workload.WithRefreshInterval(100*time.Millisecond),
 		workload.WithRetryInterval(20*time.Millisecond), workload.WithGetTimeout(5*time.Second))
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan struct{})
-	go func() { defer close(done); r.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
 	st := store.New()
 	sink := r.Sink(st)
 	sink.Upsert(pod)

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/podsapi/podsapi/internal/rigs/podstest"
@@ -12,13 +13,15 @@ import (
 	"github.com/podsapi/podsapi/workload"
 )
 
-// TestFindWorkload prints the WORKLOAD column of find, and its annotation
-// in find's objects, from a server that resolves workloads.
-func TestFindWorkload(t *testing.T) {
+// workloadServer starts a server that resolves workloads (derived from
+// names), of two pods: web, of the Deployment web, and cache, of the
+// StatefulSet cache.
+func workloadServer(t *testing.T) (srv *server.Server, web, cache *corev1.Pod) {
+	t.Helper()
 	yes := true
-	web := podstest.Pod("default", "web-7d9f8b6c5d-x2k4q", 1)
+	web = podstest.Pod("default", "web-7d9f8b6c5d-x2k4q", 1)
 	web.Labels["pod-template-hash"] = "7d9f8b6c5d"
-	cache := podstest.Pod("default", "cache-0", 2)
+	cache = podstest.Pod("default", "cache-0", 2)
 	cache.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "cache", UID: "sts", Controller: &yes}}
 	r := workload.NewResolver()
 	st := store.New()
@@ -26,7 +29,13 @@ func TestFindWorkload(t *testing.T) {
 	sink.Upsert(web)
 	sink.Upsert(cache)
 	sink.MarkSynced()
-	srv := podstest.Start(t, st, server.Config{Workloads: r})
+	return podstest.Start(t, st, server.Config{Workloads: r}), web, cache
+}
+
+// TestFindWorkload prints the WORKLOAD column of find, and its annotation
+// in find's objects, from a server that resolves workloads.
+func TestFindWorkload(t *testing.T) {
+	srv, web, cache := workloadServer(t)
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -58,21 +67,10 @@ func TestFindWorkload(t *testing.T) {
 	}
 }
 
-// TestListGetWatchWorkload prints the WORKLOAD column of list, get and
-// watch in -o wide, and lists the pods of one workload with --workload.
-func TestListGetWatchWorkload(t *testing.T) {
-	yes := true
-	web := podstest.Pod("default", "web-7d9f8b6c5d-x2k4q", 1)
-	web.Labels["pod-template-hash"] = "7d9f8b6c5d"
-	cache := podstest.Pod("default", "cache-0", 2)
-	cache.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "cache", UID: "sts", Controller: &yes}}
-	r := workload.NewResolver()
-	st := store.New()
-	sink := r.Sink(st)
-	sink.Upsert(web)
-	sink.Upsert(cache)
-	sink.MarkSynced()
-	srv := podstest.Start(t, st, server.Config{Workloads: r})
+// TestListGetWorkload prints the WORKLOAD column of list, get and find in
+// -o wide, once, and lists the pods of one workload with --workload.
+func TestListGetWorkload(t *testing.T) {
+	srv, web, _ := workloadServer(t)
 	for _, tc := range []struct {
 		name      string
 		args      []string
