@@ -129,9 +129,10 @@ type workloadWatch struct {
 
 // newWorkloadWatch returns the workloadWatch of a call with opts, registered
 // with the handler's WorkloadNotifier if it has one, or nil when the call
-// asks nothing of workloads. Call end when the call ends.
+// asks nothing of workloads or the handler answers none (a selector was
+// refused before). Call end when the call ends.
 func (h *handler) newWorkloadWatch(opts workloadOptions) *workloadWatch {
-	if !opts.any() {
+	if !opts.any() || h.workloads == nil {
 		return nil
 	}
 	ww := &workloadWatch{opts: opts, pending: map[types.UID]struct{}{}, changed: make(chan struct{}, 1), stop: func() {}}
