@@ -70,7 +70,7 @@ func (h *handler) newWorkloadOptions(include bool, sel *podsv1alpha1.WorkloadSel
 	return o, nil
 }
 
-// selects reports whether the pod uid is selected: its workload has a
+// selectsWorkload reports whether s selects the pod uid: its workload has a
 // kind, and the kind and name the selector asks (an empty one matches any).
 func (h *handler) selectsWorkload(s *workloadSelector, uid types.UID) bool {
 	if s == nil {
