@@ -83,32 +83,32 @@ test-busy: ## Run make test twice in a row while two busy loops hold both cores,
 
 .PHONY: bench
 bench: ## Measure ours against the baselines over real sockets and write docs/benchmarks.md (about 6 minutes).
-	go run ./internal/rigs/cmd/bench --json docs/bench-results.json --svg docs/bench-list-latency.svg --md docs/benchmarks.md
+	go run ./test/cmd/bench --json docs/bench-results.json --svg docs/bench-list-latency.svg --md docs/benchmarks.md
 
 .PHONY: bench-quick
 bench-quick: ## The same measurements with small sizes (about a minute and a half), written to build/.
 	@mkdir -p build
-	go run ./internal/rigs/cmd/bench --quick --json build/bench-results.json --svg build/bench-list-latency.svg --md build/benchmarks.md
+	go run ./test/cmd/bench --quick --json build/bench-results.json --svg build/bench-list-latency.svg --md build/benchmarks.md
 
 .PHONY: bench-ab
 bench-ab: ## Measure the tree against BASE (a git revision), interleaved: the bench of each, built apart, run in turn BENCH_AB_ROUNDS times (default 3, about 2 minutes a round on 2 cores), each measurement as new ÷ old with its spread.
 	@test -n '$(BASE)' || { echo 'make bench-ab needs BASE=<revision>'; exit 2; }
-	go run ./internal/rigs/cmd/benchab --base '$(BASE)' --rounds $(or $(BENCH_AB_ROUNDS),3) $(BENCH_AB_ARGS)
+	go run ./test/cmd/benchab --base '$(BASE)' --rounds $(or $(BENCH_AB_ROUNDS),3) $(BENCH_AB_ARGS)
 
 .PHONY: bench-kubelet
-bench-kubelet: kubelet-tools ## Measure podsapi side by side with a real kubelet (110 static pods, about 3 minutes) into internal/rigs/bench/kubelet.md, which make bench puts in docs/benchmarks.md.
-	PODSAPI_KUBE_BIN="$(KUBELET_BIN)" PODSAPI_BENCH_KUBELET="$(CURDIR)/internal/rigs/bench/kubelet.md" \
-		go test -count=1 -timeout 20m -run '^TestSideBySide$$' ./internal/rigs/realkubelet/
+bench-kubelet: kubelet-tools ## Measure podsapi side by side with a real kubelet (110 static pods, about 3 minutes) into test/bench/kubelet.md, which make bench puts in docs/benchmarks.md.
+	PODSAPI_KUBE_BIN="$(KUBELET_BIN)" PODSAPI_BENCH_KUBELET="$(CURDIR)/test/bench/kubelet.md" \
+		go test -count=1 -timeout 20m -run '^TestSideBySide$$' ./test/realkubelet/
 
 .PHONY: bench-nri
-bench-nri: kube-bin kubelet-tools ## Measure how long after a container's creation FindPods finds it, with and without NRI, through kubelet-grpc and apiserver in one run on a real node (namespaces of its own; Linux, root; about 3 minutes) into internal/rigs/bench/nri-window.md, which make bench puts in docs/benchmarks.md.
-	PODSAPI_KUBE_BIN='$(KUBE_BIN)' PODSAPI_KUBELET_BIN='$(KUBELET_BIN)' PODSAPI_BENCH_NRI='$(CURDIR)/internal/rigs/bench/nri-window.md' \
-		go test -count=1 -v -timeout 20m -run '^TestNRIWindow$$' ./internal/rigs/e2enode
+bench-nri: kube-bin kubelet-tools ## Measure how long after a container's creation FindPods finds it, with and without NRI, through kubelet-grpc and apiserver in one run on a real node (namespaces of its own; Linux, root; about 3 minutes) into test/bench/nri-window.md, which make bench puts in docs/benchmarks.md.
+	PODSAPI_KUBE_BIN='$(KUBE_BIN)' PODSAPI_KUBELET_BIN='$(KUBELET_BIN)' PODSAPI_BENCH_NRI='$(CURDIR)/test/bench/nri-window.md' \
+		go test -count=1 -v -timeout 20m -run '^TestNRIWindow$$' ./test/e2enode
 
 .PHONY: bench-findwait
-bench-findwait: ## Measure FindPods that waits against agents polling FindPods every 500 ms and every 50 ms: the answer's delay after the container became known, and the calls made (about 1 minute), into internal/rigs/bench/findwait.md, which make bench puts in docs/benchmarks.md.
-	PODSAPI_BENCH_FINDWAIT='$(CURDIR)/internal/rigs/bench/findwait.md' \
-		go test -count=1 -v -timeout 10m -run '^TestFindWaitAgainstPolling$$' ./internal/rigs/bench
+bench-findwait: ## Measure FindPods that waits against agents polling FindPods every 500 ms and every 50 ms: the answer's delay after the container became known, and the calls made (about 1 minute), into test/bench/findwait.md, which make bench puts in docs/benchmarks.md.
+	PODSAPI_BENCH_FINDWAIT='$(CURDIR)/test/bench/findwait.md' \
+		go test -count=1 -v -timeout 10m -run '^TestFindWaitAgainstPolling$$' ./test/bench
 
 .PHONY: bench-micro
 bench-micro: ## Run the Go micro-benchmarks of every package.
@@ -159,7 +159,7 @@ kube-bin-dir: ## Print KUBE_BIN, the directory of make kube-bin's binaries (for 
 
 .PHONY: test-apiserver
 test-apiserver: kube-bin ## Run the tests against a real kube-apiserver and etcd (started on loopback by the tests, stopped by PID), and those of an unchanged kubectl v1.37.2.
-	PODSAPI_KUBE_BIN='$(KUBE_BIN)' go test -race -count=1 -timeout 20m -run 'APIServer|Kubectl' -v ./internal/rigs/kubetest ./source/apiserver ./kubeapi ./kubeapi/door ./cmd/podsapi-server ./workload
+	PODSAPI_KUBE_BIN='$(KUBE_BIN)' go test -race -count=1 -timeout 20m -run 'APIServer|Kubectl' -v ./test/kubetest ./source/apiserver ./kubeapi ./kubeapi/door ./cmd/podsapi-server ./workload
 
 # INTEG_BIN is where make integrations caches podsapi-server and the test
 # binaries of the integrations module (go test -c, one per package; without
@@ -203,9 +203,9 @@ docs: ## Rewrite the tables of docs/ that the code defines: the flags of docs/se
 	go test -count=1 -run '^TestDocs' ./cmd/podsapi-server -update
 
 .PHONY: docs-check
-docs-check: ## Run the shell blocks of the README and docs/ as written against a temporary server, make run twice and make install (internal/rigs/docscheck; CI runs it).
+docs-check: ## Run the shell blocks of the README and docs/ as written against a temporary server, make run twice and make install (test/docscheck; CI runs it).
 	go build -modfile=tools/go.mod -o bin/grpcurl github.com/fullstorydev/grpcurl/cmd/grpcurl
-	PODSAPI_DOCS_CHECK=1 PODSAPI_GRPCURL='$(CURDIR)/bin/grpcurl' go test -count=1 -timeout 20m -v ./internal/rigs/docscheck
+	PODSAPI_DOCS_CHECK=1 PODSAPI_GRPCURL='$(CURDIR)/bin/grpcurl' go test -count=1 -timeout 20m -v ./test/docscheck
 
 # BENCH_APISERVER_ARGS sizes make bench-apiserver down, or up: the test's
 # flags -apiserver-agents (default 10,50), -apiserver-fleet-nodes (50; 0
@@ -214,9 +214,9 @@ docs-check: ## Run the shell blocks of the README and docs/ as written against a
 BENCH_APISERVER_ARGS ?=
 
 .PHONY: bench-apiserver
-bench-apiserver: kube-bin ## Measure the API server's load, 10 and 50 agents direct, through podsapi or through its front door, and a fleet of 50 nodes (BENCH_APISERVER_ARGS sizes it down), into internal/rigs/bench/apiserver.md (docs/benchmarks.md embeds it; about 4 minutes).
-	PODSAPI_KUBE_BIN='$(KUBE_BIN)' go test -count=1 -timeout 20m -run '^TestAPIServerLoad$$' -v ./internal/rigs/bench \
-		-args -apiserver-load='$(CURDIR)/internal/rigs/bench/apiserver.md' $(BENCH_APISERVER_ARGS)
+bench-apiserver: kube-bin ## Measure the API server's load, 10 and 50 agents direct, through podsapi or through its front door, and a fleet of 50 nodes (BENCH_APISERVER_ARGS sizes it down), into test/bench/apiserver.md (docs/benchmarks.md embeds it; about 4 minutes).
+	PODSAPI_KUBE_BIN='$(KUBE_BIN)' go test -count=1 -timeout 20m -run '^TestAPIServerLoad$$' -v ./test/bench \
+		-args -apiserver-load='$(CURDIR)/test/bench/apiserver.md' $(BENCH_APISERVER_ARGS)
 
 # KUBELET_BIN is where make kubelet-tools builds the kubelet (k8s.io/kubernetes
 # v1.37.2 cmd/kubelet) and fakecri: a directory named by a digest of
@@ -243,7 +243,7 @@ kubelet-tools: ## Build the real kubelet v1.37.2 and fakecri (upstream's fake CR
 .PHONY: conformance-kubelet
 conformance-kubelet: kubelet-tools ## Judge a real kubelet v1.37.2 (standalone, fake CRI, confined with unshare; Linux, root) with the suite, and podsapi over it through both kubelet sources (CONFORMANCE_RUN=regexp).
 	@# In the package's directory, so that go test streams the progress.
-	cd internal/rigs/realkubelet && PODSAPI_KUBE_BIN="$(KUBELET_BIN)" CONFORMANCE_RUN='$(CONFORMANCE_RUN)' \
+	cd test/realkubelet && PODSAPI_KUBE_BIN="$(KUBELET_BIN)" CONFORMANCE_RUN='$(CONFORMANCE_RUN)' \
 		go test -count=1 -timeout 40m
 
 # E2E_NODE_BIN is where make e2e-node-bin caches upstream's node end-to-end
@@ -274,7 +274,7 @@ E2E_NODE_TARGET ?=
 e2e-node: kube-bin kubelet-tools e2e-node-bin ## Run upstream's node e2e "Kubelet Pods API" specs, unchanged, on a real node (kube-apiserver, etcd, a registered kubelet; in namespaces of its own; Linux, root) against the kubelet, then podsapi through each source; output in build/e2e-node (E2E_NODE_TARGET=regexp).
 	@mkdir -p build/e2e-node
 	@# In the package's directory, so that go test streams the progress.
-	cd internal/rigs/e2enode && PODSAPI_E2E_NODE_BIN='$(E2E_NODE_BIN)' PODSAPI_KUBE_BIN='$(KUBE_BIN)' \
+	cd test/e2enode && PODSAPI_E2E_NODE_BIN='$(E2E_NODE_BIN)' PODSAPI_KUBE_BIN='$(KUBE_BIN)' \
 		PODSAPI_KUBELET_BIN='$(KUBELET_BIN)' PODSAPI_E2E_NODE_OUT='$(CURDIR)/build/e2e-node' \
 		go test -count=1 -v -timeout 60m -run '^TestUpstreamPodsAPI$$/$(E2E_NODE_TARGET)'
 
@@ -284,7 +284,7 @@ SOAK ?= 1h
 
 .PHONY: soak-kubelet
 soak-kubelet: kubelet-tools ## Keep two podsapi-servers on a real kubelet through --source=kubelet-grpc for SOAK (1h): no GOAWAY, no reconnect, and an image change still arrives at the end.
-	cd internal/rigs/realkubelet && PODSAPI_KUBE_BIN="$(KUBELET_BIN)" PODSAPI_SOAK='$(SOAK)' \
+	cd test/realkubelet && PODSAPI_KUBE_BIN="$(KUBELET_BIN)" PODSAPI_SOAK='$(SOAK)' \
 		go test -count=1 -v -timeout 0 -run '^TestKubeletGRPCSoak$$'
 
 # SOAK_DOOR and SOAK_DOOR_INFORMERS are how long make soak-door churns the
@@ -319,7 +319,7 @@ fuzz: ## Run each fuzz target for a count of inputs (30 s or less each on a busy
 STRESS_FLAGS ?=
 .PHONY: stress
 stress: ## Attack a child server (flood, stalled watchers, churn, garbage, lockout, two root clients, snapshot loop, resume herd of 1000, distinct masks, distinct-mask CPU, unread lists) under a 256 MiB limit, a second root client (the victim) served beside each attack: a table, exit 1 on a violated invariant (STRESS_FLAGS=-duration=10s ...).
-	go run ./internal/rigs/cmd/stress $(STRESS_FLAGS)
+	go run ./test/cmd/stress $(STRESS_FLAGS)
 
 .PHONY: examples
 examples: protodeps ## Generate the TypeScript and Python example clients, run them against a temporary server, check their output.

@@ -13,7 +13,7 @@ import (
 // no CPU that the benchmarks could tell, and keeps less garbage resident:
 // with 100 watchers and 1,000 changes a second, RSS 111 MiB instead of
 // 133 MiB (GOGC=100) or 178 MiB (GOGC=200), at 6.3 to 6.7 µs of server CPU
-// per event against 7.1 to 7.3 (`go run ./internal/rigs/cmd/bench --only watch,storm,idle
+// per event against 7.1 to 7.3 (`go run ./test/cmd/bench --only watch,storm,idle
 // --watchers 100 --ours-env GOGC=N`, docs/benchmarks.md). Idle memory does
 // not change: it is live, not garbage.
 const DefaultGCPercent = 50

@@ -12,10 +12,10 @@ import (
 
 	"github.com/podsapi/podsapi/client"
 	corev1pb "github.com/podsapi/podsapi/gen/k8s.io/api/core/v1"
-	"github.com/podsapi/podsapi/internal/rigs/podstest"
-	"github.com/podsapi/podsapi/internal/rigs/sourcetest"
 	"github.com/podsapi/podsapi/server"
 	"github.com/podsapi/podsapi/store"
+	"github.com/podsapi/podsapi/test/podstest"
+	"github.com/podsapi/podsapi/test/sourcetest"
 	"github.com/podsapi/podsapi/workload"
 )
 

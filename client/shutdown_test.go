@@ -12,7 +12,7 @@ import (
 	"k8s.io/kubelet/pkg/apis/pods/v1alpha1"
 
 	"github.com/podsapi/podsapi/client"
-	"github.com/podsapi/podsapi/internal/rigs/podstest"
+	"github.com/podsapi/podsapi/test/podstest"
 )
 
 // TestKubeletWatchEnd serves the kubelet's wire from a grpc-go server that

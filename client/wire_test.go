@@ -21,9 +21,9 @@ import (
 	"github.com/podsapi/podsapi/client"
 	"github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1/v1alpha1connect"
 	"github.com/podsapi/podsapi/gen/podsapi/pods/v1alpha1/podsv1alpha1connect"
-	"github.com/podsapi/podsapi/internal/rigs/podstest"
-	"github.com/podsapi/podsapi/internal/rigs/sourcetest"
 	"github.com/podsapi/podsapi/server"
+	"github.com/podsapi/podsapi/test/podstest"
+	"github.com/podsapi/podsapi/test/sourcetest"
 )
 
 // startKubelet serves pods on a fresh socket with the kubelet's wire only,

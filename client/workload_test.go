@@ -10,9 +10,9 @@ import (
 
 	"github.com/podsapi/podsapi/client"
 	podsv1alpha1 "github.com/podsapi/podsapi/gen/podsapi/pods/v1alpha1"
-	"github.com/podsapi/podsapi/internal/rigs/podstest"
 	"github.com/podsapi/podsapi/server"
 	"github.com/podsapi/podsapi/store"
+	"github.com/podsapi/podsapi/test/podstest"
 	"github.com/podsapi/podsapi/workload"
 )
 

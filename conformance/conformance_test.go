@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/podsapi/podsapi/conformance"
-	"github.com/podsapi/podsapi/internal/rigs/testimpl"
+	"github.com/podsapi/podsapi/test/testimpl"
 )
 
 func features(im *testimpl.Impl) conformance.Features {

@@ -18,10 +18,10 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/podsapi/podsapi/internal/rigs/kubetest"
-	"github.com/podsapi/podsapi/internal/rigs/podstest"
 	"github.com/podsapi/podsapi/source/apiserver"
 	"github.com/podsapi/podsapi/store"
+	"github.com/podsapi/podsapi/test/kubetest"
+	"github.com/podsapi/podsapi/test/podstest"
 )
 
 // apiPod returns a pod to create on the API server, on node.

@@ -11,8 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/discovery"
 
-	"github.com/podsapi/podsapi/internal/rigs/podstest"
 	"github.com/podsapi/podsapi/kubeapi"
+	"github.com/podsapi/podsapi/test/podstest"
 )
 
 // TestDiscovery reads the local discovery with client-go's discovery

@@ -24,11 +24,11 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/podsapi/podsapi/internal/rigs/kubetest"
-	"github.com/podsapi/podsapi/internal/rigs/podstest"
 	"github.com/podsapi/podsapi/kubeapi"
 	"github.com/podsapi/podsapi/source/apiserver"
 	"github.com/podsapi/podsapi/store"
+	"github.com/podsapi/podsapi/test/kubetest"
+	"github.com/podsapi/podsapi/test/podstest"
 )
 
 // rawAnswer is an answer to a GET: its status code, Content-Type and body.

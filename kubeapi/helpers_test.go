@@ -14,9 +14,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/podsapi/podsapi/internal/rigs/podstest"
 	"github.com/podsapi/podsapi/kubeapi"
 	"github.com/podsapi/podsapi/store"
+	"github.com/podsapi/podsapi/test/podstest"
 )
 
 // node is the node whose pods the tests serve: podstest.Pod's.

@@ -11,9 +11,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/podsapi/podsapi/internal/rigs/kubetest"
-	"github.com/podsapi/podsapi/internal/rigs/podstest"
 	"github.com/podsapi/podsapi/kubeapi"
+	"github.com/podsapi/podsapi/test/kubetest"
+	"github.com/podsapi/podsapi/test/podstest"
 )
 
 // envKubectl names a kubectl v1.37.2 binary for TestKubectl; without it,

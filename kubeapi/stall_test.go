@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/podsapi/podsapi/internal/rigs/podstest"
 	"github.com/podsapi/podsapi/kubeapi"
+	"github.com/podsapi/podsapi/test/podstest"
 )
 
 // TestStalledWatcherFreed opens a watch from a client that never reads and

@@ -8,9 +8,9 @@ import (
 	"github.com/containerd/nri/pkg/adaptation"
 
 	"github.com/podsapi/podsapi/client"
-	"github.com/podsapi/podsapi/internal/rigs/podstest"
 	"github.com/podsapi/podsapi/server"
 	"github.com/podsapi/podsapi/store"
+	"github.com/podsapi/podsapi/test/podstest"
 )
 
 // TestFindWaitsForTheRuntime asks, through the real client, for a

@@ -13,9 +13,9 @@ import (
 	"github.com/podsapi/podsapi/budget"
 	"github.com/podsapi/podsapi/fieldmask"
 	podsv1alpha1 "github.com/podsapi/podsapi/gen/podsapi/pods/v1alpha1"
-	"github.com/podsapi/podsapi/internal/rigs/podstest"
 	"github.com/podsapi/podsapi/server"
 	"github.com/podsapi/podsapi/store"
+	"github.com/podsapi/podsapi/test/podstest"
 )
 
 // TestCachesWithinBudget is issue 25's finding 3, scaled down: ListPods

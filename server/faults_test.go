@@ -8,9 +8,9 @@ import (
 
 	"connectrpc.com/connect"
 
-	"github.com/podsapi/podsapi/internal/rigs/podstest"
 	"github.com/podsapi/podsapi/server"
 	"github.com/podsapi/podsapi/store"
+	"github.com/podsapi/podsapi/test/podstest"
 )
 
 // TestSourceStalls: the pod source sends nothing for many idle and

@@ -11,8 +11,8 @@ import (
 	corev1pb "github.com/podsapi/podsapi/gen/k8s.io/api/core/v1"
 	metav1pb "github.com/podsapi/podsapi/gen/k8s.io/apimachinery/pkg/apis/meta/v1"
 	podsv1alpha1 "github.com/podsapi/podsapi/gen/podsapi/pods/v1alpha1"
-	"github.com/podsapi/podsapi/internal/rigs/podstest"
 	"github.com/podsapi/podsapi/server"
+	"github.com/podsapi/podsapi/test/podstest"
 )
 
 // binMask returns request metadata with a binary field mask.

@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/podsapi/podsapi/internal/h2c"
-	"github.com/podsapi/podsapi/internal/rigs/podstest"
 	"github.com/podsapi/podsapi/server"
+	"github.com/podsapi/podsapi/test/podstest"
 )
 
 // recordingHandler is a slog handler that keeps the records a client must

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/podsapi/podsapi/internal/rigs/podstest"
 	"github.com/podsapi/podsapi/server"
 	"github.com/podsapi/podsapi/store"
+	"github.com/podsapi/podsapi/test/podstest"
 )
 
 // TestRealGrpcurlHealthDenied pins what docs/server.md ("Health probe")

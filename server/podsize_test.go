@@ -6,9 +6,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/podsapi/podsapi/internal/rigs/podstest"
 	"github.com/podsapi/podsapi/server"
 	"github.com/podsapi/podsapi/store"
+	"github.com/podsapi/podsapi/test/podstest"
 )
 
 // TestOversizedPodRefused: a source sending a pod over the store's bound

@@ -14,8 +14,8 @@ import (
 
 	"github.com/podsapi/podsapi/errinfo"
 	podsv1alpha1 "github.com/podsapi/podsapi/gen/podsapi/pods/v1alpha1"
-	"github.com/podsapi/podsapi/internal/rigs/podstest"
 	"github.com/podsapi/podsapi/server"
+	"github.com/podsapi/podsapi/test/podstest"
 )
 
 // TestReflection lists the services over gRPC reflection and resolves the

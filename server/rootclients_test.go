@@ -14,9 +14,9 @@ import (
 
 	"github.com/podsapi/podsapi/errinfo"
 	"github.com/podsapi/podsapi/internal/hooks"
-	"github.com/podsapi/podsapi/internal/rigs/podstest"
 	"github.com/podsapi/podsapi/server"
 	"github.com/podsapi/podsapi/socket"
+	"github.com/podsapi/podsapi/test/podstest"
 )
 
 // rootClients returns hooks under which every peer is root and the n-th

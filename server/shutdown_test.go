@@ -9,8 +9,8 @@ import (
 	"connectrpc.com/connect"
 
 	"github.com/podsapi/podsapi/errinfo"
-	"github.com/podsapi/podsapi/internal/rigs/podstest"
 	"github.com/podsapi/podsapi/server"
+	"github.com/podsapi/podsapi/test/podstest"
 )
 
 // TestShutdown stops a server with open watches: they end with UNAVAILABLE,

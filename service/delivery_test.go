@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	podsv1alpha1 "github.com/podsapi/podsapi/gen/podsapi/pods/v1alpha1"
-	"github.com/podsapi/podsapi/internal/rigs/podstest"
+	"github.com/podsapi/podsapi/test/podstest"
 )
 
 // TestWatchOrdering starts watchers while pods change concurrently and checks

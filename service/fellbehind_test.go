@@ -9,8 +9,8 @@ import (
 
 	podsv1alpha1 "github.com/podsapi/podsapi/gen/podsapi/pods/v1alpha1"
 	"github.com/podsapi/podsapi/gen/podsapi/pods/v1alpha1/podsv1alpha1connect"
-	"github.com/podsapi/podsapi/internal/rigs/podstest"
 	"github.com/podsapi/podsapi/service"
+	"github.com/podsapi/podsapi/test/podstest"
 )
 
 // TestSnapshotFellBehind drops a watcher whose client stopped reading in the

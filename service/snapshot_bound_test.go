@@ -13,8 +13,8 @@ import (
 
 	podsv1alpha1 "github.com/podsapi/podsapi/gen/podsapi/pods/v1alpha1"
 	"github.com/podsapi/podsapi/gen/podsapi/pods/v1alpha1/podsv1alpha1connect"
-	"github.com/podsapi/podsapi/internal/rigs/podstest"
 	"github.com/podsapi/podsapi/service"
+	"github.com/podsapi/podsapi/test/podstest"
 )
 
 // holderWindow is the HTTP/2 flow-control window, of the stream and of the

@@ -7,8 +7,8 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/podsapi/podsapi/internal/rigs/podstest"
 	"github.com/podsapi/podsapi/socket"
+	"github.com/podsapi/podsapi/test/podstest"
 )
 
 // TestListenOptions gives the socket a mode and a group, and the directory

@@ -18,9 +18,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/podsapi/podsapi/client"
-	"github.com/podsapi/podsapi/internal/rigs/kubetest"
-	"github.com/podsapi/podsapi/internal/rigs/podstest"
-	"github.com/podsapi/podsapi/internal/rigs/sourcetest"
 	"github.com/podsapi/podsapi/server"
 	"github.com/podsapi/podsapi/source"
 	"github.com/podsapi/podsapi/source/apiserver"
@@ -28,6 +25,9 @@ import (
 	"github.com/podsapi/podsapi/source/kubelethttp"
 	"github.com/podsapi/podsapi/source/manifest"
 	"github.com/podsapi/podsapi/store"
+	"github.com/podsapi/podsapi/test/kubetest"
+	"github.com/podsapi/podsapi/test/podstest"
+	"github.com/podsapi/podsapi/test/sourcetest"
 )
 
 // waitSource is a pod source of TestFindWaitsForEachSource: run starts it

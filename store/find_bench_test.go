@@ -5,8 +5,8 @@ import (
 	"net/netip"
 	"testing"
 
-	"github.com/podsapi/podsapi/internal/rigs/podstest"
 	"github.com/podsapi/podsapi/store"
+	"github.com/podsapi/podsapi/test/podstest"
 )
 
 // BenchmarkFind looks a pod up by each key in stores of 1,000 and 10,000

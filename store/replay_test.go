@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/podsapi/podsapi/internal/rigs/podstest"
 	"github.com/podsapi/podsapi/store"
+	"github.com/podsapi/podsapi/test/podstest"
 )
 
 // replayed reads every change of r from st, in batches of three.

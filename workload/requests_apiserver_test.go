@@ -18,7 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/podsapi/podsapi/internal/rigs/kubetest"
+	"github.com/podsapi/podsapi/test/kubetest"
 	"github.com/podsapi/podsapi/workload"
 )
 

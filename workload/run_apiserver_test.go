@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/podsapi/podsapi/internal/rigs/kubetest"
+	"github.com/podsapi/podsapi/test/kubetest"
 	"github.com/podsapi/podsapi/workload"
 )
 

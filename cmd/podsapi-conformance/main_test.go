@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/podsapi/podsapi/conformance"
-	"github.com/podsapi/podsapi/internal/rigs/testimpl"
+	"github.com/podsapi/podsapi/test/testimpl"
 )
 
 func run(t *testing.T, args ...string) (int, string) {

@@ -24,12 +24,12 @@ import (
 	v1 "github.com/podsapi/podsapi/gen/k8s.io/api/core/v1"
 	podsv1alpha1 "github.com/podsapi/podsapi/gen/podsapi/pods/v1alpha1"
 	"github.com/podsapi/podsapi/gen/podsapi/pods/v1alpha1/podsv1alpha1connect"
-	"github.com/podsapi/podsapi/internal/rigs/kubetest"
-	"github.com/podsapi/podsapi/internal/rigs/podstest"
+	"github.com/podsapi/podsapi/test/kubetest"
+	"github.com/podsapi/podsapi/test/podstest"
 )
 
 // The end-to-end test of --source=apiserver: a real kube-apiserver and etcd
-// (internal/rigs/kubetest), podsapi-server's Run with a least-privilege
+// (test/kubetest), podsapi-server's Run with a least-privilege
 // kubeconfig that reaches the API server through a loopback proxy the test
 // can cut, and a WatchPods client over the socket whose stream is replayed
 // and checked event by event.

@@ -16,8 +16,8 @@ import (
 
 	podsv1alpha1 "github.com/podsapi/podsapi/gen/podsapi/pods/v1alpha1"
 	"github.com/podsapi/podsapi/gen/podsapi/pods/v1alpha1/podsv1alpha1connect"
-	"github.com/podsapi/podsapi/internal/rigs/podstest"
 	"github.com/podsapi/podsapi/socket"
+	"github.com/podsapi/podsapi/test/podstest"
 )
 
 // syncBuffer is a bytes.Buffer safe for the server's concurrent logging,

@@ -8,9 +8,9 @@ import (
 	"connectrpc.com/connect"
 
 	"github.com/podsapi/podsapi/client"
-	"github.com/podsapi/podsapi/internal/rigs/podstest"
 	"github.com/podsapi/podsapi/server"
 	"github.com/podsapi/podsapi/store"
+	"github.com/podsapi/podsapi/test/podstest"
 )
 
 // TestProbeDeniedUser is the health check of docs/server.md as a user the

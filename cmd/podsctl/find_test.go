@@ -7,8 +7,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/podsapi/podsapi/internal/rigs/podstest"
 	"github.com/podsapi/podsapi/server"
+	"github.com/podsapi/podsapi/test/podstest"
 )
 
 // TestFind runs podsctl find with each key against a server whose

@@ -19,10 +19,10 @@ import (
 	"k8s.io/kubelet/pkg/apis/pods/v1alpha1"
 
 	"github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1/v1alpha1connect"
-	"github.com/podsapi/podsapi/internal/rigs/podstest"
-	"github.com/podsapi/podsapi/internal/rigs/sourcetest"
 	"github.com/podsapi/podsapi/server"
 	"github.com/podsapi/podsapi/store"
+	"github.com/podsapi/podsapi/test/podstest"
+	"github.com/podsapi/podsapi/test/sourcetest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files of testdata/")

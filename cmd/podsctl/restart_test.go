@@ -14,9 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/podsapi/podsapi/internal/rigs/podstest"
 	"github.com/podsapi/podsapi/server"
 	"github.com/podsapi/podsapi/store"
+	"github.com/podsapi/podsapi/test/podstest"
 )
 
 // lockedBuffer is a bytes.Buffer safe for concurrent use.

@@ -21,7 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/podsapi/podsapi/internal/rigs/kubetest"
+	"github.com/podsapi/podsapi/test/kubetest"
 )
 
 // EnvServerBin is the environment variable naming a podsapi-server binary

@@ -36,7 +36,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/podsapi/podsapi/integrations/internal/doorrig"
-	"github.com/podsapi/podsapi/internal/rigs/childproc"
+	"github.com/podsapi/podsapi/test/childproc"
 )
 
 const (

@@ -25,8 +25,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/podsapi/podsapi/internal/rigs/kubetest"
 	"github.com/podsapi/podsapi/kubeapi/door"
+	"github.com/podsapi/podsapi/test/kubetest"
 )
 
 // The door against a real kube-apiserver and etcd: tokens the API server

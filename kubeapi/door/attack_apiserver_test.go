@@ -18,8 +18,8 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/podsapi/podsapi/internal/rigs/kubetest"
 	"github.com/podsapi/podsapi/kubeapi/door"
+	"github.com/podsapi/podsapi/test/kubetest"
 )
 
 // The attacks a pod on the cluster network can make on the door without

@@ -15,9 +15,9 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/podsapi/podsapi/internal/rigs/kubetest"
 	"github.com/podsapi/podsapi/kubeapi"
 	"github.com/podsapi/podsapi/kubeapi/door"
+	"github.com/podsapi/podsapi/test/kubetest"
 )
 
 // localDouble is a test double of the door's Local side only (the real one

@@ -9,11 +9,11 @@ import (
 	"testing"
 
 	"github.com/podsapi/podsapi/guard"
-	"github.com/podsapi/podsapi/internal/rigs/kubetest"
-	"github.com/podsapi/podsapi/internal/rigs/podstest"
 	"github.com/podsapi/podsapi/kubeapi"
 	"github.com/podsapi/podsapi/kubeapi/door"
 	"github.com/podsapi/podsapi/store"
+	"github.com/podsapi/podsapi/test/kubetest"
+	"github.com/podsapi/podsapi/test/podstest"
 )
 
 // noUpstream serves the real Local side (kubeapi.Handler with local

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/podsapi/podsapi/internal/rigs/childproc"
-	"github.com/podsapi/podsapi/internal/rigs/podstest"
 	"github.com/podsapi/podsapi/store"
+	"github.com/podsapi/podsapi/test/childproc"
+	"github.com/podsapi/podsapi/test/podstest"
 )
 
 // The soak's knobs: make soak-door sets them for the run published in

@@ -14,10 +14,10 @@ import (
 	"time"
 
 	"github.com/podsapi/podsapi/guard"
-	"github.com/podsapi/podsapi/internal/rigs/podstest"
 	"github.com/podsapi/podsapi/kubeapi"
 	"github.com/podsapi/podsapi/kubeapi/door"
 	"github.com/podsapi/podsapi/store"
+	"github.com/podsapi/podsapi/test/podstest"
 )
 
 // socketTransport returns a transport of the door's UNIX socket speaking

@@ -23,11 +23,11 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/podsapi/podsapi/internal/rigs/kubetest"
-	"github.com/podsapi/podsapi/internal/rigs/podstest"
 	"github.com/podsapi/podsapi/kubeapi"
 	"github.com/podsapi/podsapi/kubeapi/door"
 	"github.com/podsapi/podsapi/store"
+	"github.com/podsapi/podsapi/test/kubetest"
+	"github.com/podsapi/podsapi/test/podstest"
 )
 
 // The watches of the door on the real clock, through its real listeners

@@ -6,8 +6,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/podsapi/podsapi/internal/rigs/sourcetest"
 	"github.com/podsapi/podsapi/source/kubeletgrpc"
+	"github.com/podsapi/podsapi/test/sourcetest"
 )
 
 // TestEventBoundFollowsMaxPodBytes: an event whose pod is larger than the

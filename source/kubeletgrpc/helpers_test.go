@@ -10,8 +10,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/podsapi/podsapi/internal/rigs/sourcetest"
 	"github.com/podsapi/podsapi/source/kubeletgrpc"
+	"github.com/podsapi/podsapi/test/sourcetest"
 )
 
 // harness runs a Source against a socket until the test ends.

@@ -14,8 +14,8 @@ import (
 	"google.golang.org/grpc"
 	"k8s.io/kubelet/pkg/apis/pods/v1alpha1"
 
-	"github.com/podsapi/podsapi/internal/rigs/sourcetest"
 	"github.com/podsapi/podsapi/source/kubeletgrpc"
+	"github.com/podsapi/podsapi/test/sourcetest"
 )
 
 // pipeListener is a net.Listener of in-memory connections (net.Pipe), so

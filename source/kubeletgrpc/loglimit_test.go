@@ -7,9 +7,9 @@ import (
 
 	"k8s.io/kubelet/pkg/apis/pods/v1alpha1"
 
-	"github.com/podsapi/podsapi/internal/rigs/sourcetest"
 	"github.com/podsapi/podsapi/source/internal/sourcelog"
 	"github.com/podsapi/podsapi/source/kubeletgrpc"
+	"github.com/podsapi/podsapi/test/sourcetest"
 )
 
 // TestRepeatedProtocolErrorsLogged: an upstream repeating the same fault

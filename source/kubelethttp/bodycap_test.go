@@ -14,8 +14,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/podsapi/podsapi/internal/rigs/sourcetest"
 	"github.com/podsapi/podsapi/source/kubelethttp"
+	"github.com/podsapi/podsapi/test/sourcetest"
 )
 
 // podList returns a valid pod list of about n bytes of JSON: one pod with

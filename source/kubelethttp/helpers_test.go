@@ -19,8 +19,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/podsapi/podsapi/internal/rigs/sourcetest"
 	"github.com/podsapi/podsapi/source/kubelethttp"
+	"github.com/podsapi/podsapi/test/sourcetest"
 )
 
 // The UIDs of the pods of testdata/.

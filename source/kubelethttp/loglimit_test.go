@@ -12,9 +12,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/podsapi/podsapi/internal/rigs/sourcetest"
 	"github.com/podsapi/podsapi/source/internal/sourcelog"
 	"github.com/podsapi/podsapi/source/kubelethttp"
+	"github.com/podsapi/podsapi/test/sourcetest"
 )
 
 // TestManyInvalidPodsLogged: a /pods listing 1,000 pods without a UID

@@ -18,8 +18,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/podsapi/podsapi/internal/rigs/sourcetest"
 	"github.com/podsapi/podsapi/source/kubelethttp"
+	"github.com/podsapi/podsapi/test/sourcetest"
 )
 
 // webFailed matches the pods of testdata/podlist-2.json.

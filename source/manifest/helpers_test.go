@@ -16,8 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/podsapi/podsapi/internal/rigs/podstest"
 	"github.com/podsapi/podsapi/source/manifest"
+	"github.com/podsapi/podsapi/test/podstest"
 )
 
 // testNode is the node name of the Sources under test.

@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/podsapi/podsapi/internal/rigs/sourcetest"
 	"github.com/podsapi/podsapi/source/internal/sourcelog"
 	"github.com/podsapi/podsapi/source/manifest"
+	"github.com/podsapi/podsapi/test/sourcetest"
 )
 
 // TestManyBadFilesLogged: a directory of 500 manifests that do not decode,

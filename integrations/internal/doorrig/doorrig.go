@@ -1,5 +1,5 @@
 // Package doorrig runs what the agents' integration tests point agents at:
-// a real kube-apiserver and etcd (internal/rigs/kubetest, from
+// a real kube-apiserver and etcd (test/kubetest, from
 // PODSAPI_KUBE_BIN) that writes an audit log of every request, and a real
 // podsapi-server process of one node (--source=apiserver) serving its front
 // door over HTTPS and its metrics on a UNIX socket.
@@ -33,7 +33,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/podsapi/podsapi/internal/rigs/kubetest"
+	"github.com/podsapi/podsapi/test/kubetest"
 )
 
 // PodsapiUser is podsapi-server's own identity at the API server: it reads
