@@ -49,7 +49,7 @@ KUBELET_PROTO_GO := staging/src/$(KUBELET_PROTO)
 
 .PHONY: help
 help: ## Describe the targets.
-	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: build
 build: ## Build podsapi-server, podsapi-conformance and podsctl into bin/, stamped with BUILD_VERSION (git describe).
@@ -126,10 +126,33 @@ conformance: ## Run the conformance suite against our server, started and restar
 		--features conformance/features/podsapi-server-kubelet.yaml --known-failing conformance/features/podsapi-server-kubelet.known-failing \
 		--junit build/conformance-kubelet.xml --json build/conformance-kubelet.json
 
-# KUBE_BIN is where make kube-bin caches kube-apiserver, etcd and kubectl,
-# built from tools/kube: a directory per hash of tools/kube's go.mod, go.sum
-# and etcd/main.go, so that a version change builds them again (about 8
-# minutes cold on 2 cores, seconds warm).
+# CACHE is where the targets that build slow, rarely changing binaries keep
+# them between runs (make kube-bin, kubelet-tools, e2e-node-bin,
+# integrations): a directory per key, so that a change builds them again and
+# a warm run only runs them.
+CACHE := $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/podsapi
+
+# cache_build is the recipe of a target that builds executables into a
+# directory of CACHE: $(call cache_build,DIR,FILES,WHAT,COMMAND) says that DIR
+# is up to date when it holds every one of FILES, and otherwise runs COMMAND,
+# timed, which builds them into "$$tmp", a new directory beside DIR (mktemp:
+# two makes never write into one), renamed to DIR when COMMAND succeeds, so
+# that DIR appears whole or not at all.
+define cache_build
+@dir='$(1)'; ok=1; for f in $(2); do [ -x "$$dir/$$f" ] || ok=; done; \
+if [ -n "$$ok" ]; then echo "$(3): cached in $$dir"; else \
+	echo "building $(3) into $$dir"; \
+	mkdir -p '$(CACHE)' && tmp=$$(mktemp -d "$$dir.XXXXXX") && trap 'rm -rf "$$tmp"' EXIT && \
+	time ( $(4) ) && rm -rf "$$dir" && mv "$$tmp" "$$dir"; \
+fi
+endef
+
+# tools/kube is the one module of the Kubernetes binaries the tests run:
+# kube-apiserver, kubectl and etcd (make kube-bin), the kubelet and fakecri
+# (make kubelet-tools) and upstream's node e2e test binary (make
+# e2e-node-bin), so that they share one set of dependency versions
+# (k8s.io/kubernetes v1.37.2's own) and the packages they have in common
+# compile once per Go build cache.
 # KUBE_VERSION is the version of k8s.io/kubernetes that tools/kube pins;
 # KUBE_LDFLAGS stamp it on kube-apiserver and kubectl as Kubernetes' own
 # builds do (hack/lib/version.sh), so that their /version and `kubectl
@@ -138,20 +161,17 @@ KUBE_VERSION := $(shell awk '$$1 == "k8s.io/kubernetes" { print $$2; exit }' too
 KUBE_LDFLAGS := $(foreach p,k8s.io/component-base/version k8s.io/client-go/pkg/version,\
 	-X $(p).gitVersion=$(KUBE_VERSION) -X $(p).gitMajor=$(patsubst v%,%,$(word 1,$(subst ., ,$(KUBE_VERSION)))) \
 	-X $(p).gitMinor=$(word 2,$(subst ., ,$(KUBE_VERSION))) -X $(p).gitTreeState=clean)
-KUBE_KEY := $(shell { cat tools/kube/go.mod tools/kube/go.sum tools/kube/etcd/main.go; echo '$(KUBE_LDFLAGS)'; } 2>/dev/null | sha256sum | cut -c1-16)
-KUBE_BIN ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/podsapi/kube-$(KUBE_KEY)
+# KUBE_KEY keys the caches of all three targets: a hash of tools/kube's
+# go.mod, go.sum and Go sources and of KUBE_LDFLAGS.
+KUBE_KEY := $(shell { cat tools/kube/go.mod tools/kube/go.sum $(sort $(wildcard tools/kube/*/*.go)); echo '$(KUBE_LDFLAGS)'; } 2>/dev/null | sha256sum | cut -c1-16)
+# KUBE_BIN is where make kube-bin caches kube-apiserver, etcd and kubectl
+# (about 8 minutes cold on 2 cores, seconds warm).
+KUBE_BIN ?= $(CACHE)/kube-$(KUBE_KEY)
 
 .PHONY: kube-bin
-kube-bin: ## Build kube-apiserver, etcd and kubectl v1.37.2 (tools/kube) once, cached in KUBE_BIN by the hash of tools/kube's go.sum.
-	@if [ -x '$(KUBE_BIN)/kube-apiserver' ] && [ -x '$(KUBE_BIN)/etcd' ] && [ -x '$(KUBE_BIN)/kubectl' ]; then \
-		echo "kube-apiserver, etcd and kubectl: cached in $(KUBE_BIN)"; \
-	else \
-		echo "building kube-apiserver, etcd and kubectl into $(KUBE_BIN)"; \
-		mkdir -p '$(dir $(KUBE_BIN))' && tmp=$$(mktemp -d '$(KUBE_BIN).XXXXXX') && \
-		trap 'rm -rf "$$tmp"' EXIT && \
-		(cd tools/kube && time go build -ldflags '$(KUBE_LDFLAGS)' -o "$$tmp/" k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kubectl ./etcd) && \
-		rm -rf '$(KUBE_BIN)' && mv "$$tmp" '$(KUBE_BIN)'; \
-	fi
+kube-bin: ## Build kube-apiserver, etcd and kubectl v1.37.2 (tools/kube) once, cached in KUBE_BIN by the hash of tools/kube.
+	$(call cache_build,$(KUBE_BIN),kube-apiserver etcd kubectl,kube-apiserver etcd and kubectl,\
+		cd tools/kube && go build -ldflags '$(KUBE_LDFLAGS)' -o "$$tmp/" k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kubectl ./etcd)
 
 .PHONY: kube-bin-dir
 kube-bin-dir: ## Print KUBE_BIN, the directory of make kube-bin's binaries (for PODSAPI_KUBE_BIN=$(make -s kube-bin-dir)).
@@ -169,23 +189,20 @@ test-apiserver: kube-bin ## Run the tests against a real kube-apiserver and etcd
 # and go.sum, so that a warm run only runs them. Computed
 # when used (a recursive variable), not at every make.
 INTEG_KEY = $(shell cat $$(git ls-files '*.go' go.mod go.sum integrations/go.mod integrations/go.sum | LC_ALL=C sort) 2>/dev/null | sha256sum | cut -c1-16)
-INTEG_BIN ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/podsapi/integrations-$(INTEG_KEY)
+INTEG_BIN ?= $(CACHE)/integrations-$(INTEG_KEY)
 # INTEG_RESULTS is where the tests write the API server's cost they measure,
 # which docs/integrations.md embeds.
 INTEG_RESULTS ?= $(CURDIR)/integrations/results.md
 
+.PHONY: integrations-bin
+integrations-bin: ## Build podsapi-server and the integrations' test binaries (go test -c of every package of integrations/ with tests) once, cached in INTEG_BIN.
+	$(call cache_build,$(INTEG_BIN),podsapi-server,podsapi-server and the integrations' test binaries,\
+		go build -o "$$tmp/podsapi-server" ./cmd/podsapi-server && cd integrations && \
+		go test -c -o "$$tmp/" $$(go list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' ./...))
+
 .PHONY: integrations
-integrations: kube-bin ## Run real agents (integrations/: controller-runtime, the kubelet's Pods API client, ...) against a real API server and podsapi-server, directly and through podsapi; binaries cached in INTEG_BIN.
-	@bin='$(INTEG_BIN)'; \
-	if [ -x "$$bin/podsapi-server" ]; then echo "integrations: binaries cached in $$bin"; else \
-		echo "building podsapi-server and the integrations' test binaries into $$bin"; \
-		mkdir -p "$$(dirname "$$bin")" && tmp=$$(mktemp -d "$$bin.XXXXXX") && trap 'rm -rf "$$tmp"' EXIT && \
-		time ( go build -o "$$tmp/podsapi-server" ./cmd/podsapi-server && \
-		cd integrations && for pkg in $$(go list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' ./...); do \
-			go test -c -o "$$tmp/$$(basename $$pkg).test" $$pkg || exit 1; done ) && \
-		rm -rf "$$bin" && mv "$$tmp" "$$bin"; \
-	fi; \
-	: > '$(INTEG_RESULTS).tmp'; status=0; \
+integrations: kube-bin integrations-bin ## Run real agents (integrations/: controller-runtime, the kubelet's Pods API client, ...) against a real API server and podsapi-server, directly and through podsapi; binaries cached in INTEG_BIN.
+	@bin='$(INTEG_BIN)'; : > '$(INTEG_RESULTS).tmp'; status=0; \
 	for pkg in $$(cd integrations && go list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.Dir}}{{end}}' ./...); do \
 		echo "--- $$pkg"; \
 		(cd "$$pkg" && PODSAPI_KUBE_BIN='$(KUBE_BIN)' PODSAPI_SERVER_BIN="$$bin/podsapi-server" PODSAPI_INTEG_RESULTS='$(INTEG_RESULTS).tmp' \
@@ -218,27 +235,19 @@ bench-apiserver: kube-bin ## Measure the API server's load, 10 and 50 agents dir
 	PODSAPI_KUBE_BIN='$(KUBE_BIN)' go test -count=1 -timeout 20m -run '^TestAPIServerLoad$$' -v ./test/bench \
 		-args -apiserver-load='$(CURDIR)/test/bench/apiserver.md' $(BENCH_APISERVER_ARGS)
 
-# KUBELET_BIN is where make kubelet-tools builds the kubelet (k8s.io/kubernetes
-# v1.37.2 cmd/kubelet) and fakecri: a directory named by a digest of
-# tools/kube's go.mod, go.sum and fakecri sources, so a build is reused until
-# they change (a cold build takes 5-12 minutes of both cores, a warm one a
-# few seconds).
-KUBE_DIGEST := $(shell cat tools/kube/go.mod tools/kube/go.sum tools/kube/fakecri/*.go 2>/dev/null | sha256sum | cut -c1-16)
-KUBELET_BIN ?= $(HOME)/.cache/podsapi/kubelet-$(KUBE_DIGEST)
+# KUBELET_BIN is where make kubelet-tools caches the kubelet (k8s.io/kubernetes
+# v1.37.2 cmd/kubelet) and fakecri, by KUBE_KEY (a cold build takes 5-12
+# minutes of both cores, less after make kube-bin, whose packages it shares;
+# a warm one a few seconds).
+KUBELET_BIN ?= $(CACHE)/kubelet-$(KUBE_KEY)
 # CONFORMANCE_RUN, when set, selects the cases of make conformance-kubelet by
 # ID (a regular expression).
 CONFORMANCE_RUN ?=
 
 .PHONY: kubelet-tools
-kubelet-tools: ## Build the real kubelet v1.37.2 and fakecri (upstream's fake CRI on a socket) from tools/kube into KUBELET_BIN, once per digest.
-	@if [ -x "$(KUBELET_BIN)/kubelet" ] && [ -x "$(KUBELET_BIN)/fakecri" ]; then \
-		echo "kubelet-tools: $(KUBELET_BIN) is up to date"; \
-	else \
-		rm -rf "$(KUBELET_BIN).tmp" && mkdir -p "$(KUBELET_BIN).tmp" && \
-		echo "go build k8s.io/kubernetes/cmd/kubelet ./fakecri -> $(KUBELET_BIN)" && \
-		(cd tools/kube && go build -o "$(KUBELET_BIN).tmp/" k8s.io/kubernetes/cmd/kubelet ./fakecri) && \
-		rm -rf "$(KUBELET_BIN)" && mv "$(KUBELET_BIN).tmp" "$(KUBELET_BIN)"; \
-	fi
+kubelet-tools: ## Build the real kubelet v1.37.2 and fakecri (upstream's fake CRI on a socket) from tools/kube once, cached in KUBELET_BIN by the hash of tools/kube.
+	$(call cache_build,$(KUBELET_BIN),kubelet fakecri,the kubelet and fakecri,\
+		cd tools/kube && go build -o "$$tmp/" k8s.io/kubernetes/cmd/kubelet ./fakecri)
 
 .PHONY: conformance-kubelet
 conformance-kubelet: kubelet-tools ## Judge a real kubelet v1.37.2 (standalone, fake CRI, confined with unshare; Linux, root) with the suite, and podsapi over it through both kubelet sources (CONFORMANCE_RUN=regexp).
@@ -247,23 +256,17 @@ conformance-kubelet: kubelet-tools ## Judge a real kubelet v1.37.2 (standalone, 
 		go test -count=1 -timeout 40m
 
 # E2E_NODE_BIN is where make e2e-node-bin caches upstream's node end-to-end
-# test binary (k8s.io/kubernetes v1.37.2 test/e2e_node, built unchanged
-# from the module cache by tools/e2enode): a directory named by a digest of
-# tools/e2enode's go.mod and go.sum, so a build is reused until they change
-# (a cold build takes about 10 minutes of both cores, a warm one seconds).
-E2E_NODE_DIGEST := $(shell cat tools/e2enode/go.mod tools/e2enode/go.sum 2>/dev/null | sha256sum | cut -c1-16)
-E2E_NODE_BIN ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/podsapi/e2enode-$(E2E_NODE_DIGEST)
+# test binary (k8s.io/kubernetes v1.37.2 test/e2e_node, built unchanged from
+# the module cache in tools/kube, whose e2enode package pins its test
+# imports), by KUBE_KEY (a cold build takes about 10 minutes of both cores,
+# less after make kubelet-tools, whose packages it shares; a warm one
+# seconds).
+E2E_NODE_BIN ?= $(CACHE)/e2enode-$(KUBE_KEY)
 
 .PHONY: e2e-node-bin
-e2e-node-bin: ## Build upstream's node e2e test binary (k8s.io/kubernetes v1.37.2 test/e2e_node, tools/e2enode) into E2E_NODE_BIN, once per digest.
-	@if [ -x "$(E2E_NODE_BIN)/e2e_node.test" ]; then \
-		echo "e2e-node-bin: $(E2E_NODE_BIN) is up to date"; \
-	else \
-		rm -rf "$(E2E_NODE_BIN).tmp" && mkdir -p "$(E2E_NODE_BIN).tmp" && \
-		echo "go test -c k8s.io/kubernetes/test/e2e_node -> $(E2E_NODE_BIN)" && \
-		(cd tools/e2enode && time go test -c -o "$(E2E_NODE_BIN).tmp/e2e_node.test" k8s.io/kubernetes/test/e2e_node) && \
-		rm -rf "$(E2E_NODE_BIN)" && mv "$(E2E_NODE_BIN).tmp" "$(E2E_NODE_BIN)"; \
-	fi
+e2e-node-bin: ## Build upstream's node e2e test binary (k8s.io/kubernetes v1.37.2 test/e2e_node, from tools/kube) once, cached in E2E_NODE_BIN by the hash of tools/kube.
+	$(call cache_build,$(E2E_NODE_BIN),e2e_node.test,upstream's node e2e test binary,\
+		cd tools/kube && go test -c -o "$$tmp/e2e_node.test" k8s.io/kubernetes/test/e2e_node)
 
 # E2E_NODE_TARGET, when set, selects the targets of make e2e-node (a
 # regular expression over kubelet, podsapi-kubelet-grpc,
@@ -303,18 +306,35 @@ soak-door: kube-bin ## Keep SOAK_DOOR_INFORMERS (20) client-go informers on the 
 # coordinator can fail a duration-bound run at its deadline with "context
 # deadline exceeded" and no failing input (golang/go#75804, fixed in Go 1.27).
 FUZZTIME ?=
-fuzztime = $(if $(FUZZTIME),$(FUZZTIME),$(1))
+# FUZZ_TARGETS are make fuzz's targets, PACKAGE:TARGET:COUNT each.
+FUZZ_TARGETS := \
+	fieldmask:FuzzParse:5000x \
+	fieldmask:FuzzProject:10000x \
+	fieldmask:FuzzFromHeader:50000x \
+	server:FuzzRequest:8000x \
+	source/manifest:FuzzDecodeFile:2500x \
+	store:FuzzWatchPromise:20000x \
+	podcgroup:FuzzParse:50000x \
+	podcgroup:FuzzFromRuntime:50000x \
+	kubeapi:FuzzServeHTTP:20000x
+FUZZ_PACKAGES := $(sort $(foreach t,$(FUZZ_TARGETS),$(firstword $(subst :, ,$(t)))))
+# fuzz_bin is the fuzz-instrumented test binary of the package in the shell
+# variable pkg, in a recipe.
+fuzz_bin = '$(CURDIR)'/build/fuzz/$${pkg//\//_}.test
+
+.PHONY: fuzz-bin
+fuzz-bin: ## Build the fuzz-instrumented test binary of each package of FUZZ_TARGETS into build/fuzz (go test -c -fuzz), one for all of the package's targets.
+	@mkdir -p build/fuzz && set -e; for pkg in $(FUZZ_PACKAGES); do \
+		echo "go test -c -fuzz . ./$$pkg"; go test -c -fuzz . -o $(fuzz_bin) "./$$pkg"; done
+
 .PHONY: fuzz
-fuzz: ## Run each fuzz target for a count of inputs (30 s or less each on a busy 2-core machine), or for FUZZTIME; go test -fuzz takes one package and one target at a time.
-	go test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(call fuzztime,5000x) -timeout 10m ./fieldmask
-	go test -run '^$$' -fuzz '^FuzzProject$$' -fuzztime $(call fuzztime,10000x) -timeout 10m ./fieldmask
-	go test -run '^$$' -fuzz '^FuzzFromHeader$$' -fuzztime $(call fuzztime,50000x) -timeout 10m ./fieldmask
-	go test -run '^$$' -fuzz '^FuzzRequest$$' -fuzztime $(call fuzztime,8000x) -timeout 10m ./server
-	go test -run '^$$' -fuzz '^FuzzDecodeFile$$' -fuzztime $(call fuzztime,2500x) -timeout 10m ./source/manifest
-	go test -run '^$$' -fuzz '^FuzzWatchPromise$$' -fuzztime $(call fuzztime,20000x) -timeout 10m ./store
-	go test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(call fuzztime,50000x) -timeout 10m ./podcgroup
-	go test -run '^$$' -fuzz '^FuzzFromRuntime$$' -fuzztime $(call fuzztime,50000x) -timeout 10m ./podcgroup
-	go test -run '^$$' -fuzz '^FuzzServeHTTP$$' -fuzztime $(call fuzztime,20000x) -timeout 10m ./kubeapi
+fuzz: fuzz-bin ## Run each fuzz target for a count of inputs (30 s or less each on a busy 2-core machine), or for FUZZTIME; from make fuzz-bin's binaries, in the package's directory and with the fuzz cache of go test -fuzz.
+	@set -e; for t in $(FUZZ_TARGETS); do IFS=: read -r pkg target count <<< "$$t"; \
+		echo "fuzz $$target ./$$pkg"; \
+		cache="$$(go env GOCACHE)/fuzz/$$(go list "./$$pkg")"; \
+		(cd "$$pkg" && $(fuzz_bin) -test.run '^$$' -test.fuzz "^$$target\$$" \
+			-test.fuzztime $(or $(FUZZTIME),$$count) -test.fuzzcachedir "$$cache" -test.timeout 10m); \
+	done
 
 STRESS_FLAGS ?=
 .PHONY: stress
@@ -400,12 +420,15 @@ SOURCE_DATE_EPOCH ?= $(or $(shell git log -1 --format=%ct 2>/dev/null),0)
 # LICENSE and of the sources' SPDX headers.
 IMAGE_LICENSES ?= Apache-2.0
 
-.PHONY: image
-image: ## Build the OCI image archive build/podsapi-image.tar (linux/amd64, linux/arm64; podsapi-server, podsctl, podsapi-conformance) offline, without Docker.
-	@rm -rf build/image && set -e; for p in $(IMAGE_PLATFORMS); do \
+.PHONY: image-bin
+image-bin: ## Cross-build the image's binaries (podsapi-server, podsctl, podsapi-conformance; static) for each of IMAGE_PLATFORMS into build/image/OS_ARCH.
+	@set -e; for p in $(IMAGE_PLATFORMS); do \
 		d=build/image/$${p/\//_}; echo "go build $$p -> $$d"; \
 		CGO_ENABLED=0 GOOS=$${p%%/*} GOARCH=$${p#*/} go build -trimpath -ldflags='-s -w $(LDFLAGS)' -o $$d/ ./cmd/podsapi-server ./cmd/podsctl ./cmd/podsapi-conformance; \
 	done
+
+.PHONY: image
+image: image-bin ## Build the OCI image archive build/podsapi-image.tar (linux/amd64, linux/arm64; the binaries of make image-bin) offline, without Docker.
 	go -C tools run ./imagebuild -ref '$(IMAGE)' -created '$(SOURCE_DATE_EPOCH)' \
 		-layout '$(CURDIR)/build/image/oci' -archive '$(CURDIR)/$(IMAGE_ARCHIVE)' \
 		-entrypoint /podsapi-server \
@@ -438,10 +461,14 @@ image-check: ## Check the archive of make image: platforms, entry point, labels,
 	PODSAPI_IMAGE_ARCHIVE='$(CURDIR)/$(IMAGE_ARCHIVE)' PODSAPI_IMAGE='$(IMAGE)' PODSAPI_IMAGE_REVISION='$(REVISION)' \
 		PODSAPI_CRANE='$(CURDIR)/bin/crane' go test -count=1 -run '^TestImage' -v ./deploy
 
+.PHONY: deploy-check-bin
+deploy-check-bin: ## Build tools/deploycheck's test binary (kustomize's and kubectl-validate's libraries) into build/deploycheck.test.
+	cd tools/deploycheck && go test -c -o '$(CURDIR)/build/deploycheck.test' .
+
 .PHONY: deploy-check
-deploy-check: ## Render deploy/ (default, apiserver variant, each component) with kustomize and validate it offline (kubectl-validate, Kubernetes v1.37.2's OpenAPI; tools/deploycheck), then run the deploy/ tests (probes against a server that never syncs, the systemd unit).
+deploy-check: deploy-check-bin ## Render deploy/ (default, apiserver variant, each component) with kustomize and validate it offline (kubectl-validate, Kubernetes v1.37.2's OpenAPI; tools/deploycheck), then run the deploy/ tests (probes against a server that never syncs, the systemd unit).
 	@spec="$$(cd tools/kube && go mod download -json k8s.io/kubernetes | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')/api/openapi-spec/v3" && \
-		echo "OpenAPI schemas: $$spec" && cd tools/deploycheck && PODSAPI_OPENAPI_DIR="$$spec" go test -count=1 -v .
+		echo "OpenAPI schemas: $$spec" && cd tools/deploycheck && PODSAPI_OPENAPI_DIR="$$spec" '$(CURDIR)/build/deploycheck.test' -test.v -test.count=1 -test.timeout 10m
 	go test -count=1 ./deploy
 
 .PHONY: clean

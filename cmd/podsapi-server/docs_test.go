@@ -185,15 +185,15 @@ func TestDocsMetricsTable(t *testing.T) {
 }
 
 // TestDocsImageContents checks the list of the image's files in
-// docs/server.md against the commands make image builds into it.
+// docs/server.md against the commands make image-bin builds for it.
 func TestDocsImageContents(t *testing.T) {
 	mk, err := os.ReadFile("../../Makefile")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, target, ok := bytes.Cut(mk, []byte("\nimage: "))
+	_, target, ok := bytes.Cut(mk, []byte("\nimage-bin: "))
 	if !ok {
-		t.Fatal("the Makefile has no image target")
+		t.Fatal("the Makefile has no image-bin target")
 	}
 	target, _, _ = bytes.Cut(target, []byte("\n\n"))
 	var files []string
@@ -207,7 +207,7 @@ func TestDocsImageContents(t *testing.T) {
 		}
 	}
 	if len(files) < 2 {
-		t.Fatalf("found %q in the image target", files)
+		t.Fatalf("found %q in the image-bin target", files)
 	}
 	text := "Each image is an empty base plus " + strings.Join(files[:len(files)-1], ", ") + " and " + files[len(files)-1] + "."
 	checkBlock(t, "../../docs/server.md", "image", text+"\n")

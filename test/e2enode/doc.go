@@ -1,6 +1,6 @@
 // Package e2enode runs upstream's node end-to-end tests of the Kubelet Pods
 // API (k8s.io/kubernetes v1.37.2 test/e2e_node, "Kubelet Pods API", built
-// unchanged by make e2e-node-bin from tools/e2enode) against a real node made
+// unchanged by make e2e-node-bin from tools/kube) against a real node made
 // here: an etcd and a kube-apiserver (test/kubetest) and a kubelet
 // registered with it (test/realkubelet, upstream's fake CRI), and
 // either the kubelet's own Pods API or podsapi-server on the socket the tests

@@ -1,7 +1,10 @@
-// Package e2enode pins, in this module's go.mod, the modules that upstream's
+// Package e2enode pins, in tools/kube's go.mod, the modules that upstream's
 // node end-to-end tests (k8s.io/kubernetes v1.37.2, test/e2e_node) need, so
-// that make e2e-node can build their test binary from the module cache with
-// go test -c k8s.io/kubernetes/test/e2e_node. It holds no code: the blank
+// that make e2e-node-bin can build their test binary from the module cache
+// with go test -c k8s.io/kubernetes/test/e2e_node. It lives in the module of
+// kube-apiserver, kubectl, etcd and the kubelet so that the binary is built
+// with their dependency versions: the Kubernetes packages they share compile
+// once per build cache, not once per module. It holds no code: the blank
 // imports below are the test imports of that package (go list -f
 // '{{join .TestImports "\n"}}' k8s.io/kubernetes/test/e2e_node, the standard
 // library left out), which go mod tidy would not otherwise count.
