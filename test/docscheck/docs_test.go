@@ -58,6 +58,8 @@ var skips = []struct {
 	{"docs/integrations.md", "make kube-bin && cd integrations &&", "builds kube-apiserver and the agents (minutes of both cores): CI runs make integrations", false},
 	{"docs/kubeapi-door.md", "kubectl -n podsapi create secret tls", "needs a cluster: TestKubeAPIDoorAPIServer serves with such a certificate", false},
 	{"docs/profile.md", "go run ./test/cmd/bench", "a benchmark run with profiles", false},
+	{"docs/development.md", "cd tools/kube", "reads the build graphs of the Kubernetes binaries (a minute, every module of tools/kube): it prints a count, for the one who changes tools/kube", false},
+	{"docs/development.md", "d=$(mktemp -d) && git clone", "a whole cold .ci/run, which is CI itself", false},
 	{"docs/reliability.md", "make test ", "make test is CI itself; make fuzz and make stress run in CI", false},
 	{"docs/reliability.md", "mkdir /sys/fs/cgroup/memory/plim", "needs a cgroup v1 host", false},
 	{"docs/server.md", "kind load image-archive", "needs a kind cluster and make image's archive", false},
