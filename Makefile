@@ -142,7 +142,7 @@ define cache_build
 @dir='$(1)'; ok=1; for f in $(2); do [ -x "$$dir/$$f" ] || ok=; done; \
 if [ -n "$$ok" ]; then echo "$(3): cached in $$dir"; else \
 	echo "building $(3) into $$dir"; \
-	mkdir -p '$(CACHE)' && tmp=$$(mktemp -d "$$dir.XXXXXX") && trap 'rm -rf "$$tmp"' EXIT && \
+	mkdir -p "$$(dirname "$$dir")" && tmp=$$(mktemp -d "$$dir.XXXXXX") && trap 'rm -rf "$$tmp"' EXIT && \
 	time ( $(4) ) && rm -rf "$$dir" && mv "$$tmp" "$$dir"; \
 fi
 endef
@@ -181,7 +181,7 @@ kube-bin-dir: ## Print KUBE_BIN, the directory of make kube-bin's binaries (for 
 test-apiserver: kube-bin ## Run the tests against a real kube-apiserver and etcd (started on loopback by the tests, stopped by PID), and those of an unchanged kubectl v1.37.2.
 	PODSAPI_KUBE_BIN='$(KUBE_BIN)' go test -race -count=1 -timeout 20m -run 'APIServer|Kubectl' -v ./test/kubetest ./source/apiserver ./kubeapi ./kubeapi/door ./cmd/podsapi-server ./workload
 
-# INTEG_BIN is where make integrations caches podsapi-server and the test
+# INTEG_BIN is where make integrations-bin caches podsapi-server and the test
 # binaries of the integrations module (go test -c, one per package; without
 # the race detector, which make test runs on podsapi's own code: here it
 # would only double the compilation of the agents' dependency trees):
