@@ -2,13 +2,16 @@ package door
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -19,6 +22,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/podsapi/podsapi/internal/loglimit"
 	"github.com/podsapi/podsapi/kindstore"
 	"github.com/podsapi/podsapi/kubeapi"
 )
@@ -35,6 +39,9 @@ type Kinds struct {
 	params runtime.ParameterCodec
 	node   string
 	logger *slog.Logger
+	// warnings limits the warnings of failed lists and watches to one per
+	// resource every minute.
+	warnings *loglimit.Limiter[string]
 }
 
 // newKinds returns the kinds of node, read from the API server of cfg
@@ -59,6 +66,7 @@ func newKinds(cfg *rest.Config, node string, logger *slog.Logger) (*Kinds, error
 		Namespaces: kindstore.NewNamespaces(),
 		Node:       kindstore.NewNodes(),
 		client:     client, params: runtime.NewParameterCodec(scheme), node: node, logger: logger,
+		warnings: loglimit.New[string](time.Minute),
 	}, nil
 }
 
@@ -82,18 +90,18 @@ func (k *Kinds) collectors() []prometheus.Collector {
 
 // Run lists and watches the namespaces and the node, each with one
 // informer, until ctx is done; each store is marked synced once its
-// informer has listed.
+// informer has listed. client-go's own logs are dropped: a failed list or
+// watch is logged here, at most once a minute per resource.
 func (k *Kinds) Run(ctx context.Context) {
-	logger := logr.FromSlogHandler(k.logger.Handler())
-	ctx = klog.NewContext(ctx, logger)
+	ctx = klog.NewContext(ctx, logr.Discard())
 	done := make(chan struct{}, 2)
 	go func() {
 		defer func() { done <- struct{}{} }()
-		runInformer(ctx, k.Namespaces, k.Namespaces.Heard(k.listWatch("namespaces", "")), &corev1.Namespace{})
+		k.runInformer(ctx, "namespaces", k.Namespaces, k.Namespaces.Heard(k.listWatch("namespaces", "")), &corev1.Namespace{})
 	}()
 	go func() {
 		defer func() { done <- struct{}{} }()
-		runInformer(ctx, k.Node, k.Node.Heard(k.listWatch("nodes", fields.OneTermEqualSelector("metadata.name", k.node).String())), &corev1.Node{})
+		k.runInformer(ctx, "nodes", k.Node, k.Node.Heard(k.listWatch("nodes", fields.OneTermEqualSelector("metadata.name", k.node).String())), &corev1.Node{})
 	}()
 	<-done
 	<-done
@@ -107,8 +115,17 @@ type feed interface {
 
 // runInformer runs an informer of lw feeding st until ctx is done, and
 // marks st synced once the informer has delivered its first list.
-func runInformer(ctx context.Context, st feed, lw *cache.ListWatch, obj runtime.Object) {
+func (k *Kinds) runInformer(ctx context.Context, resource string, st feed, lw *cache.ListWatch, obj runtime.Object) {
 	inf := cache.NewSharedIndexInformer(lw, obj, 0, cache.Indexers{})
+	_ = inf.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) {
+		if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) || errors.Is(err, io.EOF) {
+			return // The ordinary ends of a watch, which the informer resumes.
+		}
+		if ok, suppressed := k.warnings.Allow(resource); ok {
+			k.logger.Warn("Kubernetes API: podsapi's watch of "+resource+" failed; the door answers what it holds until it is back (RBAC: deploy/components/kube-api-kinds)",
+				"error", err, "suppressed", suppressed)
+		}
+	})
 	// Managed fields are most of an object's bytes and no agent reads
 	// them; the store drops them too, and this keeps them out of the
 	// informer's own cache.

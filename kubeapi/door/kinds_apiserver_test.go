@@ -7,6 +7,9 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -135,6 +138,7 @@ func TestDoorAPIServerKinds(t *testing.T) {
 			}
 		})
 	}
+	t.Run("kubectl", func(t *testing.T) { kubectlAgrees(t, cp, s) })
 	if local := counted(t, reg, "podsapi_kube_api_requests_total", "route", "local"); local < 20 {
 		t.Errorf("the door answered %v requests itself, want the 20 above", local)
 	}
@@ -238,6 +242,56 @@ func TestDoorAPIServerKindsOutage(t *testing.T) {
 			}
 		case <-t.Context().Done():
 			t.Fatal("the new namespace did not reach the door's watch")
+		}
+	}
+}
+
+// kubectlAgrees runs the same kubectl commands of namespaces and the node
+// against the door and the API server with the admin's token, and compares
+// their output: the items of -o json (names and labels), and the NAME and
+// STATUS columns of the default table.
+func kubectlAgrees(t *testing.T, cp *kubetest.ControlPlane, s *served) {
+	bin := kubectlBin(t)
+	dir := t.TempDir()
+	ca := filepath.Join(dir, "door-ca.crt")
+	if err := os.WriteFile(ca, s.ca, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	doorKC := filepath.Join(dir, "door-kubeconfig")
+	cfg := "apiVersion: v1\nkind: Config\nclusters:\n- name: door\n  cluster:\n    server: https://" + s.addr +
+		"\n    certificate-authority: " + ca + "\nusers:\n- name: admin\n  user:\n    token: " + cp.Token(kubetest.AdminUser) +
+		"\ncontexts:\n- name: door\n  context: {cluster: door, user: admin}\ncurrent-context: door\n"
+	if err := os.WriteFile(doorKC, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	apiKC := cp.Kubeconfig(t, kubetest.AdminUser, cp.Host())
+	run := func(kc string, args ...string) []byte {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+		defer cancel()
+		out, err := exec.CommandContext(ctx, bin, append([]string{"--kubeconfig", kc, "--cache-dir", t.TempDir()}, args...)...).Output()
+		if err != nil {
+			t.Fatalf("kubectl %v: %v", args, err)
+		}
+		return out
+	}
+	for _, args := range [][]string{{"get", "ns", "-o", "json"}, {"get", "node", kindsNode, "-o", "json"}} {
+		if g, w := summary(t, run(doorKC, args...)), summary(t, run(apiKC, args...)); !reflect.DeepEqual(g, w) {
+			t.Errorf("kubectl %v: through the door %+v, from the API server %+v", args, g, w)
+		}
+	}
+	columns := func(out []byte) []string {
+		var rows []string
+		for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			if f := strings.Fields(line); len(f) >= 2 {
+				rows = append(rows, f[0]+" "+f[1])
+			}
+		}
+		return rows
+	}
+	for _, args := range [][]string{{"get", "ns"}, {"get", "node", kindsNode, "-o", "wide"}} {
+		if g, w := columns(run(doorKC, args...)), columns(run(apiKC, args...)); !reflect.DeepEqual(g, w) {
+			t.Errorf("kubectl %v: through the door %q, from the API server %q", args, g, w)
 		}
 	}
 }
