@@ -12,12 +12,15 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/podsapi/podsapi/kindstore"
 	"github.com/podsapi/podsapi/kubeapi"
+	"github.com/podsapi/podsapi/test/podstest"
 )
 
 // namespace returns a namespace with the label team=<team>.
@@ -204,5 +207,45 @@ func TestKindsForms(t *testing.T) {
 	resp, body := s.get(t, "/api/v1/namespaces?labelSelector=team%3Da", "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1")
 	if resp.StatusCode != 406 || !strings.Contains(string(body), "(*core.NamespaceList)") {
 		t.Errorf("metadata of a list: %d %s", resp.StatusCode, body)
+	}
+}
+
+// TestKindsInformer runs client-go shared informers of the namespaces and
+// of the node (pinned by metadata.name, as an agent's is) through the
+// handler: they sync (by client-go's streaming list, sendInitialEvents
+// and its bookmark) and see a namespace added and the node changed.
+func TestKindsInformer(t *testing.T) {
+	h, nss, nodes := kindsHandler(t)
+	client := serve(t, h).clientset(t, "application/vnd.kubernetes.protobuf").CoreV1().RESTClient()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	seen := make(chan string, 8)
+	nsInf := cache.NewSharedIndexInformer(cache.NewListWatchFromClient(client, "namespaces", "", fields.Everything()), &corev1.Namespace{}, 0, cache.Indexers{})
+	_, _ = nsInf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: func(obj any) { seen <- "ns/" + obj.(*corev1.Namespace).Name }})
+	nodeInf := cache.NewSharedIndexInformer(cache.NewListWatchFromClient(client, "nodes", "", fields.OneTermEqualSelector("metadata.name", node)), &corev1.Node{}, 0, cache.Indexers{})
+	_, _ = nodeInf.AddEventHandler(cache.ResourceEventHandlerFuncs{UpdateFunc: func(_, obj any) { seen <- "node/" + obj.(*corev1.Node).Labels["zone"] }})
+	go nsInf.RunWithContext(ctx)
+	go nodeInf.RunWithContext(ctx)
+	if !cache.WaitForCacheSync(t.Context().Done(), nsInf.HasSynced, nodeInf.HasSynced) {
+		t.Fatal("the informers did not sync")
+	}
+	for range 2 {
+		<-seen // default, kube-system
+	}
+	nss.OnAdd(namespace("new", "c"), false)
+	nodes.OnUpdate(nil, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node, UID: "uid-node", Labels: map[string]string{"zone": "z1"}}})
+	got := map[string]bool{}
+	deadline, stop := podstest.NearDeadline(t)
+	defer stop()
+	for len(got) < 2 {
+		select {
+		case s := <-seen:
+			got[s] = true
+		case <-deadline:
+			t.Fatalf("saw %v, want ns/new and node/z1", got)
+		}
+	}
+	if !got["ns/new"] || !got["node/z1"] {
+		t.Fatalf("saw %v, want ns/new and node/z1", got)
 	}
 }
