@@ -17,18 +17,18 @@ import (
 // history at a time.
 const historyBatch = 64
 
-// serveWatch answers a watch of the node's pods, as the API server's watch
-// cache does:
+// serveWatch answers a watch of the objects of q's resource (the node's
+// pods, the namespaces, the node), as the API server's watch cache does:
 //
 //   - with sendInitialEvents (the default of a watch from resourceVersion ""
-//     or "0"), an ADDED event for every pod selected now, then, when
+//     or "0"), an ADDED event for every object selected now, then, when
 //     bookmarks are allowed, a BOOKMARK annotated
 //     k8s.io/initial-events-end: "true" at the revision of that state;
 //   - from any other resourceVersion, the changes after it, read from the
 //     store's history, or a single ERROR event 410 Expired when the store no
 //     longer holds them (or the revision is another podsapi's, or the API
 //     server's), so that client-go lists again;
-//   - then every change, a pod that starts or stops matching the selectors
+//   - then every change, an object that starts or stops matching the selectors
 //     being ADDED or DELETED (with its last matching state), and a BOOKMARK
 //     at the last revision seen every bookmark interval when allowed.
 //
@@ -39,7 +39,7 @@ const historyBatch = 64
 // by more than its queue: the client then resumes from the last
 // resourceVersion it received. WithWatchEnded is told which.
 //
-// Its events carry pods, PartialObjectMetadata or (table not nil) Tables of
+// Its events carry the objects, PartialObjectMetadata or (table not nil) Tables of
 // one row as fm asks; the first Table carries the column definitions, the
 // others none, as the API server sends them.
 func (h *Handler) serveWatch(w http.ResponseWriter, r *http.Request, fm form, q *query, table *metav1.TableOptions) {
