@@ -22,9 +22,11 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/podsapi/podsapi/budget"
 	"github.com/podsapi/podsapi/internal/loglimit"
 	"github.com/podsapi/podsapi/kindstore"
 	"github.com/podsapi/podsapi/kubeapi"
+	"github.com/podsapi/podsapi/store"
 )
 
 // Kinds are the namespaces and the node that the door answers itself
@@ -44,6 +46,16 @@ type Kinds struct {
 	warnings *loglimit.Limiter[string]
 }
 
+// The bounds of each kind's store: the changes kept for watches that
+// resume (namespaces and a node change rarely: a thousand changes is hours
+// of a busy cluster's namespaces), and the budget of the encodings kept for
+// the agents (a namespace's few encodings are a few KB).
+const (
+	kindHistory      = 1000
+	kindHistoryBytes = 16 << 20
+	kindViewBytes    = 32 << 20
+)
+
 // newKinds returns the kinds of node, read from the API server of cfg
 // (podsapi's own configuration), not yet started (Run).
 func newKinds(cfg *rest.Config, node string, logger *slog.Logger) (*Kinds, error) {
@@ -62,9 +74,12 @@ func newKinds(cfg *rest.Config, node string, logger *slog.Logger) (*Kinds, error
 	if err != nil {
 		return nil, fmt.Errorf("the client of namespaces and nodes: %w", err)
 	}
+	bounds := func() kindstore.Option {
+		return kindstore.WithStoreOptions(store.WithHistory(kindHistory, kindHistoryBytes), store.WithBudget(budget.New(kindViewBytes)))
+	}
 	return &Kinds{
-		Namespaces: kindstore.NewNamespaces(),
-		Node:       kindstore.NewNodes(),
+		Namespaces: kindstore.NewNamespaces(bounds()),
+		Node:       kindstore.NewNodes(bounds()),
 		client:     client, params: runtime.NewParameterCodec(scheme), node: node, logger: logger,
 		warnings: loglimit.New[string](time.Minute),
 	}, nil
