@@ -201,7 +201,7 @@ func TestDoorAPIServerKinds(t *testing.T) {
 // has cached), its age metric grows; once the API server is back, its
 // watch resumes and a new namespace reaches a watch through the door.
 func TestDoorAPIServerKindsOutage(t *testing.T) {
-	cp := kubetest.Start(t, nsLister, nobody)
+	cp := kubetest.Start(t, nsReader, nsLister, nobody)
 	grantRoles(t, cp)
 	createNodes(t, cp)
 	proxy := kubetest.NewProxy(t, cp.Host())
