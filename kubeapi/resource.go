@@ -69,49 +69,42 @@ func podsResource(pods PodReader) *resource {
 
 // namespacesResource is the namespaces of the store r.
 func namespacesResource(r PodReader) *resource {
-	return &resource{
-		name: "namespaces", kind: "Namespace", reader: r,
-		decode:     decodeAs(func() object { return &corev1.Namespace{} }),
-		empty:      func() object { return &corev1.Namespace{} },
-		fieldLabel: fieldLabels("metadata.name", "status.phase"),
-		columns:    kindtable.NamespaceColumns,
-		rowOf:      func(o object) tableCells { return kindtable.NamespaceRowOf(o.(*corev1.Namespace)) },
-	}
+	return kindResource("namespaces", "Namespace", r, func() *corev1.Namespace { return &corev1.Namespace{} }, []string{"metadata.name", "status.phase"},
+		kindtable.NamespaceColumns, func(ns *corev1.Namespace) tableCells { return kindtable.NamespaceRowOf(ns) })
 }
 
 // nodesResource is the nodes of the store r.
 func nodesResource(r PodReader) *resource {
+	return kindResource("nodes", "Node", r, func() *corev1.Node { return &corev1.Node{} }, []string{"metadata.name", "spec.unschedulable"},
+		kindtable.NodeColumns, func(n *corev1.Node) tableCells { return kindtable.NodeRowOf(n) })
+}
+
+// kindResource is the resource name of kind, whose objects (made by
+// newObject) the store r holds as their protobuf encodings, with the field
+// labels the
+// API server's conversion accepts as they are (k8s.io/kubernetes
+// pkg/apis/core/v1: AddFieldLabelConversionsForNamespace, for Node), its
+// table's columns and rows.
+func kindResource[T object](name, kind string, r PodReader, newObject func() T, fieldLabels []string,
+	columns func() []metav1.TableColumnDefinition, rowOf func(T) tableCells) *resource {
+	empty := func() object { return newObject() }
 	return &resource{
-		name: "nodes", kind: "Node", reader: r,
-		decode:     decodeAs(func() object { return &corev1.Node{} }),
-		empty:      func() object { return &corev1.Node{} },
-		fieldLabel: fieldLabels("metadata.name", "spec.unschedulable"),
-		columns:    kindtable.NodeColumns,
-		rowOf:      func(o object) tableCells { return kindtable.NodeRowOf(o.(*corev1.Node)) },
-	}
-}
-
-// decodeAs returns the decoder of a kind whose objects newObject makes.
-func decodeAs(newObject func() object) func(raw []byte, rv string) (object, error) {
-	return func(raw []byte, rv string) (object, error) {
-		o := newObject()
-		if err := o.Unmarshal(raw); err != nil {
-			return nil, fmt.Errorf("decode stored object: %w", err)
-		}
-		o.GetObjectMeta().SetResourceVersion(rv)
-		return o, nil
-	}
-}
-
-// fieldLabels returns the API server's conversion of a kind's field labels
-// that accepts supported as they are (k8s.io/kubernetes pkg/apis/core/v1:
-// AddFieldLabelConversionsForNamespace, for Node).
-func fieldLabels(supported ...string) func(label, value string) (string, string, error) {
-	return func(label, value string) (string, string, error) {
-		if slices.Contains(supported, label) {
-			return label, value, nil
-		}
-		return "", "", fmt.Errorf("field label not supported: %s", label)
+		name: name, kind: kind, reader: r, empty: empty, columns: columns,
+		decode: func(raw []byte, rv string) (object, error) {
+			o := empty()
+			if err := o.Unmarshal(raw); err != nil {
+				return nil, fmt.Errorf("decode stored object: %w", err)
+			}
+			o.GetObjectMeta().SetResourceVersion(rv)
+			return o, nil
+		},
+		fieldLabel: func(label, value string) (string, string, error) {
+			if slices.Contains(fieldLabels, label) {
+				return label, value, nil
+			}
+			return "", "", fmt.Errorf("field label not supported: %s", label)
+		},
+		rowOf: func(o object) tableCells { return rowOf(o.(T)) },
 	}
 }
 

@@ -47,15 +47,5 @@ func (s *Store) Put(o Object) {
 		labels: o.Labels, objFields: o.Fields, budget: s.budget,
 	}
 	s.pods[o.UID] = p
-	if prev == nil || prev.Namespace != p.Namespace || prev.Name != p.Name {
-		s.sorted = nil
-	} else if s.sorted != nil {
-		s.sorted = replaced(s.sorted, prev, p)
-	}
-	ev := Event{Type: Added, Pod: p, Version: s.version}
-	if prev != nil {
-		ev = Event{Type: Modified, Pod: p, Prev: prev, Version: s.version}
-	}
-	s.broadcast(ev)
-	s.signalChange()
+	s.took(prev, p)
 }
