@@ -81,10 +81,9 @@ func nodesResource(r PodReader) *resource {
 
 // kindResource is the resource name of kind, whose objects (made by
 // newObject) the store r holds as their protobuf encodings, with the field
-// labels the
-// API server's conversion accepts as they are (k8s.io/kubernetes
-// pkg/apis/core/v1: AddFieldLabelConversionsForNamespace, for Node), its
-// table's columns and rows.
+// labels the API server's conversion accepts as they are
+// (k8s.io/kubernetes pkg/apis/core/v1: AddFieldLabelConversionsForNamespace,
+// for Node), its table's columns and rows.
 func kindResource[T object](name, kind string, r PodReader, newObject func() T, fieldLabels []string,
 	columns func() []metav1.TableColumnDefinition, rowOf func(T) tableCells) *resource {
 	empty := func() object { return newObject() }
