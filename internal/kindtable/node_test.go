@@ -29,7 +29,7 @@ func TestNodeCells(t *testing.T) {
 			Status: corev1.NodeStatus{
 				Conditions: []corev1.NodeCondition{ready(corev1.ConditionFalse), {Type: corev1.NodeMemoryPressure, Status: corev1.ConditionTrue}, ready(corev1.ConditionTrue)},
 				Addresses:  []corev1.NodeAddress{{Type: corev1.NodeHostName, Address: "n"}, {Type: corev1.NodeExternalIP, Address: "1.2.3.4"}, {Type: corev1.NodeInternalIP, Address: "10.0.0.1"}, {Type: corev1.NodeInternalIP, Address: "10.0.0.2"}},
-				NodeInfo: corev1.NodeSystemInfo{KubeletVersion: "v1.37.2", OSImage: "Debian", KernelVersion: "6.1", Architecture: "arm64", ContainerRuntimeVersion: "containerd://2.1"},
+				NodeInfo:   corev1.NodeSystemInfo{KubeletVersion: "v1.37.2", OSImage: "Debian", KernelVersion: "6.1", Architecture: "arm64", ContainerRuntimeVersion: "containerd://2.1"},
 			},
 		}, []any{"n", "Ready,SchedulingDisabled", "gpu,worker", "120m", "v1.37.2", "10.0.0.1", "1.2.3.4", "Debian", "6.1 (arm64)", "containerd://2.1"}},
 		{"not ready", corev1.Node{Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{ready(corev1.ConditionUnknown)}}},
