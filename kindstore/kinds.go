@@ -15,11 +15,13 @@ type Nodes = Store[*corev1.Node]
 
 // NewNamespaces returns a Store of namespaces.
 func NewNamespaces(opts ...Option) *Namespaces {
-	return New("namespaces", NamespaceFields, opts...)
+	return New("namespaces", func() *corev1.Namespace { return &corev1.Namespace{} }, NamespaceFields, opts...)
 }
 
 // NewNodes returns a Store of nodes.
-func NewNodes(opts ...Option) *Nodes { return New("nodes", NodeFields, opts...) }
+func NewNodes(opts ...Option) *Nodes {
+	return New("nodes", func() *corev1.Node { return &corev1.Node{} }, NodeFields, opts...)
+}
 
 // NamespaceFields returns the fields of ns that a field selector may name,
 // as the API server's namespace registry sets them

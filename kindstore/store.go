@@ -19,6 +19,7 @@ type Object interface {
 	runtime.Object
 	metav1.Object
 	Marshal() ([]byte, error)
+	Unmarshal([]byte) error
 }
 
 // Store holds the objects of one kind, each version encoded once. It is
@@ -27,9 +28,10 @@ type Object interface {
 // MarkSynced is called. Create one with New.
 type Store[T Object] struct {
 	*store.Store
-	resource string
-	fieldsOf func(T) fields.Set
-	onError  func(error)
+	resource  string
+	newObject func() T
+	fieldsOf  func(T) fields.Set
+	onError   func(error)
 	contact
 }
 
@@ -57,9 +59,10 @@ func WithErrorHandler(f func(error)) Option {
 }
 
 // New returns an empty, not yet synced Store of the kind whose resource
-// is named resource ("namespaces"), whose selectable fields fieldsOf
-// computes (the API server's field labels of the kind, with its values).
-func New[T Object](resource string, fieldsOf func(T) fields.Set, opts ...Option) *Store[T] {
+// is named resource ("namespaces"), whose empty objects newObject makes,
+// and whose selectable fields fieldsOf computes (the API server's field
+// labels of the kind, with its values).
+func New[T Object](resource string, newObject func() T, fieldsOf func(T) fields.Set, opts ...Option) *Store[T] {
 	set := settings{onError: func(error) {}}
 	for _, o := range opts {
 		o(&set)
@@ -67,10 +70,11 @@ func New[T Object](resource string, fieldsOf func(T) fields.Set, opts ...Option)
 	// No tombstones: they serve FindPods, which reads pods only.
 	stOpts := append([]store.Option{store.WithDeletedPods(-1, -1, -1), store.WithErrorHandler(set.onError)}, set.store...)
 	s := &Store[T]{
-		Store:    store.New(stOpts...),
-		resource: resource,
-		fieldsOf: fieldsOf,
-		onError:  set.onError,
+		Store:     store.New(stOpts...),
+		resource:  resource,
+		newObject: newObject,
+		fieldsOf:  fieldsOf,
+		onError:   set.onError,
 	}
 	s.contact.init()
 	return s

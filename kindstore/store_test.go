@@ -55,6 +55,12 @@ func TestFeed(t *testing.T) {
 	if got.ResourceVersion != "" || got.ManagedFields != nil || got.Labels["team"] != "z" {
 		t.Errorf("stored %+v, want no resourceVersion, no managed fields, team=z", got.ObjectMeta)
 	}
+	if got, ok, err := s.Get("", "a"); err != nil || !ok || got.Labels["team"] != "z" || got.ResourceVersion != "" {
+		t.Errorf("Get a: %v %v %+v", err, ok, got)
+	}
+	if _, ok, err := s.Get("", "b"); ok || err != nil {
+		t.Errorf("Get b, deleted: %v %v", ok, err)
+	}
 	sel := fields.ParseSelectorOrDie("status.phase=Active,metadata.name=a")
 	if !sel.Matches(evs[0].Pod.Fields()) {
 		t.Errorf("fields %v do not match %s", evs[0].Pod.Fields(), sel)

@@ -3,7 +3,6 @@ package kubeapi
 import (
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -123,16 +122,7 @@ func podFieldLabel(label, value string) (string, string, error) {
 // find returns the current version of the object of namespace and name.
 func (res *resource) find(namespace, name string) (*store.Pod, bool) {
 	_, objs := res.reader.List()
-	i, ok := slices.BinarySearchFunc(objs, [2]string{namespace, name}, func(p *store.Pod, k [2]string) int {
-		if c := strings.Compare(p.Namespace, k[0]); c != 0 {
-			return c
-		}
-		return strings.Compare(p.Name, k[1])
-	})
-	if !ok {
-		return nil, false
-	}
-	return objs[i], true
+	return store.Lookup(objs, namespace, name)
 }
 
 // listKind is the kind of the resource's lists ("PodList").

@@ -2,6 +2,8 @@ package store
 
 import (
 	"bytes"
+	"slices"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
@@ -48,4 +50,20 @@ func (s *Store) Put(o Object) {
 	}
 	s.pods[o.UID] = p
 	s.took(prev, p)
+}
+
+// Lookup returns the version of namespace and name among versions, sorted
+// as List sorts them (by namespace, name and UID), and false when none is
+// of that namespace and name.
+func Lookup(versions []*Pod, namespace, name string) (*Pod, bool) {
+	i, ok := slices.BinarySearchFunc(versions, [2]string{namespace, name}, func(p *Pod, k [2]string) int {
+		if c := strings.Compare(p.Namespace, k[0]); c != 0 {
+			return c
+		}
+		return strings.Compare(p.Name, k[1])
+	})
+	if !ok {
+		return nil, false
+	}
+	return versions[i], true
 }
