@@ -296,29 +296,6 @@ func kubectlAgrees(t *testing.T, cp *kubetest.ControlPlane, s *served) {
 	}
 }
 
-// getAccept is get with an Accept header.
-func getAccept(t *testing.T, c *http.Client, url, token, accept string) answer {
-	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+token)
-	if accept != "" {
-		req.Header.Set("Accept", accept)
-	}
-	resp, err := c.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return answer{code: resp.StatusCode, header: resp.Header, body: body}
-}
-
 // shape is what the comparison keeps of an answer: its kind and group
 // version, its items' names and labels (or the object's), a table's
 // columns and the first cells of its rows (NAME, STATUS).
