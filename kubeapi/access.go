@@ -17,9 +17,9 @@ import (
 type Access struct {
 	Verb        string // "get", "list" or "watch"
 	Namespace   string // "" for every namespace
-	Resource    string // "pods", or "nodes" for the kubelet's /pods
+	Resource    string // "pods", "namespaces", "nodes" (the kubelet's /pods: nodes/pods, nodes/proxy)
 	Subresource string // "", or "pods" / "proxy" for nodes
-	Name        string // a pod's name; the node's name for nodes/...
+	Name        string // the object's name; the node's name for nodes/...
 	// FieldSelector and LabelSelector are the selectors of a list or watch,
 	// as the request wrote them (the raw query parameters), for a
 	// SubjectAccessReview's fieldSelector and labelSelector attributes
@@ -40,8 +40,8 @@ type kind int
 
 const (
 	kindNone        kind = iota // not the handler's
-	kindList                    // a list or watch of pods (watch=true or not)
-	kindGet                     // a get of one pod
+	kindList                    // a list or watch of a resource (watch=true or not)
+	kindGet                     // a get of one object
 	kindKubeletPods             // the kubelet's GET /pods
 	kindDiscovery               // /api, /api/v1, /apis, /version
 )
@@ -49,8 +49,9 @@ const (
 // route is a request as the handler reads its path.
 type route struct {
 	kind      kind
-	namespace string // "" for every namespace
-	name      string // the pod of kindGet
+	resource  string // "pods", "namespaces" or "nodes" of kindList and kindGet
+	namespace string // "" for every namespace, and for kinds that have none
+	name      string // the object of kindGet
 	path      string // the path of kindDiscovery
 }
 
@@ -66,7 +67,17 @@ func routeOf(r *http.Request) route {
 	case "/api", "/api/", "/api/v1", "/api/v1/", "/apis", "/apis/", "/version", "/version/":
 		return route{kind: kindDiscovery, path: strings.TrimSuffix(p, "/")}
 	case "/api/v1/pods":
-		return route{kind: kindList}
+		return route{kind: kindList, resource: "pods"}
+	case "/api/v1/namespaces":
+		return route{kind: kindList, resource: "namespaces"}
+	case "/api/v1/nodes":
+		return route{kind: kindList, resource: "nodes"}
+	}
+	if name, ok := strings.CutPrefix(p, "/api/v1/nodes/"); ok {
+		if name == "" || strings.Contains(name, "/") {
+			return route{}
+		}
+		return route{kind: kindGet, resource: "nodes", name: name}
 	}
 	rest, ok := strings.CutPrefix(p, "/api/v1/namespaces/")
 	if !ok {
@@ -74,10 +85,12 @@ func routeOf(r *http.Request) route {
 	}
 	parts := strings.Split(rest, "/")
 	switch {
+	case len(parts) == 1 && parts[0] != "":
+		return route{kind: kindGet, resource: "namespaces", name: parts[0]}
 	case len(parts) == 2 && parts[0] != "" && parts[1] == "pods":
-		return route{kind: kindList, namespace: parts[0]}
+		return route{kind: kindList, resource: "pods", namespace: parts[0]}
 	case len(parts) == 3 && parts[0] != "" && parts[1] == "pods" && parts[2] != "":
-		return route{kind: kindGet, namespace: parts[0], name: parts[2]}
+		return route{kind: kindGet, resource: "pods", namespace: parts[0], name: parts[2]}
 	}
 	return route{}
 }
@@ -97,8 +110,17 @@ func routeOf(r *http.Request) route {
 // with 404 NotFound when called anyway (a door with no upstream may). A get
 // with watch=true (the API server's deprecated watch of one object) is not
 // local. Only GET is ever local.
+//
+// With WithNamespaces, once its store has synced, a list or watch of
+// namespaces and a get of a namespace it holds are local; with WithNode, a
+// get of the node and a list or watch whose fieldSelector requires
+// metadata.name=<node>. Before their store syncs, and for a namespace it
+// does not hold (yet), they are the API server's.
 func (h *Handler) Local(r *http.Request) ([]Access, bool) {
 	rt := routeOf(r)
+	if rt.resource != "" && rt.resource != "pods" {
+		return h.localKind(r, rt)
+	}
 	switch rt.kind {
 	case kindKubeletPods:
 		return []Access{
@@ -114,7 +136,7 @@ func (h *Handler) Local(r *http.Request) ([]Access, bool) {
 		if isTrue(r.URL.Query(), "watch") {
 			return nil, false // the API server's deprecated watch of one object
 		}
-		if _, ok := h.find(rt.namespace, rt.name); !ok {
+		if _, ok := h.resources["pods"].find(rt.namespace, rt.name); !ok {
 			return nil, false
 		}
 		return []Access{{Verb: "get", Namespace: rt.namespace, Resource: "pods", Name: rt.name}}, true
@@ -123,16 +145,54 @@ func (h *Handler) Local(r *http.Request) ([]Access, bool) {
 		if !h.pinned(q.Get("fieldSelector")) {
 			return nil, false
 		}
-		verb := "list"
-		if isTrue(q, "watch") {
-			verb = "watch"
-		}
-		return []Access{{
-			Verb: verb, Namespace: rt.namespace, Resource: "pods", Name: selectedName(r),
-			FieldSelector: q.Get("fieldSelector"), LabelSelector: q.Get("labelSelector"),
-		}}, true
+		return []Access{listAccess(r, rt)}, true
 	}
 	return nil, false
+}
+
+// localKind is Local for a request of namespaces or nodes.
+func (h *Handler) localKind(r *http.Request, rt route) ([]Access, bool) {
+	res := h.resources[rt.resource]
+	if res == nil || !res.reader.Synced() {
+		return nil, false
+	}
+	switch rt.kind {
+	case kindGet:
+		if isTrue(r.URL.Query(), "watch") {
+			return nil, false
+		}
+		if _, ok := res.find("", rt.name); !ok {
+			return nil, false
+		}
+		a := Access{Verb: "get", Resource: rt.resource, Name: rt.name}
+		if rt.resource == "namespaces" {
+			// The API server reads /api/v1/namespaces/<name> as a request
+			// in the namespace <name> (its RequestInfo), and so authorizes
+			// it.
+			a.Namespace = rt.name
+		}
+		return []Access{a}, true
+	case kindList:
+		if rt.resource == "nodes" && !requires(r.URL.Query().Get("fieldSelector"), h.node, "metadata.name") {
+			return nil, false
+		}
+		return []Access{listAccess(r, rt)}, true
+	}
+	return nil, false
+}
+
+// listAccess is the access a list or watch needs: its verb, the resource
+// and namespace, the name its field selector requires, its selectors.
+func listAccess(r *http.Request, rt route) Access {
+	q := r.URL.Query()
+	verb := "list"
+	if isTrue(q, "watch") {
+		verb = "watch"
+	}
+	return Access{
+		Verb: verb, Namespace: rt.namespace, Resource: rt.resource, Name: selectedName(r),
+		FieldSelector: q.Get("fieldSelector"), LabelSelector: q.Get("labelSelector"),
+	}
 }
 
 // selectedName returns the name that the fieldSelector of the list or watch
@@ -157,6 +217,12 @@ func selectedName(r *http.Request) string {
 // pinned reports whether the field selector text parses and requires the
 // pods of this node.
 func (h *Handler) pinned(text string) bool {
+	return requires(text, h.node, "spec.nodeName", "spec.host")
+}
+
+// requires reports whether the field selector text parses and requires
+// one of the fields to equal value.
+func requires(text, value string, fieldNames ...string) bool {
 	if text == "" {
 		return false
 	}
@@ -164,8 +230,8 @@ func (h *Handler) pinned(text string) bool {
 	if err != nil {
 		return false
 	}
-	for _, f := range []string{"spec.nodeName", "spec.host"} {
-		if v, ok := sel.RequiresExactMatch(f); ok && v == h.node {
+	for _, f := range fieldNames {
+		if v, ok := sel.RequiresExactMatch(f); ok && v == value {
 			return true
 		}
 	}
@@ -188,6 +254,9 @@ func isTrue(q url.Values, key string) bool {
 // naming the field selector to add for the list.
 func (h *Handler) Pods(r *http.Request) ([]Access, bool) {
 	rt := routeOf(r)
+	if rt.resource != "pods" {
+		return nil, false
+	}
 	switch rt.kind {
 	case kindGet:
 		if isTrue(r.URL.Query(), "watch") {
@@ -195,15 +264,7 @@ func (h *Handler) Pods(r *http.Request) ([]Access, bool) {
 		}
 		return []Access{{Verb: "get", Namespace: rt.namespace, Resource: "pods", Name: rt.name}}, true
 	case kindList:
-		q := r.URL.Query()
-		verb := "list"
-		if isTrue(q, "watch") {
-			verb = "watch"
-		}
-		return []Access{{
-			Verb: verb, Namespace: rt.namespace, Resource: "pods", Name: selectedName(r),
-			FieldSelector: q.Get("fieldSelector"), LabelSelector: q.Get("labelSelector"),
-		}}, true
+		return []Access{listAccess(r, rt)}, true
 	}
 	return nil, false
 }

@@ -7,7 +7,9 @@
 // node: a list or watch of pods whose field selector requires
 // spec.nodeName=<node>, a get of a pod the store holds, and the kubelet's
 // GET /pods; with WithDiscovery, also the discovery documents (/api,
-// /api/v1, /apis, /version). Handler.Local tells the front door which
+// /api/v1, /apis, /version); with WithNamespaces and WithNode, the lists,
+// gets and watches of the namespaces and of the node, from stores of their
+// own (package kindstore), served by the same code as the pods. Handler.Local tells the front door which
 // requests those are and what rights each needs; every other request is the
 // door's to pass through to the API server. It answers in the forms the
 // API server answers pods in, negotiated by the Accept header as the API

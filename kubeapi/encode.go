@@ -61,69 +61,73 @@ func decodeStored(raw []byte) (*corev1.Pod, types.UID, error) {
 	return pod, types.UID(uid), nil
 }
 
-// item returns the encoding of p as an item of a list in fm: no kind (a
-// pod) or its meta.k8s.io kind (a PartialObjectMetadata), its
-// resourceVersion that of its version.
-func (h *Handler) item(fm form, p *store.Pod) ([]byte, error) {
+// item returns the encoding of p, a version of an object of res, as an
+// item of a list in fm: no kind (the object) or its meta.k8s.io kind (a
+// PartialObjectMetadata), its resourceVersion that of its version.
+func (h *Handler) item(res *resource, fm form, p *store.Pod) ([]byte, error) {
 	return p.View("kubeapi/"+fm.key()+"/item", func(raw []byte) ([]byte, error) {
 		h.encodes.Add(1)
-		pod, err := decode(raw, h.pods.Revision(p.Version))
+		obj, err := res.decode(raw, res.reader.Revision(p.Version))
 		if err != nil {
 			return nil, err
 		}
-		return encodeItem(fm, pod)
+		return encodeItem(fm, obj)
 	})
 }
 
-// encodeItem returns the encoding of pod as an item of a list in fm.
-func encodeItem(fm form, pod *corev1.Pod) ([]byte, error) {
-	var obj runtime.Object = pod
+// encodeItem returns the encoding of obj as an item of a list in fm.
+func encodeItem(fm form, obj object) ([]byte, error) {
+	var out runtime.Object = obj
 	if fm.as == asPartial || fm.as == asPartialList {
-		partial := asPartialObject(pod, fm.gv)
+		partial := asPartialObject(obj, fm.gv)
 		if fm.mediaType == mediaProtobuf {
 			return partial.Marshal()
 		}
-		obj = partial
+		out = partial
 	} else if fm.mediaType == mediaProtobuf {
-		return pod.Marshal()
+		return obj.Marshal()
 	}
 	var b bytes.Buffer
-	if err := fm.plain.Encode(obj, &b); err != nil {
+	if err := fm.plain.Encode(out, &b); err != nil {
 		return nil, err
 	}
 	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
-// asPartialObject returns the PartialObjectMetadata of pod in gv, as the API
-// server transforms an object for a client that asks for one.
-func asPartialObject(pod *corev1.Pod, gv schema.GroupVersion) *metav1.PartialObjectMetadata {
-	partial := &metav1.PartialObjectMetadata{ObjectMeta: pod.ObjectMeta}
+// asPartialObject returns the PartialObjectMetadata of obj in gv, as the
+// API server transforms an object for a client that asks for one.
+func asPartialObject(obj object, gv schema.GroupVersion) *metav1.PartialObjectMetadata {
+	partial := &metav1.PartialObjectMetadata{}
+	if m, ok := obj.GetObjectMeta().(*metav1.ObjectMeta); ok {
+		partial.ObjectMeta = *m
+	}
 	partial.SetGroupVersionKind(gv.WithKind("PartialObjectMetadata"))
 	return partial
 }
 
-// object returns the encoding of p as an object of its own in fm (a get's
-// body, a watch event's object): with its kind, and the resourceVersion of
-// the store version version (the pod's own, or that of its deletion).
-func (h *Handler) object(fm form, p *store.Pod, version uint64) ([]byte, error) {
+// object returns the encoding of p, a version of an object of res, as an
+// object of its own in fm (a get's body, a watch event's object): with its
+// kind, and the resourceVersion of the store version version (the
+// object's own, or that of its deletion).
+func (h *Handler) object(res *resource, fm form, p *store.Pod, version uint64) ([]byte, error) {
 	return p.View("kubeapi/"+fm.key()+"/obj/"+strconv.FormatUint(version, 10), func(raw []byte) ([]byte, error) {
 		h.encodes.Add(1)
-		pod, err := decode(raw, h.pods.Revision(version))
+		obj, err := res.decode(raw, res.reader.Revision(version))
 		if err != nil {
 			return nil, err
 		}
-		return encodeObject(fm, pod)
+		return encodeObject(fm, obj)
 	})
 }
 
-// encodeObject returns the encoding of pod as an object of its own in fm.
-func encodeObject(fm form, pod *corev1.Pod) ([]byte, error) {
+// encodeObject returns the encoding of obj as an object of its own in fm.
+func encodeObject(fm form, obj object) ([]byte, error) {
 	var b bytes.Buffer
 	var err error
 	if fm.as == asPartial || fm.as == asPartialList {
-		err = fm.plain.Encode(asPartialObject(pod, fm.gv), &b)
+		err = fm.plain.Encode(asPartialObject(obj, fm.gv), &b)
 	} else {
-		err = fm.object.Encode(pod, &b)
+		err = fm.object.Encode(obj, &b)
 	}
 	if err != nil {
 		return nil, err
@@ -132,11 +136,11 @@ func encodeObject(fm form, pod *corev1.Pod) ([]byte, error) {
 }
 
 // event returns the encoding in fm, unframed, of a watch event of type t
-// whose object is p at the store version version.
-func (h *Handler) event(fm form, t watch.EventType, p *store.Pod, version uint64) ([]byte, error) {
+// whose object is p, of res, at the store version version.
+func (h *Handler) event(res *resource, fm form, t watch.EventType, p *store.Pod, version uint64) ([]byte, error) {
 	return p.View("kubeapi/"+fm.key()+"/ev/"+string(t)+"/"+strconv.FormatUint(version, 10), func([]byte) ([]byte, error) {
 		h.encodes.Add(1)
-		obj, err := h.object(fm, p, version)
+		obj, err := h.object(res, fm, p, version)
 		if err != nil {
 			return nil, err
 		}
@@ -155,20 +159,22 @@ func encodeEvent(f *format, t watch.EventType, obj []byte) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// bookmarkPod returns the object of a BOOKMARK event at revision rv,
-// marking the end of the initial events when end is true.
-func bookmarkPod(rv string, end bool) *corev1.Pod {
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{ResourceVersion: rv}}
+// bookmarkObject returns the object of a BOOKMARK event of res at
+// revision rv, marking the end of the initial events when end is true.
+func bookmarkObject(res *resource, rv string, end bool) object {
+	obj := res.empty()
+	m := obj.GetObjectMeta()
+	m.SetResourceVersion(rv)
 	if end {
-		pod.Annotations = map[string]string{metav1.InitialEventsAnnotationKey: "true"}
+		m.SetAnnotations(map[string]string{metav1.InitialEventsAnnotationKey: "true"})
 	}
-	return pod
+	return obj
 }
 
-// bookmark returns the encoding in fm of a BOOKMARK event at revision rv,
-// marking the end of the initial events when end is true.
-func bookmark(fm form, rv string, end bool) ([]byte, error) {
-	obj, err := encodeObject(fm, bookmarkPod(rv, end))
+// bookmark returns the encoding in fm of a BOOKMARK event of res at
+// revision rv, marking the end of the initial events when end is true.
+func bookmark(res *resource, fm form, rv string, end bool) ([]byte, error) {
+	obj, err := encodeObject(fm, bookmarkObject(res, rv, end))
 	if err != nil {
 		return nil, err
 	}
@@ -206,12 +212,13 @@ func (b *body) writeTo(w io.Writer) error {
 	return nil
 }
 
-// podList returns the encoding in fm of a v1.PodList (or, for a client that
-// asks for one, a meta.k8s.io PartialObjectMetadataList) of meta and items
-// (encoded by item), as the API server's serializers encode one: the items
-// are spliced in, not encoded or copied again.
-func podList(fm form, meta metav1.ListMeta, items [][]byte) (*body, error) {
-	tm := runtime.TypeMeta{APIVersion: "v1", Kind: "PodList"}
+// objectList returns the encoding in fm of a list of res (a v1.PodList,
+// or, for a client that asks for one, a meta.k8s.io
+// PartialObjectMetadataList) of meta and items (encoded by item), as the
+// API server's serializers encode one: the items are spliced in, not
+// encoded or copied again.
+func objectList(res *resource, fm form, meta metav1.ListMeta, items [][]byte) (*body, error) {
+	tm := runtime.TypeMeta{APIVersion: "v1", Kind: res.listKind()}
 	metaField, itemsField := protowire.Number(1), protowire.Number(2)
 	if fm.as == asPartialList {
 		tm = runtime.TypeMeta{APIVersion: fm.gv.String(), Kind: "PartialObjectMetadataList"}

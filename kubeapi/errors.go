@@ -17,8 +17,6 @@ import (
 // The errors of the handler, built here and nowhere else, each the
 // metav1.Status the API server answers in the same case.
 
-var podsResource = schema.GroupResource{Resource: "pods"}
-
 // errNotServed is the answer to a path the handler does not serve, as the
 // API server answers a path it does not know.
 func errNotServed() error {
@@ -32,12 +30,19 @@ func errNotPinned(node string) error {
 		"podsapi answers only the pods of node %q, and this request is the API server's: add the field selector spec.nodeName=%s (kubectl get pods --field-selector spec.nodeName=%s; an informer's ListOptions.FieldSelector)", node, node, node))
 }
 
-// errPodNotFound is the answer to a get of a pod the store does not hold.
-func errPodNotFound(name string) error { return apierrors.NewNotFound(podsResource, name) }
+// errNotFound is the answer to a get of an object of res its store does
+// not hold.
+func errNotFound(res *resource, name string) error {
+	return apierrors.NewNotFound(schema.GroupResource{Resource: res.name}, name)
+}
 
-// errNotSynced is the answer to a read before the store has synced.
-func errNotSynced(retryAfter int) error {
-	err := apierrors.NewServiceUnavailable("podsapi has not yet read the pods of this node from its source; retry shortly")
+// errNotSynced is the answer to a read of res before its store has synced.
+func errNotSynced(res *resource, retryAfter int) error {
+	msg := "podsapi has not yet read the pods of this node from its source; retry shortly"
+	if res.name != "pods" {
+		msg = "podsapi has not yet read the " + res.name + " from the API server; retry shortly"
+	}
+	err := apierrors.NewServiceUnavailable(msg)
 	err.ErrStatus.Details = &metav1.StatusDetails{RetryAfterSeconds: int32(retryAfter)}
 	return err
 }
@@ -82,16 +87,16 @@ func revisionInvalid(rv string) string {
 	return field.Invalid(field.NewPath("resourceVersion"), rv, err.Error()).Error()
 }
 
-// errNotAList is the answer to a list for a client that asks for one
-// PartialObjectMetadata, as the API server answers it.
-func errNotAList() error {
-	return notAcceptable("you requested PartialObjectMetadata, but the requested object is a list (*core.PodList)")
+// errNotAList is the answer to a list of res for a client that asks for
+// one PartialObjectMetadata, as the API server answers it.
+func errNotAList(res *resource) error {
+	return notAcceptable("you requested PartialObjectMetadata, but the requested object is a list (*core." + res.listKind() + ")")
 }
 
-// errAList is the answer to a get for a client that asks for a
+// errAList is the answer to a get of res for a client that asks for a
 // PartialObjectMetadataList, as the API server answers it.
-func errAList() error {
-	return notAcceptable("you requested PartialObjectMetadataList, but the requested object is not a list (*core.Pod)")
+func errAList(res *resource) error {
+	return notAcceptable("you requested PartialObjectMetadataList, but the requested object is not a list (*core." + res.kind + ")")
 }
 
 func notAcceptable(msg string) error {

@@ -9,35 +9,35 @@ import (
 	"github.com/podsapi/podsapi/store"
 )
 
-// serveGet answers a get of one pod: its current version, whatever the
-// request's resourceVersion (the current version is never older than one
-// podsapi served), as a pod, a PartialObjectMetadata or a Table of one row
-// as the client asks.
-func (h *Handler) serveGet(w http.ResponseWriter, r *http.Request, rt route) {
+// serveGet answers a get of one object of res: its current version,
+// whatever the request's resourceVersion (the current version is never
+// older than one podsapi served), as the object, a PartialObjectMetadata
+// or a Table of one row as the client asks.
+func (h *Handler) serveGet(w http.ResponseWriter, r *http.Request, res *resource, rt route) {
 	fm, ok := h.codecs.negotiate(r)
 	if !ok {
 		h.writeError(w, r, errNotAcceptable())
 		return
 	}
-	if !h.pods.Synced() {
-		h.writeError(w, r, errNotSynced(h.retryAfter))
+	if !res.reader.Synced() {
+		h.writeError(w, r, errNotSynced(res, h.retryAfter))
 		return
 	}
-	p, ok := h.find(rt.namespace, rt.name)
+	p, ok := res.find(rt.namespace, rt.name)
 	if !ok {
-		h.writeError(w, r, errPodNotFound(rt.name))
+		h.writeError(w, r, errNotFound(res, rt.name))
 		return
 	}
 	var b []byte
 	var err error
 	switch fm.as {
 	case asPartialList:
-		h.writeError(w, r, errAList())
+		h.writeError(w, r, errAList(res))
 		return
 	case asTable:
-		b, err = h.tableOfOne(fm, r, p)
+		b, err = h.tableOfOne(res, fm, r, p)
 	default:
-		if b, err = h.object(fm, p, p.Version); err != nil {
+		if b, err = h.object(res, fm, p, p.Version); err != nil {
 			err = errInternal()
 		}
 	}
@@ -50,18 +50,18 @@ func (h *Handler) serveGet(w http.ResponseWriter, r *http.Request, rt route) {
 	h.writeBody(w, fm, body)
 }
 
-// tableOfOne returns the encoding in fm of the Table of the pod p, with the
-// table options of r.
-func (h *Handler) tableOfOne(fm form, r *http.Request, p *store.Pod) ([]byte, error) {
+// tableOfOne returns the encoding in fm of the Table of the object p of
+// res, with the table options of r.
+func (h *Handler) tableOfOne(res *resource, fm form, r *http.Request, p *store.Pod) ([]byte, error) {
 	opts, err := parseTableOptions(r)
 	if err != nil {
 		return nil, err
 	}
-	tr, err := h.tableRowOf(fm, opts, p, p.Version)
+	tr, err := h.tableRowOf(res, fm, opts, p, p.Version)
 	if err != nil {
 		return nil, errInternal()
 	}
-	b, err := encodeTable(fm, metav1.ListMeta{ResourceVersion: h.pods.Revision(p.Version)}, []tableRow{tr}, opts.NoHeaders, time.Now())
+	b, err := encodeTable(res, fm, metav1.ListMeta{ResourceVersion: res.reader.Revision(p.Version)}, []tableRow{tr}, opts.NoHeaders, time.Now())
 	if err != nil {
 		return nil, errInternal()
 	}

@@ -2,19 +2,18 @@ package kubeapi
 
 import (
 	"net/http"
-	"slices"
-	"strings"
 	"sync/atomic"
 	"time"
-
-	"github.com/podsapi/podsapi/store"
 )
 
 // Handler serves the node's pods through the Kubernetes API's paths (an
 // http.Handler). Create one with New.
 type Handler struct {
-	pods          PodReader
-	node          string
+	pods PodReader
+	node string
+	// resources are what lists, gets and watches read, by resource name:
+	// the pods, and the kinds of WithNamespaces and WithNode.
+	resources     map[string]*resource
 	discovery     bool
 	version       string
 	queue         int
@@ -42,6 +41,7 @@ func New(pods PodReader, node string, opts ...Option) *Handler {
 		writeTimeout:  30 * time.Second,
 		retryAfter:    1,
 		codecs:        newCodecs(),
+		resources:     map[string]*resource{"pods": podsResource(pods)},
 	}
 	for _, opt := range opts {
 		opt(h)
@@ -53,11 +53,16 @@ func New(pods PodReader, node string, opts ...Option) *Handler {
 // door with no upstream may call it for every request), it answers a get of
 // a pod the store does not hold with 404 NotFound, a list or watch of pods
 // not pinned to the node with 503 ServiceUnavailable (only the API server
-// can answer it), and a path it does not serve with 404 NotFound ("the
-// server could not find the requested resource"), as the API server answers
-// a path it does not know.
+// can answer it), and a path it does not serve (or of a kind it does not
+// hold) with 404 NotFound ("the server could not find the requested
+// resource"), as the API server answers a path it does not know.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rt := routeOf(r)
+	res := h.resources[rt.resource]
+	if (rt.kind == kindGet || rt.kind == kindList) && res == nil {
+		h.writeError(w, r, errNotServed())
+		return
+	}
 	switch rt.kind {
 	case kindKubeletPods:
 		h.serveKubeletPods(w, r)
@@ -72,29 +77,19 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			h.writeError(w, r, errNotServed())
 			return
 		}
-		h.serveGet(w, r, rt)
+		h.serveGet(w, r, res, rt)
 	case kindList:
-		if !h.pinned(r.URL.Query().Get("fieldSelector")) {
+		fs := r.URL.Query().Get("fieldSelector")
+		switch {
+		case res.name == "pods" && !h.pinned(fs):
 			h.writeError(w, r, errNotPinned(h.node))
 			return
+		case res.name == "nodes" && !requires(fs, h.node, "metadata.name"):
+			h.writeError(w, r, errNotServed())
+			return
 		}
-		h.serveList(w, r, rt)
+		h.serveList(w, r, res, rt)
 	default:
 		h.writeError(w, r, errNotServed())
 	}
-}
-
-// find returns the current version of the pod of namespace and name.
-func (h *Handler) find(namespace, name string) (*store.Pod, bool) {
-	_, pods := h.pods.List()
-	i, ok := slices.BinarySearchFunc(pods, [2]string{namespace, name}, func(p *store.Pod, k [2]string) int {
-		if c := strings.Compare(p.Namespace, k[0]); c != 0 {
-			return c
-		}
-		return strings.Compare(p.Name, k[1])
-	})
-	if !ok {
-		return nil, false
-	}
-	return pods[i], true
 }

@@ -15,18 +15,18 @@ import (
 	"github.com/podsapi/podsapi/store"
 )
 
-// serveList answers a list or watch of the node's pods.
-func (h *Handler) serveList(w http.ResponseWriter, r *http.Request, rt route) {
+// serveList answers a list or watch of res.
+func (h *Handler) serveList(w http.ResponseWriter, r *http.Request, res *resource, rt route) {
 	fm, ok := h.codecs.negotiate(r)
 	if !ok {
 		h.writeError(w, r, errNotAcceptable())
 		return
 	}
-	if !h.pods.Synced() {
-		h.writeError(w, r, errNotSynced(h.retryAfter))
+	if !res.reader.Synced() {
+		h.writeError(w, r, errNotSynced(res, h.retryAfter))
 		return
 	}
-	q, err := parseQuery(r, rt.namespace)
+	q, err := parseQuery(r, res, rt.namespace)
 	if err != nil {
 		h.writeError(w, r, err)
 		return
@@ -50,14 +50,14 @@ func (h *Handler) serveList(w http.ResponseWriter, r *http.Request, rt route) {
 		if fm.as == asPartialList {
 			// The API server sends nothing on such a watch until it
 			// ends: podsapi says why at once.
-			h.writeError(w, r, errAList())
+			h.writeError(w, r, errAList(res))
 			return
 		}
 		h.serveWatch(w, r, fm, q, table)
 		return
 	}
 	if fm.as == asPartial {
-		h.writeError(w, r, errNotAList())
+		h.writeError(w, r, errNotAList(res))
 		return
 	}
 	var body *body
@@ -100,13 +100,13 @@ func validRevision(rv string) bool {
 	return err == nil
 }
 
-// page is the pods of the store's current version that a list selects.
+// page is the objects of the store's current version that a list selects.
 type page struct {
 	meta metav1.ListMeta
 	pods []*store.Pod
 }
 
-// list returns the encoding in fm of the page of pods q asks for.
+// list returns the encoding in fm of the page of objects q asks for.
 func (h *Handler) list(fm form, q *query) (*body, error) {
 	pg, err := h.page(q)
 	if err != nil {
@@ -114,21 +114,21 @@ func (h *Handler) list(fm form, q *query) (*body, error) {
 	}
 	items := make([][]byte, 0, len(pg.pods))
 	for _, p := range pg.pods {
-		b, err := h.item(fm, p)
+		b, err := h.item(q.res, fm, p)
 		if err != nil {
 			return nil, errInternal()
 		}
 		items = append(items, b)
 	}
-	body, err := podList(fm, pg.meta, items)
+	body, err := objectList(q.res, fm, pg.meta, items)
 	if err != nil {
 		return nil, errInternal()
 	}
 	return body, nil
 }
 
-// table returns the encoding in fm of the Table of the page of pods q asks
-// for.
+// table returns the encoding in fm of the Table of the page of objects q
+// asks for.
 func (h *Handler) table(fm form, q *query, opts *metav1.TableOptions) (*body, error) {
 	pg, err := h.page(q)
 	if err != nil {
@@ -136,13 +136,13 @@ func (h *Handler) table(fm form, q *query, opts *metav1.TableOptions) (*body, er
 	}
 	rows := make([]tableRow, 0, len(pg.pods))
 	for _, p := range pg.pods {
-		tr, err := h.tableRowOf(fm, opts, p, p.Version)
+		tr, err := h.tableRowOf(q.res, fm, opts, p, p.Version)
 		if err != nil {
 			return nil, errInternal()
 		}
 		rows = append(rows, tr)
 	}
-	b, err := encodeTable(fm, pg.meta, rows, opts.NoHeaders, time.Now())
+	b, err := encodeTable(q.res, fm, pg.meta, rows, opts.NoHeaders, time.Now())
 	if err != nil {
 		return nil, errInternal()
 	}
@@ -151,7 +151,7 @@ func (h *Handler) table(fm form, q *query, opts *metav1.TableOptions) (*body, er
 	return body, nil
 }
 
-// page returns the page of pods q asks for.
+// page returns the page of objects q asks for.
 //
 // Every list is of the store's current version: a resourceVersion of "" or
 // "0", or any with resourceVersionMatch NotOlderThan (or none), is answered
@@ -161,8 +161,8 @@ func (h *Handler) table(fm form, q *query, opts *metav1.TableOptions) (*body, er
 // the store's revision is still that one, else 410 Expired, on which
 // client-go's pager lists again without a limit.
 func (h *Handler) page(q *query) (*page, error) {
-	version, pods := h.pods.List()
-	rv := h.pods.Revision(version)
+	version, pods := q.res.reader.List()
+	rv := q.res.reader.Revision(version)
 	if q.opts.ResourceVersionMatch == metav1.ResourceVersionMatchExact && q.opts.ResourceVersion != rv {
 		return nil, errExpired(q.opts.ResourceVersion)
 	}

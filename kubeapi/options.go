@@ -58,3 +58,21 @@ func WithRetryAfter(seconds int) Option {
 func WithWriteTimeout(d time.Duration) Option {
 	return func(h *Handler) { h.writeTimeout = max(d, 0) }
 }
+
+// WithNamespaces has the handler answer the lists, gets and watches of
+// namespaces from r (a kindstore.Namespaces holding every namespace of the
+// cluster, fed by one watch of the API server), once r has synced: Local
+// claims them then, so that agents' namespace informers cost the API
+// server nothing more. By default namespaces are not local.
+func WithNamespaces(r PodReader) Option {
+	return func(h *Handler) { h.resources["namespaces"] = namespacesResource(r) }
+}
+
+// WithNode has the handler answer the gets of the node (/api/v1/nodes/<node>)
+// and its lists and watches pinned to it (fieldSelector
+// metadata.name=<node>) from r (a kindstore.Nodes holding the node, fed
+// by one watch of it), once r has synced. By default the node is not
+// local.
+func WithNode(r PodReader) Option {
+	return func(h *Handler) { h.resources["nodes"] = nodesResource(r) }
+}

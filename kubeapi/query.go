@@ -1,9 +1,7 @@
 package kubeapi
 
 import (
-	"fmt"
 	"net/http"
-	"slices"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
@@ -12,23 +10,23 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/podsapi/podsapi/podtypes"
 	"github.com/podsapi/podsapi/store"
 )
 
-// query is a list or watch request of pods, read as the API server reads
-// one.
+// query is a list or watch request of a resource, read as the API server
+// reads one.
 type query struct {
 	opts      metainternalversion.ListOptions
+	res       *resource
 	namespace string
 }
 
 // parseQuery reads the list options of r as the API server does
 // (k8s.io/apiserver's handlers: its parameter codec, the watch-list
-// defaults, the validation of list options, the field labels of pods),
-// returning the API server's errors.
-func parseQuery(r *http.Request, namespace string) (*query, error) {
-	q := &query{namespace: namespace}
+// defaults, the validation of list options, the field labels of the
+// resource), returning the API server's errors.
+func parseQuery(r *http.Request, res *resource, namespace string) (*query, error) {
+	q := &query{res: res, namespace: namespace}
 	if err := metainternalversionscheme.ParameterCodec.DecodeParameters(r.URL.Query(), metav1.SchemeGroupVersion, &q.opts); err != nil {
 		return nil, errBadRequest(err)
 	}
@@ -37,7 +35,7 @@ func parseQuery(r *http.Request, namespace string) (*query, error) {
 		return nil, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "ListOptions"}, "", errs)
 	}
 	if q.opts.FieldSelector != nil {
-		sel, err := q.opts.FieldSelector.Transform(podFieldLabel)
+		sel, err := q.opts.FieldSelector.Transform(res.fieldLabel)
 		if err != nil {
 			return nil, errBadRequest(err)
 		}
@@ -46,20 +44,7 @@ func parseQuery(r *http.Request, namespace string) (*query, error) {
 	return q, nil
 }
 
-// podFieldLabel is the API server's conversion of the field labels of pods
-// (k8s.io/kubernetes pkg/apis/core/v1, AddFieldLabelConversionsForPod):
-// the selectable fields, status.podIPs, and spec.host for spec.nodeName.
-func podFieldLabel(label, value string) (string, string, error) {
-	switch {
-	case label == "spec.host":
-		return "spec.nodeName", value, nil
-	case label == "status.podIPs", slices.Contains(podtypes.SelectableFields, label):
-		return label, value, nil
-	}
-	return "", "", fmt.Errorf("field label not supported: %s", label)
-}
-
-// matches reports whether the pod version p is one the query selects.
+// matches reports whether the object version p is one the query selects.
 func (q *query) matches(p *store.Pod) bool {
 	if q.namespace != "" && p.Namespace != q.namespace {
 		return false

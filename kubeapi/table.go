@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metainternalversionscheme "k8s.io/apimachinery/pkg/apis/meta/internalversion/scheme"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,11 +17,13 @@ import (
 	"github.com/podsapi/podsapi/store"
 )
 
-// A Table (kubectl's as=Table) shows the API server's pod columns
-// (internal/podtable). A row's cells but for the ages (of the pod, of its
-// last restart) are computed once per pod version and kept in its views
-// (rowKey); the ages are the time of the answer, so a table is encoded
-// for each answer, as the API server encodes one.
+// A Table (kubectl's as=Table) shows the API server's columns of the
+// resource (internal/podtable, internal/kindtable). A pod row's cells but
+// for the ages (of the pod, of its last restart) are computed once per pod
+// version and kept in its views (rowKey); the rows of other kinds, a few
+// fields, are computed for each answer; the ages are the time of the
+// answer, so a table is encoded for each answer, as the API server encodes
+// one.
 
 // rowKey is the key of a pod version's podtable.Row among its views.
 const rowKey = "kubeapi/table/row"
@@ -44,8 +45,16 @@ func parseTableOptions(r *http.Request) (*metav1.TableOptions, error) {
 	}
 }
 
-// row returns the podtable.Row of p, computed once per pod version.
-func (h *Handler) row(p *store.Pod) (podtable.Row, error) {
+// row returns the row of p, a version of an object of res: for a pod, its
+// podtable.Row, computed once per pod version.
+func (h *Handler) row(res *resource, p *store.Pod) (tableCells, error) {
+	if res.name != "pods" {
+		obj, err := res.decode(p.Raw(), "")
+		if err != nil {
+			return nil, err
+		}
+		return res.rowOf(obj), nil
+	}
 	b, err := p.View(rowKey, func(raw []byte) ([]byte, error) {
 		h.encodes.Add(1)
 		pod, err := decode(raw, "")
@@ -55,26 +64,26 @@ func (h *Handler) row(p *store.Pod) (podtable.Row, error) {
 		return json.Marshal(podtable.RowOf(pod))
 	})
 	if err != nil {
-		return podtable.Row{}, err
+		return nil, err
 	}
 	var r podtable.Row
 	err = json.Unmarshal(b, &r)
 	return r, err
 }
 
-// tableRow is one row of a table: the pod's Row and the encoding of the
-// object the row carries (nil for none).
+// tableRow is one row of a table: the object's cells and the encoding of
+// the object the row carries (nil for none).
 type tableRow struct {
-	row    podtable.Row
+	row    tableCells
 	object []byte
 }
 
-// tableRowOf returns the row of p at the store version version, with the
-// object opts asks for: the pod's PartialObjectMetadata in the table's
-// group version (includeObject Metadata, the default), the pod (Object),
-// or none (None).
-func (h *Handler) tableRowOf(fm form, opts *metav1.TableOptions, p *store.Pod, version uint64) (tableRow, error) {
-	r, err := h.row(p)
+// tableRowOf returns the row of p, of res, at the store version version,
+// with the object opts asks for: its PartialObjectMetadata in the table's
+// group version (includeObject Metadata, the default), the object
+// (Object), or none (None).
+func (h *Handler) tableRowOf(res *resource, fm form, opts *metav1.TableOptions, p *store.Pod, version uint64) (tableRow, error) {
+	r, err := h.row(res, p)
 	if err != nil {
 		return tableRow{}, err
 	}
@@ -82,40 +91,41 @@ func (h *Handler) tableRowOf(fm form, opts *metav1.TableOptions, p *store.Pod, v
 	switch opts.IncludeObject {
 	case metav1.IncludeNone:
 	case metav1.IncludeObject:
-		obj, err = h.object(form{format: fm.format}, p, version)
+		obj, err = h.object(res, form{format: fm.format}, p, version)
 	default:
-		obj, err = h.object(form{format: fm.format, as: asPartial, gv: fm.gv}, p, version)
+		obj, err = h.object(res, form{format: fm.format, as: asPartial, gv: fm.gv}, p, version)
 	}
 	return tableRow{row: r, object: bytes.TrimSuffix(obj, []byte("\n"))}, err
 }
 
-// bookmarkRow returns the row of a BOOKMARK's object, as the API server
-// turns one into a table: the row of an empty pod, carrying its metadata
-// when it marks the end of the initial events or opts asks for metadata.
-func bookmarkRow(fm form, opts *metav1.TableOptions, pod *corev1.Pod) (tableRow, error) {
-	tr := tableRow{row: podtable.RowOf(pod)}
-	_, end := pod.Annotations[metav1.InitialEventsAnnotationKey]
+// bookmarkRow returns the row of a BOOKMARK's object obj, of res, as the
+// API server turns one into a table: the row of an empty object, carrying
+// its metadata when it marks the end of the initial events or opts asks for
+// metadata.
+func bookmarkRow(res *resource, fm form, opts *metav1.TableOptions, obj object) (tableRow, error) {
+	tr := tableRow{row: res.rowOf(obj)}
+	_, end := obj.GetObjectMeta().GetAnnotations()[metav1.InitialEventsAnnotationKey]
 	var err error
 	switch {
 	case opts.IncludeObject == metav1.IncludeObject:
-		tr.object, err = encodeObject(form{format: fm.format}, pod)
+		tr.object, err = encodeObject(form{format: fm.format}, obj)
 	case opts.IncludeObject != metav1.IncludeNone || end:
-		tr.object, err = encodeObject(form{format: fm.format, as: asPartial, gv: fm.gv}, pod)
+		tr.object, err = encodeObject(form{format: fm.format, as: asPartial, gv: fm.gv}, obj)
 	}
 	tr.object = bytes.TrimSuffix(tr.object, []byte("\n"))
 	return tr, err
 }
 
-// encodeTable returns the encoding in fm of a Table of rows at time now,
-// with the column definitions unless noHeaders.
-func encodeTable(fm form, meta metav1.ListMeta, rows []tableRow, noHeaders bool, now time.Time) ([]byte, error) {
+// encodeTable returns the encoding in fm of a Table of rows of res at time
+// now, with the column definitions unless noHeaders.
+func encodeTable(res *resource, fm form, meta metav1.ListMeta, rows []tableRow, noHeaders bool, now time.Time) ([]byte, error) {
 	t := &metav1.Table{
 		TypeMeta: metav1.TypeMeta{Kind: "Table", APIVersion: fm.gv.String()},
 		ListMeta: meta,
 		Rows:     make([]metav1.TableRow, 0, len(rows)),
 	}
 	if !noHeaders {
-		t.ColumnDefinitions = podtable.Columns()
+		t.ColumnDefinitions = res.columns()
 	}
 	for _, r := range rows {
 		t.Rows = append(t.Rows, metav1.TableRow{

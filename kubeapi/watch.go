@@ -17,18 +17,18 @@ import (
 // history at a time.
 const historyBatch = 64
 
-// serveWatch answers a watch of the node's pods, as the API server's watch
-// cache does:
+// serveWatch answers a watch of the objects of q's resource (the node's
+// pods, the namespaces, the node), as the API server's watch cache does:
 //
 //   - with sendInitialEvents (the default of a watch from resourceVersion ""
-//     or "0"), an ADDED event for every pod selected now, then, when
+//     or "0"), an ADDED event for every object selected now, then, when
 //     bookmarks are allowed, a BOOKMARK annotated
 //     k8s.io/initial-events-end: "true" at the revision of that state;
 //   - from any other resourceVersion, the changes after it, read from the
 //     store's history, or a single ERROR event 410 Expired when the store no
 //     longer holds them (or the revision is another podsapi's, or the API
 //     server's), so that client-go lists again;
-//   - then every change, a pod that starts or stops matching the selectors
+//   - then every change, an object that starts or stops matching the selectors
 //     being ADDED or DELETED (with its last matching state), and a BOOKMARK
 //     at the last revision seen every bookmark interval when allowed.
 //
@@ -39,7 +39,7 @@ const historyBatch = 64
 // by more than its queue: the client then resumes from the last
 // resourceVersion it received. WithWatchEnded is told which.
 //
-// Its events carry pods, PartialObjectMetadata or (table not nil) Tables of
+// Its events carry the objects, PartialObjectMetadata or (table not nil) Tables of
 // one row as fm asks; the first Table carries the column definitions, the
 // others none, as the API server sends them.
 func (h *Handler) serveWatch(w http.ResponseWriter, r *http.Request, fm form, q *query, table *metav1.TableOptions) {
@@ -64,9 +64,9 @@ func (h *Handler) serveWatch(w http.ResponseWriter, r *http.Request, fm form, q 
 	var wt *store.Watcher
 	var startErr error
 	if !initial && rv != "" && rv != "0" {
-		replay, wt, startErr = h.pods.WatchFrom(rv, h.queue, nil)
+		replay, wt, startErr = q.res.reader.WatchFrom(rv, h.queue, nil)
 	} else {
-		snapshot, wt = h.pods.Watch(h.queue, nil)
+		snapshot, wt = q.res.reader.Watch(h.queue, nil)
 		replay = store.Replay{After: wt.Since(), Until: wt.Since()}
 	}
 	if wt != nil {
@@ -226,10 +226,10 @@ func (s *watchStream) replay(r store.Replay) bool {
 	buf := make([]store.Event, 0, historyBatch)
 	for s.seen < r.Until {
 		s.deadline()
-		evs, err := s.h.pods.ReadHistory(s.seen, r.Until, buf)
+		evs, err := s.q.res.reader.ReadHistory(s.seen, r.Until, buf)
 		if err != nil || len(evs) == 0 {
 			s.expired = true
-			s.fail(errExpired(s.h.pods.Revision(s.seen)))
+			s.fail(errExpired(s.q.res.reader.Revision(s.seen)))
 			return false
 		}
 		for _, ev := range evs {
@@ -280,11 +280,11 @@ func (s *watchStream) send(t watch.EventType, p *store.Pod, version uint64) bool
 	var err error
 	if s.table != nil {
 		var tr tableRow
-		if tr, err = s.h.tableRowOf(s.fm, s.table, p, version); err == nil {
-			b, err = s.tableEvent(t, s.h.pods.Revision(version), tr)
+		if tr, err = s.h.tableRowOf(s.q.res, s.fm, s.table, p, version); err == nil {
+			b, err = s.tableEvent(t, s.q.res.reader.Revision(version), tr)
 		}
 	} else {
-		b, err = s.h.event(s.fm, t, p, version)
+		b, err = s.h.event(s.q.res, s.fm, t, p, version)
 	}
 	if err != nil {
 		s.failed = true
@@ -297,16 +297,17 @@ func (s *watchStream) send(t watch.EventType, p *store.Pod, version uint64) bool
 
 // bookmark writes a BOOKMARK at the last revision seen.
 func (s *watchStream) bookmark(end bool) bool {
-	rv := s.h.pods.Revision(s.seen)
+	res := s.q.res
+	rv := res.reader.Revision(s.seen)
 	var b []byte
 	var err error
 	if s.table != nil {
 		var tr tableRow
-		if tr, err = bookmarkRow(s.fm, s.table, bookmarkPod(rv, end)); err == nil {
+		if tr, err = bookmarkRow(res, s.fm, s.table, bookmarkObject(res, rv, end)); err == nil {
 			b, err = s.tableEvent(watch.Bookmark, rv, tr)
 		}
 	} else {
-		b, err = bookmark(s.fm, rv, end)
+		b, err = bookmark(res, s.fm, rv, end)
 	}
 	if err != nil {
 		s.failed = true
@@ -321,7 +322,7 @@ func (s *watchStream) bookmark(end bool) bool {
 // first such event of the watch, without in the others.
 func (s *watchStream) tableEvent(t watch.EventType, rv string, tr tableRow) ([]byte, error) {
 	noHeaders := s.table.NoHeaders || s.headed
-	obj, err := encodeTable(s.fm, metav1.ListMeta{ResourceVersion: rv}, []tableRow{tr}, noHeaders, time.Now())
+	obj, err := encodeTable(s.q.res, s.fm, metav1.ListMeta{ResourceVersion: rv}, []tableRow{tr}, noHeaders, time.Now())
 	if err != nil {
 		return nil, err
 	}

@@ -34,6 +34,9 @@ type Pod struct {
 	// version when the store takes the pod.
 	labels labels.Set
 	fields podtypes.Fields
+	// objFields are the selectable fields of an Object (Put); nil for a
+	// pod.
+	objFields fields.Fields
 	// keys are what Find looks the version up by (find.go).
 	keys podKeys
 
@@ -74,9 +77,14 @@ func (p *Pod) Raw() []byte { return p.raw }
 // modify them.
 func (p *Pod) Labels() labels.Labels { return p.labels }
 
-// Fields returns the pod's selectable fields (SelectableFields), for field
-// selectors.
-func (p *Pod) Fields() fields.Fields { return p.fields }
+// Fields returns the pod's selectable fields (SelectableFields), or an
+// Object's, for field selectors.
+func (p *Pod) Fields() fields.Fields {
+	if p.objFields != nil {
+		return p.objFields
+	}
+	return p.fields
+}
 
 // View returns the view of the pod named key, computing it with compute from
 // the pod's encoding on first use and sharing the result with every later

@@ -113,6 +113,12 @@ func (s *Store) Upsert(pod *corev1.Pod) {
 	}
 	s.pods[pod.UID] = p
 	s.indexPut(prev, p)
+	s.took(prev, p)
+}
+
+// took tells the list order, the watchers and the waiting calls that p,
+// just stored, is new (prev nil) or replaces prev. s.mu is held.
+func (s *Store) took(prev, p *Pod) {
 	if prev == nil || prev.Namespace != p.Namespace || prev.Name != p.Name {
 		s.sorted = nil
 	} else if s.sorted != nil {

@@ -142,6 +142,12 @@ func (a answer) status(t *testing.T) metav1.Status {
 // answer.
 func get(t *testing.T, c *http.Client, url, token string) answer {
 	t.Helper()
+	return getAccept(t, c, url, token, "")
+}
+
+// getAccept is get with an Accept header (none if empty).
+func getAccept(t *testing.T, c *http.Client, url, token, accept string) answer {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
@@ -150,6 +156,9 @@ func get(t *testing.T, c *http.Client, url, token string) answer {
 	}
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	if accept != "" {
+		req.Header.Set("Accept", accept)
 	}
 	resp, err := c.Do(req)
 	if err != nil {

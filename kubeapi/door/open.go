@@ -51,6 +51,9 @@ type API struct {
 	Server *Server
 	// Auth is nil without an API server.
 	Auth *Auth
+	// Kinds are the namespaces and the node the door answers itself; nil
+	// without an API server or with Settings.Kinds false.
+	Kinds *Kinds
 
 	logger *slog.Logger
 }
@@ -115,6 +118,15 @@ func (s Settings) Open(env Env) (*API, error) {
 			return nil, err
 		}
 		opts = append(opts, WithAuth(a.Auth), WithPassThrough(pass))
+		if s.Kinds {
+			if a.Kinds, err = newKinds(own, env.Node, env.Logger); err != nil {
+				return nil, fmt.Errorf("--kube-api-shared-kinds: %w", err)
+			}
+			localOpts = append(localOpts, a.Kinds.options()...)
+			if env.Registerer != nil {
+				env.Registerer.MustRegister(a.Kinds.collectors()...)
+			}
+		}
 	}
 	if env.Peers != nil {
 		opts = append(opts, WithPeerPolicy(env.Peers))
@@ -144,8 +156,21 @@ func (a *API) Close() { a.Server.Close() }
 
 // Serve serves the door until ctx is done, as Server.Serve does. With an
 // API server, it first asks in the background whether podsapi may verify
-// its callers (Auth.Check, bounded to 30 s) and warns when it may not.
+// its callers (Auth.Check, bounded to 30 s) and warns when it may not, and
+// runs the watches of the Kinds until it returns.
 func (a *API) Serve(ctx context.Context) error {
+	if a.Kinds != nil {
+		kctx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			a.Kinds.Run(kctx)
+		}()
+		defer func() {
+			cancel()
+			<-done
+		}()
+	}
 	if a.Auth != nil {
 		go func() {
 			cctx, cancel := context.WithTimeout(ctx, 30*time.Second)

@@ -33,6 +33,11 @@ type Settings struct {
 	// DefaultTokenCacheTTL, DefaultAllowCacheTTL and DefaultDenyCacheTTL;
 	// Validate refuses one that is not positive.
 	TokenCacheTTL, AllowCacheTTL, DenyCacheTTL time.Duration
+	// Kinds has the door answer the namespaces and the node itself, from
+	// one shared watch of each with podsapi's own credentials (Kinds),
+	// when it has an API server; false passes them through, as every
+	// other kind. AddFlags sets it to true.
+	Kinds bool
 }
 
 // AddFlags binds every field of s to its flag of fs, under the names that
@@ -46,6 +51,7 @@ func (s *Settings) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&s.TokenCacheTTL, "kube-api-authentication-cache-ttl", DefaultTokenCacheTTL, "how long the API server's answer to a TokenReview is cached, and so keeps working while the API server is unreachable")
 	fs.DurationVar(&s.AllowCacheTTL, "kube-api-authorization-cache-authorized-ttl", DefaultAllowCacheTTL, "how long a SubjectAccessReview that allowed is cached, and so keeps working while the API server is unreachable")
 	fs.DurationVar(&s.DenyCacheTTL, "kube-api-authorization-cache-unauthorized-ttl", DefaultDenyCacheTTL, "how long a SubjectAccessReview that did not allow is cached")
+	fs.BoolVar(&s.Kinds, "kube-api-shared-kinds", true, "answer lists, gets and watches of namespaces and of this node (/api/v1/nodes/<node>, or fieldSelector metadata.name=<node>) from one shared watch of each with podsapi's own credentials (RBAC: get, list, watch of namespaces and nodes), authorized for each caller as the API server would; false passes them to the API server (docs/kubeapi.md)")
 }
 
 // Enabled reports whether s serves the Kubernetes API: on an address, a

@@ -234,6 +234,22 @@ func TestVariants(t *testing.T) {
 			check:   checkKubeAPI,
 		},
 		{
+			variant: deploycheck.Variant{Name: "kube-api-kinds", Base: ".", Components: []string{"components/kube-api", "components/kube-api-kinds"}},
+			check: func(t *testing.T, r rendering) {
+				checkKubeAPI(t, r)
+				var rules []rbacv1.PolicyRule
+				for _, role := range r.roles {
+					if role.Name == "podsapi-kube-api-kinds" {
+						rules = role.Rules
+					}
+				}
+				want := []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"namespaces", "nodes"}, Verbs: []string{"get", "list", "watch"}}}
+				if !reflect.DeepEqual(rules, want) {
+					t.Errorf("ClusterRole podsapi-kube-api-kinds rules %+v, want get, list and watch of namespaces and nodes alone", rules)
+				}
+			},
+		},
+		{
 			variant: deploycheck.Variant{Name: "apiserver-kube-api", Base: "apiserver", Components: []string{"components/kube-api"}},
 			check: func(t *testing.T, r rendering) {
 				checkKubeAPI(t, r)
