@@ -46,14 +46,8 @@ func (s *served) kubeconfig(t *testing.T) string {
 	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: s.srv.Certificate().Raw}), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg := "apiVersion: v1\nkind: Config\nclusters:\n- name: node\n  cluster:\n    server: " + s.srv.URL +
-		"\n    certificate-authority: " + ca + "\nusers:\n- name: agent\n  user:\n    token: not-checked-here\n" +
-		"contexts:\n- name: node\n  context: {cluster: node, user: agent}\ncurrent-context: node\n"
-	path := filepath.Join(dir, "kubeconfig")
-	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return kubetest.WriteKubeconfig(t, filepath.Join(dir, "kubeconfig"), "agent", "not-checked-here",
+		kubetest.Server{Name: "node", Host: s.srv.Listener.Addr().String(), CAFile: ca})
 }
 
 // TestKubectl runs an unchanged kubectl v1.37.2 against the handler with

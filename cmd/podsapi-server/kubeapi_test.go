@@ -373,12 +373,6 @@ func kubectlPath(t *testing.T) string {
 // verified with the CA file, with a bearer token, and returns its path.
 func doorKubeconfig(t *testing.T, addr, ca, token string) string {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	cfg := "apiVersion: v1\nkind: Config\nclusters:\n- name: podsapi\n  cluster:\n    server: https://" + addr +
-		"\n    certificate-authority: " + ca + "\nusers:\n- name: agent\n  user:\n    token: " + token +
-		"\ncontexts:\n- name: podsapi\n  context: {cluster: podsapi, user: agent}\ncurrent-context: podsapi\n"
-	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return kubetest.WriteKubeconfig(t, filepath.Join(t.TempDir(), "kubeconfig"), "agent", token,
+		kubetest.Server{Name: "podsapi", Host: addr, CAFile: ca})
 }

@@ -22,6 +22,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/podsapi/podsapi/integrations/harness"
+	"github.com/podsapi/podsapi/test/kubetest"
 )
 
 // TestCache runs controller-runtime's cache of the node's pods, as a
@@ -47,13 +48,14 @@ import (
 // way (logged), and fails if the door's cost it any pod list or watch.
 func TestCache(t *testing.T) {
 	ctrllog.SetLogger(testr.New(t)) // controller-runtime's own logs, in the test's.
-	env := harness.Start(t)
+	cluster := harness.StartCluster(t)
+	pa := cluster.StartPodsapi(t, "node-1")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	const ns = "apps"
-	env.CreatePod(t, harness.Pod(ns, "before", env.Node))
-	env.CreatePod(t, harness.Pod(ns, "other-node", "node-2"))
-	agent := env.Agent(t, "controllers", "node-controller", harness.PodReader)
+	cluster.CreatePod(t, harness.Pod(ns, "before", pa.Node))
+	cluster.CreatePod(t, harness.Pod(ns, "other-node", "node-2"))
+	agent := cluster.Agent(t, "controllers", "node-controller", harness.PodReader)
 
 	// The door's caches first, then the direct ones, so that what each
 	// costs the API server is measured apart.
@@ -62,19 +64,16 @@ func TestCache(t *testing.T) {
 	runs := map[string]*run{}
 	cost := map[string]string{}
 	for _, way := range []string{"door", "direct"} {
-		before, doorBefore := env.APIServer(t, "pods"), env.Door(t)
-		kubeconfig := agent.DirectKubeconfig(t)
-		if way == "door" {
-			kubeconfig = agent.DoorKubeconfig(t)
-		}
-		runs[way] = startCache(ctx, t, kubeconfig, env.Node)
+		before, doorBefore := cluster.APIServer(t, "pods"), pa.Door(t)
+		kctx := map[string]string{"direct": harness.ContextDirect, "door": harness.ContextPodsapi}[way]
+		runs[way] = startCache(ctx, t, agent.Kubeconfig(t, pa, kctx), pa.Node)
 		for _, form := range forms {
 			_ = runs[way].waitSynced(form) // Checked below.
 		}
-		after := env.APIServer(t, "pods")
+		after := cluster.APIServer(t, "pods")
 		cost[way] = fmt.Sprintf("API server: pod watches opened %v, pod lists %v", after.WatchesOpen-before.WatchesOpen, after.Requests["LIST"]-before.Requests["LIST"])
 		if way == "door" {
-			cost[way] += "; " + env.Door(t).Since(doorBefore)
+			cost[way] += "; " + pa.Door(t).Since(doorBefore)
 		}
 		label := map[string]string{"direct": "directly", "door": "through podsapi's front door"}[way]
 		harness.Record(t, "controller-runtime v0.25.3 cache (typed and metadata-only pod informers)", label, cost[way])
@@ -105,12 +104,12 @@ func TestCache(t *testing.T) {
 		change func()
 		want   []string
 	}{
-		{"add", func() { env.CreatePod(t, harness.Pod(ns, "added", env.Node)) }, []string{"add " + ns + "/added"}},
-		{"another node's add", func() { env.CreatePod(t, harness.Pod(ns, "added-elsewhere", "node-2")) }, nil},
+		{"add", func() { cluster.CreatePod(t, harness.Pod(ns, "added", pa.Node)) }, []string{"add " + ns + "/added"}},
+		{"another node's add", func() { cluster.CreatePod(t, harness.Pod(ns, "added-elsewhere", "node-2")) }, nil},
 		{"update", func() {
-			env.UpdatePod(t, ns, "added", func(p *corev1.Pod) { p.Labels["tier"] = "gold" })
+			cluster.UpdatePod(t, ns, "added", func(p *corev1.Pod) { p.Labels["tier"] = "gold" })
 		}, []string{"update " + ns + "/added tier=gold"}},
-		{"delete", func() { env.DeletePod(t, ns, "added") }, []string{"update " + ns + "/added tier=gold deleting", "delete " + ns + "/added"}},
+		{"delete", func() { cluster.DeletePod(t, ns, "added") }, []string{"update " + ns + "/added tier=gold deleting", "delete " + ns + "/added"}},
 	}
 	for _, c := range changes {
 		c.change()
@@ -144,7 +143,8 @@ func TestCache(t *testing.T) {
 			}
 		}
 	})
-	t.Logf("the door's requests (route, verb): answered %v, in flight %v", env.Door(t).Answered, env.Door(t).InFlight)
+	doorCounts := pa.Door(t)
+	t.Logf("the door's requests (route, verb): answered %v, in flight %v", doorCounts.Answered, doorCounts.InFlight)
 	for _, way := range ways {
 		for _, form := range forms {
 			t.Logf("%s/%s events: %q", way, form, runs[way].events[form].all())
@@ -217,12 +217,12 @@ func podMetadata() *metav1.PartialObjectMetadata {
 }
 
 // waitSynced waits until the form's informer has synced, within
-// harness.Timeout.
+// kubetest.Timeout.
 func (r *run) waitSynced(form string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), harness.Timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), kubetest.Timeout)
 	defer cancel()
 	if !toolscache.WaitForCacheSync(ctx.Done(), r.inf[form].HasSynced) {
-		return fmt.Errorf("the %s informer did not sync within %v (events so far: %v)", form, harness.Timeout, r.events[form].all())
+		return fmt.Errorf("the %s informer did not sync within %v (events so far: %v)", form, kubetest.Timeout, r.events[form].all())
 	}
 	return nil
 }
@@ -322,14 +322,14 @@ func (r *recorder) OnUpdate(_, obj any) {
 // OnDelete records a delete.
 func (r *recorder) OnDelete(obj any) { r.record("delete " + name(obj)) }
 
-// next returns the next event, within harness.Timeout.
+// next returns the next event, within kubetest.Timeout.
 func (r *recorder) next(t *testing.T) string {
 	t.Helper()
 	select {
 	case e := <-r.events:
 		return e
-	case <-time.After(harness.Timeout):
-		t.Fatalf("no event within %v (seen: %v)", harness.Timeout, r.all())
+	case <-time.After(kubetest.Timeout):
+		t.Fatalf("no event within %v (seen: %v)", kubetest.Timeout, r.all())
 		return ""
 	}
 }

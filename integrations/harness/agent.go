@@ -5,16 +5,31 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/apiserver/pkg/authentication/serviceaccount"
 	"k8s.io/client-go/rest"
+
+	"github.com/podsapi/podsapi/test/kubetest"
 )
+
+// The contexts of an agent's kubeconfig (Agent.Kubeconfig), named as the
+// servers they reach.
+const (
+	// ContextDirect reaches the API server.
+	ContextDirect = "direct"
+	// ContextPodsapi reaches podsapi's front door.
+	ContextPodsapi = "podsapi"
+)
+
+// PodReader is the rule of an agent that reads pods.
+var PodReader = rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch"}}
 
 // Agent is the identity an agent runs as: a ServiceAccount, bound to a
 // ClusterRole of the rules the test gives it, with a bearer token from the
@@ -25,30 +40,27 @@ type Agent struct {
 	// Token is the ServiceAccount's bearer token.
 	Token string
 
-	env *Env
+	cluster *Cluster
 }
-
-// PodReader is the rule of an agent that reads pods.
-var PodReader = rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch"}}
 
 // Agent creates the ServiceAccount namespace/name (and its namespace if
 // needed), binds it to a ClusterRole of rules, requests its token, and
-// waits until the API server authorizes its first rule.
-func (e *Env) Agent(t testing.TB, namespace, name string, rules ...rbacv1.PolicyRule) *Agent {
+// waits until the API server authorizes its first rule's first verb.
+func (c *Cluster) Agent(t testing.TB, namespace, name string, rules ...rbacv1.PolicyRule) *Agent {
 	t.Helper()
 	ctx := context.Background()
-	e.Namespace(t, namespace)
-	sa, err := e.Admin.CoreV1().ServiceAccounts(namespace).Create(ctx,
+	c.Namespace(t, namespace)
+	sa, err := c.Admin.CoreV1().ServiceAccounts(namespace).Create(ctx,
 		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	role := "agent:" + namespace + ":" + name
-	if _, err := e.Admin.RbacV1().ClusterRoles().Create(ctx,
+	if _, err := c.Admin.RbacV1().ClusterRoles().Create(ctx,
 		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: role}, Rules: rules}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.Admin.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
+	if _, err := c.Admin.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: role},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
 		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: namespace, Name: name}},
@@ -56,21 +68,21 @@ func (e *Env) Agent(t testing.TB, namespace, name string, rules ...rbacv1.Policy
 		t.Fatal(err)
 	}
 	hour := int64(3600)
-	tr, err := e.Admin.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, sa.Name,
+	tr, err := c.Admin.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, sa.Name,
 		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &hour}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := &Agent{Namespace: namespace, Name: name, Token: tr.Status.Token, env: e}
+	a := &Agent{Namespace: namespace, Name: name, Token: tr.Status.Token, cluster: c}
 	if len(rules) > 0 && len(rules[0].Resources) > 0 && len(rules[0].Verbs) > 0 {
-		r := rules[0]
-		Eventually(t, "the rights of "+namespace+"/"+name, func() error {
-			review, err := e.Admin.AuthorizationV1().SubjectAccessReviews().Create(ctx, sar(a, r), metav1.CreateOptions{})
+		review := a.review(rules[0])
+		kubetest.Eventually(t, "the rights of "+a.User(), func() error {
+			got, err := c.Admin.AuthorizationV1().SubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{})
 			if err != nil {
 				return err
 			}
-			if !review.Status.Allowed {
-				return fmt.Errorf("not allowed yet: %s", review.Status.Reason)
+			if !got.Status.Allowed {
+				return fmt.Errorf("not allowed yet: %s", got.Status.Reason)
 			}
 			return nil
 		})
@@ -78,70 +90,69 @@ func (e *Env) Agent(t testing.TB, namespace, name string, rules ...rbacv1.Policy
 	return a
 }
 
-// Namespace creates the namespace unless it exists.
-func (e *Env) Namespace(t testing.TB, name string) {
-	t.Helper()
-	_, err := e.Admin.CoreV1().Namespaces().Create(context.Background(),
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
+// review is the SubjectAccessReview of the agent's first verb of rule r on
+// r's first resource (a subresource after a slash), cluster-wide.
+func (a *Agent) review(r rbacv1.PolicyRule) *authorizationv1.SubjectAccessReview {
+	group := ""
+	if len(r.APIGroups) > 0 {
+		group = r.APIGroups[0]
 	}
+	resource, subresource, _ := strings.Cut(r.Resources[0], "/")
+	return &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+		User:   a.User(),
+		Groups: serviceaccount.MakeGroupNames(a.Namespace),
+		ResourceAttributes: &authorizationv1.ResourceAttributes{
+			Verb: r.Verbs[0], Group: group, Resource: resource, Subresource: subresource,
+		},
+	}}
 }
+
+// User returns the agent's user name at the API server
+// (system:serviceaccount:NAMESPACE:NAME), as its audit log names it.
+func (a *Agent) User() string { return serviceaccount.MakeUsername(a.Namespace, a.Name) }
 
 // DirectConfig returns the agent's client configuration for the API
 // server.
 func (a *Agent) DirectConfig() *rest.Config {
-	return &rest.Config{Host: "https://" + a.env.Control.Host(), BearerToken: a.Token,
-		TLSClientConfig: rest.TLSClientConfig{CAFile: a.env.apiCAFile}}
+	return &rest.Config{Host: "https://" + a.cluster.Host(), BearerToken: a.Token,
+		TLSClientConfig: rest.TLSClientConfig{CAFile: a.cluster.CAFile()}}
 }
 
-// DoorConfig returns the agent's client configuration for podsapi's front
-// door: the same token, the door's address and CA.
-func (a *Agent) DoorConfig() *rest.Config {
-	return &rest.Config{Host: "https://" + a.env.DoorAddr, BearerToken: a.Token,
-		TLSClientConfig: rest.TLSClientConfig{CAFile: a.env.doorCAFile}}
+// DoorConfig returns the agent's client configuration for p's front door:
+// the same token, the door's address and CA.
+func (a *Agent) DoorConfig(p *Podsapi) *rest.Config {
+	return &rest.Config{Host: "https://" + p.Addr, BearerToken: a.Token,
+		TLSClientConfig: rest.TLSClientConfig{CAFile: p.CAFile}}
 }
 
-// DirectKubeconfig writes a kubeconfig of the agent for the API server and
-// returns its path.
-func (a *Agent) DirectKubeconfig(t testing.TB) string {
+// Kubeconfig writes a kubeconfig of the agent with two contexts,
+// ContextDirect (the API server) and ContextPodsapi (p's front door), that
+// differ only in their server and CA, the current one being current, and
+// returns its path: pointing an agent at podsapi is changing its
+// kubeconfig's context.
+func (a *Agent) Kubeconfig(t testing.TB, p *Podsapi, current string) string {
 	t.Helper()
-	return a.kubeconfig(t, a.env.Control.Host(), a.env.apiCAFile)
+	direct := kubetest.Server{Name: ContextDirect, Host: a.cluster.Host(), CAFile: a.cluster.CAFile()}
+	door := kubetest.Server{Name: ContextPodsapi, Host: p.Addr, CAFile: p.CAFile}
+	servers := []kubetest.Server{direct, door}
+	switch current {
+	case ContextDirect:
+	case ContextPodsapi:
+		servers = []kubetest.Server{door, direct}
+	default:
+		t.Fatalf("harness: no context %q: %q or %q", current, ContextDirect, ContextPodsapi)
+	}
+	path := filepath.Join(a.cluster.dir, fmt.Sprintf("kubeconfig-%s-%s-%s", a.Namespace, a.Name, current))
+	return kubetest.WriteKubeconfig(t, path, a.User(), a.Token, servers...)
 }
 
-// DoorKubeconfig writes a kubeconfig of the agent for podsapi's front door
-// and returns its path: the only change an agent needs.
-func (a *Agent) DoorKubeconfig(t testing.TB) string {
+// TokenFile writes the agent's token into a file and returns its path, as
+// a projected ServiceAccount token is mounted into its pod.
+func (a *Agent) TokenFile(t testing.TB) string {
 	t.Helper()
-	return a.kubeconfig(t, a.env.DoorAddr, a.env.doorCAFile)
-}
-
-func (a *Agent) kubeconfig(t testing.TB, host, caFile string) string {
-	t.Helper()
-	path := filepath.Join(a.env.Dir, fmt.Sprintf("kubeconfig-%s-%s-%s", a.Namespace, a.Name, hostFile(host)))
-	cfg := fmt.Sprintf(`apiVersion: v1
-kind: Config
-clusters:
-- name: cluster
-  cluster:
-    server: https://%s
-    certificate-authority: %s
-users:
-- name: %s
-  user:
-    token: %s
-contexts:
-- name: agent
-  context: {cluster: cluster, user: %s}
-current-context: agent
-`, host, caFile, a.Name, a.Token, a.Name)
-	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+	path := filepath.Join(a.cluster.dir, fmt.Sprintf("token-%s-%s", a.Namespace, a.Name))
+	if err := os.WriteFile(path, []byte(a.Token+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return path
-}
-
-// Clients returns the agent's clientsets, direct and through the door.
-func (a *Agent) Clients() (direct, door *kubernetes.Clientset) {
-	return kubernetes.NewForConfigOrDie(a.DirectConfig()), kubernetes.NewForConfigOrDie(a.DoorConfig())
 }

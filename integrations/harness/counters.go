@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -12,6 +13,8 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"k8s.io/client-go/rest"
+
+	"github.com/podsapi/podsapi/test/kubetest"
 )
 
 // DoorRequest is a kind of request podsapi's front door answered: its
@@ -31,10 +34,16 @@ type DoorCounts struct {
 	InFlight map[string]float64
 }
 
-// Door reads the front door's counters from podsapi-server's /metrics.
-func (e *Env) Door(t testing.TB) DoorCounts {
+// Door reads the front door's counters from podsapi-server's /metrics, on
+// its metrics socket.
+func (p *Podsapi) Door(t testing.TB) DoorCounts {
 	t.Helper()
-	families := scrape(t, http.DefaultClient, "http://"+e.metricsAddr+"/metrics")
+	client := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", p.metrics)
+	}}}
+	defer client.CloseIdleConnections()
+	families := scrape(t, client, "http://podsapi/metrics")
 	c := DoorCounts{Answered: map[DoorRequest]float64{}, InFlight: map[string]float64{}}
 	for _, m := range families["podsapi_kube_api_requests_total"].GetMetric() {
 		l := labels(m)
@@ -55,34 +64,46 @@ type APIServerCounts struct {
 	WatchesOpen float64
 }
 
+// Route returns how many requests the door answered by route ("local" or
+// "proxied"), whatever their verb.
+func (c DoorCounts) Route(route string) float64 {
+	n := 0.0
+	for k, v := range c.Answered {
+		if k.Route == route {
+			n += v
+		}
+	}
+	return n
+}
+
 // APIServer reads the API server's counters of resource (such as "pods";
 // the core group's and every group's of that name) from its /metrics, as
 // the admin.
-func (e *Env) APIServer(t testing.TB, resource string) APIServerCounts {
+func (c *Cluster) APIServer(t testing.TB, resource string) APIServerCounts {
 	t.Helper()
-	client, err := rest.HTTPClientFor(e.Control.AdminConfig)
+	client, err := rest.HTTPClientFor(c.AdminConfig)
 	if err != nil {
 		t.Fatal(err)
 	}
-	families := scrape(t, client, "https://"+e.Control.Host()+"/metrics")
-	c := APIServerCounts{Requests: map[string]float64{}}
+	families := scrape(t, client, "https://"+c.Host()+"/metrics")
+	counts := APIServerCounts{Requests: map[string]float64{}}
 	for _, m := range families["apiserver_request_total"].GetMetric() {
 		if l := labels(m); l["resource"] == resource && l["subresource"] == "" {
-			c.Requests[l["verb"]] += m.GetCounter().GetValue()
+			counts.Requests[l["verb"]] += m.GetCounter().GetValue()
 		}
 	}
 	for _, m := range families["apiserver_longrunning_requests"].GetMetric() {
 		if l := labels(m); l["resource"] == resource && l["verb"] == "WATCH" && l["subresource"] == "" {
-			c.WatchesOpen += m.GetGauge().GetValue()
+			counts.WatchesOpen += m.GetGauge().GetValue()
 		}
 	}
-	return c
+	return counts
 }
 
 // scrape reads the Prometheus text exposition at url.
 func scrape(t testing.TB, client *http.Client, url string) map[string]*dto.MetricFamily {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), kubetest.Timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {

@@ -1,20 +1,36 @@
-// Package harness runs, for the integration tests of real agents, what an
-// agent finds on a node that runs podsapi: a real kube-apiserver v1.37.2 and
-// etcd on loopback (package kubetest, from the binaries PODSAPI_KUBE_BIN
-// names: the test is skipped when it is unset), and the real podsapi-server
-// binary with --source=apiserver for one node, serving its Pods API on a
-// UNIX socket and the node's pods through the Kubernetes API's own paths
-// on its front door (HTTPS on a loopback port).
+// Package harness is the integration tests' rig: it runs what an agent
+// finds on a node that runs podsapi, so that a test can point a real agent
+// at podsapi and at the API server directly, and compare.
 //
-// An Env gives the tests the node's name, pods created on it through the
-// API server, agents (ServiceAccounts with the rights a test gives them and
-// a token each) with their kubeconfigs for the API server directly and for
-// the front door, and counters of what the door answered itself (route
-// "local") or passed through to the API server (route "proxied"), and of the
-// API server's pod lists and watches, read from both servers' /metrics: the
-// cost an agent puts on the API server with and without podsapi.
+// A Cluster is a real kube-apiserver v1.37.2 and etcd on loopback
+// (test/kubetest, from the binaries PODSAPI_KUBE_BIN names: the test is
+// skipped when it is unset) that writes an audit log of every request, with
+// podsapi's own identity granted what deploy/ grants it. On it, a test
+// makes pods (bound to a node: there is no scheduler) and agents:
+// ServiceAccounts bound to the rules the test gives them, with a
+// TokenRequest token each, as a DaemonSet's pod gets one, and a kubeconfig
+// whose contexts reach the API server ("direct") and podsapi's front door
+// ("podsapi") with the same token.
 //
-// podsapi-server is the binary PODSAPI_SERVER_BIN names (make integrations
-// builds it once and caches it), or else one go build makes from ../ for
-// the test.
+// A Podsapi is the real podsapi-server binary of one node, with
+// --source=apiserver (a node whose kubelet has no Pods API), its Pods API
+// on a UNIX socket, its front door (the node's pods through the Kubernetes
+// API's own paths) on a loopback HTTPS port with a serving certificate of
+// its own, and its metrics on a UNIX socket. The binary is the one
+// PODSAPI_SERVER_BIN names (make integrations builds it once and caches
+// it), or else one go build makes from the main module for the test
+// binary.
+//
+// What an agent costs is read three ways: per user from the API server's
+// audit log (Cluster.Requests), per resource and verb from the API
+// server's /metrics (Cluster.APIServer), and what the door answered itself
+// (route "local") or passed through to the API server (route "proxied")
+// from podsapi's /metrics (Podsapi.Door). Record writes a measurement as a
+// row of the results table that docs/integrations.md embeds.
+//
+// The control plane, the processes and the waits for their readiness
+// (kubetest.Process), the waits for what a test does not drive
+// (kubetest.Eventually, within kubetest.Timeout), the kubeconfigs
+// (kubetest.WriteKubeconfig) and the byte-counting proxy (kubetest.Proxy)
+// are test/kubetest's, which the main module's tests use too.
 package harness

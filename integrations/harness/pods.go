@@ -7,6 +7,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/podsapi/podsapi/test/kubetest"
 )
 
 // Pod returns a pod of namespace ns bound to node (the API server has no
@@ -25,10 +27,10 @@ func Pod(ns, name, node string) *corev1.Pod {
 
 // CreatePod creates the pod (and its namespace if needed) through the API
 // server and returns it as the API server stored it.
-func (e *Env) CreatePod(t testing.TB, pod *corev1.Pod) *corev1.Pod {
+func (c *Cluster) CreatePod(t testing.TB, pod *corev1.Pod) *corev1.Pod {
 	t.Helper()
-	e.Namespace(t, pod.Namespace)
-	got, err := e.Admin.CoreV1().Pods(pod.Namespace).Create(context.Background(), pod, metav1.CreateOptions{})
+	c.Namespace(t, pod.Namespace)
+	got, err := c.Admin.CoreV1().Pods(pod.Namespace).Create(context.Background(), pod, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,9 +38,9 @@ func (e *Env) CreatePod(t testing.TB, pod *corev1.Pod) *corev1.Pod {
 }
 
 // DeletePod deletes the pod at once (grace period 0: no kubelet confirms).
-func (e *Env) DeletePod(t testing.TB, ns, name string) {
+func (c *Cluster) DeletePod(t testing.TB, ns, name string) {
 	t.Helper()
-	if err := e.Admin.CoreV1().Pods(ns).Delete(context.Background(), name,
+	if err := c.Admin.CoreV1().Pods(ns).Delete(context.Background(), name,
 		metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
 		t.Fatal(err)
 	}
@@ -46,17 +48,17 @@ func (e *Env) DeletePod(t testing.TB, ns, name string) {
 
 // UpdatePod applies change to the pod's current version and writes it
 // through the API server, retrying on a conflict; it returns the result.
-func (e *Env) UpdatePod(t testing.TB, ns, name string, change func(*corev1.Pod)) *corev1.Pod {
+func (c *Cluster) UpdatePod(t testing.TB, ns, name string, change func(*corev1.Pod)) *corev1.Pod {
 	t.Helper()
 	ctx := context.Background()
 	var out *corev1.Pod
-	Eventually(t, "update of pod "+ns+"/"+name, func() error {
-		p, err := e.Admin.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+	kubetest.Eventually(t, "update of pod "+ns+"/"+name, func() error {
+		p, err := c.Admin.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
 		change(p)
-		out, err = e.Admin.CoreV1().Pods(ns).Update(ctx, p, metav1.UpdateOptions{})
+		out, err = c.Admin.CoreV1().Pods(ns).Update(ctx, p, metav1.UpdateOptions{})
 		return err
 	})
 	return out

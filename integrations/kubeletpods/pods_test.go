@@ -17,6 +17,7 @@ import (
 	podsv1alpha1 "k8s.io/kubelet/pkg/apis/pods/v1alpha1"
 
 	"github.com/podsapi/podsapi/integrations/harness"
+	"github.com/podsapi/podsapi/test/kubetest"
 )
 
 // TestKubeletPodsClient lists, gets and watches the node's pods with the
@@ -26,36 +27,37 @@ import (
 // pods and the same changes are expected, and the socket's consumers cost
 // the API server no pod request or watch.
 func TestKubeletPodsClient(t *testing.T) {
-	env := harness.Start(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*harness.Timeout)
+	cluster := harness.StartCluster(t)
+	pa := cluster.StartPodsapi(t, "node-1")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*kubetest.Timeout)
 	defer cancel()
 	const ns = "apps"
-	env.CreatePod(t, harness.Pod(ns, "before-a", env.Node))
-	env.CreatePod(t, harness.Pod(ns, "before-b", env.Node))
-	env.CreatePod(t, harness.Pod(ns, "elsewhere", "node-2"))
-	onNode := metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("spec.nodeName", env.Node).String()}
+	cluster.CreatePod(t, harness.Pod(ns, "before-a", pa.Node))
+	cluster.CreatePod(t, harness.Pod(ns, "before-b", pa.Node))
+	cluster.CreatePod(t, harness.Pod(ns, "elsewhere", "node-2"))
+	onNode := metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("spec.nodeName", pa.Node).String()}
 
 	// The client as the KEP documents it: grpc-go on the UNIX socket, no
 	// credentials (the socket's permissions are the access control).
-	conn, err := grpc.NewClient("unix://"+env.Socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient("unix://"+pa.Socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
 	client := podsv1alpha1.NewPodsClient(conn)
 
-	direct, err := env.Admin.CoreV1().Pods("").List(ctx, onNode)
+	direct, err := cluster.Admin.CoreV1().Pods("").List(ctx, onNode)
 	if err != nil {
 		t.Fatal(err)
 	}
-	before := env.APIServer(t, "pods") // After the test's own list.
+	before := cluster.APIServer(t, "pods") // After the test's own list.
 	var listed []corev1.Pod
 	t.Run("ListPods is the API server's pods of the node", func(t *testing.T) {
 		// podsapi has synced, but a pod created just before may still be on
 		// its way from the API server's watch.
 		want := summaries(direct.Items)
 		var got []string
-		harness.Eventually(t, "ListPods", func() error {
+		kubetest.Eventually(t, "ListPods", func() error {
 			resp, err := client.ListPods(ctx, &podsv1alpha1.ListPodsRequest{})
 			if err != nil {
 				return err
@@ -115,7 +117,7 @@ func TestKubeletPodsClient(t *testing.T) {
 	if want := summaries(listed); !slices.Equal(initial, want) {
 		t.Errorf("WatchPods' initial pods %q, ListPods %q", initial, want)
 	}
-	after := env.APIServer(t, "pods")
+	after := cluster.APIServer(t, "pods")
 	harness.Record(t, "k8s.io/kubelet v0.37.2 Pods API client (ListPods, GetPod, WatchPods)", "through podsapi's socket",
 		fmt.Sprintf("pod watches opened %v, pod lists %v, pod gets %v",
 			after.WatchesOpen-before.WatchesOpen, after.Requests["LIST"]-before.Requests["LIST"], after.Requests["GET"]-before.Requests["GET"]))
@@ -123,18 +125,18 @@ func TestKubeletPodsClient(t *testing.T) {
 		t.Errorf("the socket's consumer cost the API server: before %v, after %v", before, after)
 	}
 
-	directWatch, err := env.Admin.CoreV1().Pods("").Watch(ctx, metav1.ListOptions{
-		FieldSelector: onNode.FieldSelector, ResourceVersion: listResourceVersion(ctx, t, env, onNode),
+	directWatch, err := cluster.Admin.CoreV1().Pods("").Watch(ctx, metav1.ListOptions{
+		FieldSelector: onNode.FieldSelector, ResourceVersion: listResourceVersion(ctx, t, cluster, onNode),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer directWatch.Stop()
 
-	env.CreatePod(t, harness.Pod(ns, "elsewhere-later", "node-2")) // Never seen.
-	env.CreatePod(t, harness.Pod(ns, "added", env.Node))
-	env.UpdatePod(t, ns, "added", func(p *corev1.Pod) { p.Labels["tier"] = "gold" })
-	env.DeletePod(t, ns, "added")
+	cluster.CreatePod(t, harness.Pod(ns, "elsewhere-later", "node-2")) // Never seen.
+	cluster.CreatePod(t, harness.Pod(ns, "added", pa.Node))
+	cluster.UpdatePod(t, ns, "added", func(p *corev1.Pod) { p.Labels["tier"] = "gold" })
+	cluster.DeletePod(t, ns, "added")
 	// A delete with a grace period of 0 is a MODIFIED event (the deletion
 	// timestamp set), then a DELETED one.
 	want := []string{"ADDED " + ns + "/added", "MODIFIED " + ns + "/added tier=gold", "MODIFIED " + ns + "/added tier=gold deleting", "DELETED " + ns + "/added tier=gold deleting"}
@@ -155,8 +157,8 @@ func TestKubeletPodsClient(t *testing.T) {
 				t.Fatalf("the API server's watch: %v %T", e.Type, e.Object)
 			}
 			viaAPIServer = append(viaAPIServer, apiType(e.Type)+" "+change(p))
-		case <-time.After(harness.Timeout):
-			t.Fatalf("no event from the API server within %v (events so far %q)", harness.Timeout, viaAPIServer)
+		case <-time.After(kubetest.Timeout):
+			t.Fatalf("no event from the API server within %v (events so far %q)", kubetest.Timeout, viaAPIServer)
 		}
 	}
 	t.Logf("through podsapi's socket %q; from the API server %q", viaSocket, viaAPIServer)
@@ -170,9 +172,9 @@ func TestKubeletPodsClient(t *testing.T) {
 
 // listResourceVersion returns the resource version of a list of the
 // node's pods, from which the direct watch starts.
-func listResourceVersion(ctx context.Context, t *testing.T, env *harness.Env, opts metav1.ListOptions) string {
+func listResourceVersion(ctx context.Context, t *testing.T, cluster *harness.Cluster, opts metav1.ListOptions) string {
 	t.Helper()
-	list, err := env.Admin.CoreV1().Pods("").List(ctx, opts)
+	list, err := cluster.Admin.CoreV1().Pods("").List(ctx, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,17 +22,13 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
-	"github.com/podsapi/podsapi/integrations/internal/doorrig"
+	"github.com/podsapi/podsapi/integrations/harness"
 )
 
 const (
 	node      = "node-a"
 	otherNode = "node-b"
 	ns        = "shop"
-	// One user per run of the processor, so that the API server's audit
-	// log tells each run's requests apart.
-	directUser  = "otel-direct"
-	podsapiUser = "otel-podsapi"
 	// waitTimeout bounds the wait for the processor's informers to see a
 	// change (well under a second on an idle machine).
 	waitTimeout = 60 * time.Second
@@ -75,15 +71,17 @@ pod_association:
 // both, that a pod of another node is enriched by neither, and what each
 // run asked the API server.
 func TestK8sAttributes(t *testing.T) {
-	cluster := doorrig.StartCluster(t, directUser, podsapiUser)
-	for _, user := range []string{directUser, podsapiUser} {
-		// The ClusterRole of the processor's README.
-		cluster.Grant(t, user, "otel-collector-"+user,
-			rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods", "namespaces", "nodes"}, Verbs: []string{"get", "watch", "list"}},
-			rbacv1.PolicyRule{APIGroups: []string{"apps"}, Resources: []string{"replicasets", "deployments", "statefulsets", "daemonsets"}, Verbs: []string{"get", "list", "watch"}},
-			rbacv1.PolicyRule{APIGroups: []string{"batch"}, Resources: []string{"jobs", "cronjobs"}, Verbs: []string{"get", "list", "watch"}},
-		)
+	cluster := harness.StartCluster(t)
+	// One agent (a ServiceAccount) per run of the processor, so that the
+	// API server's audit log tells each run's requests apart, with the
+	// ClusterRole of the processor's README.
+	rules := []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"pods", "namespaces", "nodes"}, Verbs: []string{"get", "watch", "list"}},
+		{APIGroups: []string{"apps"}, Resources: []string{"replicasets", "deployments", "statefulsets", "daemonsets"}, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: []string{"batch"}, Resources: []string{"jobs", "cronjobs"}, Verbs: []string{"get", "list", "watch"}},
 	}
+	directAgent := cluster.Agent(t, "otel", "direct", rules...)
+	doorAgent := cluster.Agent(t, "otel", "podsapi", rules...)
 	admin := cluster.Admin
 	ctx := t.Context()
 	must(t, create(ctx, admin, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{"team": "checkout"}}}))
@@ -93,12 +91,12 @@ func TestK8sAttributes(t *testing.T) {
 	away := newPod(t, admin, rs, "web-5d4f8c7b9-fghij", otherNode, "10.244.2.7")
 
 	pa := cluster.StartPodsapi(t, node)
-	t.Setenv("KUBECONFIG", cluster.Kubeconfig(t, directUser, pa, "direct"))
-	direct := startProcessor(t, "direct")
-	// The same kubeconfig file names both contexts; the door's run uses
-	// its own user's file so that the two runs' requests are told apart.
-	t.Setenv("KUBECONFIG", cluster.Kubeconfig(t, podsapiUser, pa, "podsapi"))
-	door := startProcessor(t, "podsapi")
+	t.Setenv("KUBECONFIG", directAgent.Kubeconfig(t, pa, harness.ContextDirect))
+	direct := startProcessor(t, harness.ContextDirect)
+	// Each agent's kubeconfig names both contexts; the door's run uses its
+	// own agent's so that the two runs' requests are told apart.
+	t.Setenv("KUBECONFIG", doorAgent.Kubeconfig(t, pa, harness.ContextPodsapi))
+	door := startProcessor(t, harness.ContextPodsapi)
 
 	want := map[string]string{
 		"k8s.pod.ip":          "10.244.1.5",
@@ -140,32 +138,31 @@ func TestK8sAttributes(t *testing.T) {
 	})
 
 	t.Run("what each asked the API server", func(t *testing.T) {
-		d, p, own := cluster.Requests(t, directUser), cluster.Requests(t, podsapiUser), cluster.Requests(t, doorrig.PodsapiUser)
-		t.Logf("directly, the processor asked the API server: %v", doorrig.Summary(d))
-		t.Logf("through podsapi, the processor asked the API server: %v", doorrig.Summary(p))
-		t.Logf("podsapi itself asked the API server: %v", doorrig.Summary(own))
+		d, p, own := cluster.Requests(t, directAgent.User()), cluster.Requests(t, doorAgent.User()), cluster.Requests(t, harness.PodsapiUser)
+		t.Logf("directly, the processor asked the API server: %v", harness.Summary(d))
+		t.Logf("through podsapi, the processor asked the API server: %v", harness.Summary(p))
+		t.Logf("podsapi itself asked the API server: %v", harness.Summary(own))
 		// client-go v0.37's informers list with a streaming watch
 		// (sendInitialEvents=true): one watch, no list.
-		if doorrig.Count(d, "watch", "pods") == 0 {
+		if harness.Count(d, "watch", "pods") == 0 {
 			t.Errorf("directly: no watch of pods at the API server: %v", d)
 		}
-		if n := doorrig.Count(p, "watch", "pods") + doorrig.Count(p, "list", "pods"); n != 0 {
+		if n := harness.Count(p, "watch", "pods") + harness.Count(p, "list", "pods"); n != 0 {
 			t.Errorf("through podsapi: %d lists and watches of pods reached the API server: %v", n, p)
 		}
 		for _, res := range []string{"replicasets", "namespaces"} {
-			if doorrig.Count(p, "watch", res) == 0 || doorrig.Count(d, "watch", res) == 0 {
+			if harness.Count(p, "watch", res) == 0 || harness.Count(d, "watch", res) == 0 {
 				t.Errorf("%s: not watched at the API server both ways (directly %v, through podsapi %v)", res, d, p)
 			}
 		}
-		if n := doorrig.Count(own, "watch", "pods"); n != 1 {
+		if n := harness.Count(own, "watch", "pods"); n != 1 {
 			t.Errorf("podsapi's own watches of pods: %d, want 1: %v", n, own)
 		}
 	})
 	t.Run("what the door answered", func(t *testing.T) {
-		local := pa.Metric(t, "podsapi_kube_api_requests_total", map[string]string{"route": "local"})
-		proxied := pa.Metric(t, "podsapi_kube_api_requests_total", map[string]string{"route": "proxied"})
-		openLocal := pa.Metric(t, "podsapi_kube_api_requests_in_flight", map[string]string{"route": "local"})
-		openProxied := pa.Metric(t, "podsapi_kube_api_requests_in_flight", map[string]string{"route": "proxied"})
+		counts := pa.Door(t)
+		local, proxied := counts.Route("local"), counts.Route("proxied")
+		openLocal, openProxied := counts.InFlight["local"], counts.InFlight["proxied"]
 		t.Logf("door: %v local and %v proxied requests answered, %v local and %v proxied open (watches)", local, proxied, openLocal, openProxied)
 		// A request counts in requests_total when it ends: the pods'
 		// watch (the informer's list too, a streaming watch) is open.

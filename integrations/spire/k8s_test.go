@@ -35,18 +35,16 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
-	"github.com/podsapi/podsapi/integrations/internal/doorrig"
+	"github.com/podsapi/podsapi/integrations/harness"
 	"github.com/podsapi/podsapi/test/childproc"
+	"github.com/podsapi/podsapi/test/kubetest"
 )
 
 const (
-	node = "node-a"
-	ns   = "payments"
-	// agentUser is SPIRE agent's identity: its service account reads the
-	// kubelet's /pods (nodes/proxy, or the narrower nodes/pods).
-	agentUser = "spire-agent"
-	image     = "registry.example/payments/api:v1.4.2"
-	imageID   = "registry.example/payments/api@sha256:4b8e2a1c7d0f9e3b6a5c8d1e4f7a0b3c6d9e2f5a8b1c4d7e0f3a6b9c2d5e8f1a"
+	node    = "node-a"
+	ns      = "payments"
+	image   = "registry.example/payments/api:v1.4.2"
+	imageID = "registry.example/payments/api@sha256:4b8e2a1c7d0f9e3b6a5c8d1e4f7a0b3c6d9e2f5a8b1c4d7e0f3a6b9c2d5e8f1a"
 )
 
 // TestK8sWorkloadAttestor loads SPIRE agent's k8s workload attestor as the
@@ -58,17 +56,16 @@ const (
 // expects the same selectors from both, and from the pod object.
 func TestK8sWorkloadAttestor(t *testing.T) {
 	cgroups := cgroupRoot(t)
-	cluster := doorrig.StartCluster(t, agentUser)
-	cluster.Grant(t, agentUser, "spire-agent",
-		// SPIRE's documented role (nodes/proxy), podsapi's narrower one
-		// (nodes/pods), and pods for the stand-in kubelet.
+	cluster := harness.StartCluster(t)
+	// SPIRE agent's ServiceAccount reads the kubelet's /pods: SPIRE's
+	// documented role (nodes/proxy), podsapi's narrower one (nodes/pods),
+	// and pods for the stand-in kubelet.
+	agent := cluster.Agent(t, "spire", "spire-agent",
 		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"nodes/proxy", "nodes/pods"}, Verbs: []string{"get"}},
 		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"list"}},
 	)
 	ctx := t.Context()
-	if _, err := cluster.Admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	cluster.Namespace(t, ns)
 	containerID := randomHex(t)
 	pod := runningPod(t, cluster, "api-7c9d6b5f4-x2x9z", containerID)
 	// Other pods of the node, so that /pods is not one pod long.
@@ -78,14 +75,14 @@ func TestK8sWorkloadAttestor(t *testing.T) {
 	workload := startInCgroup(t, cgroups, pod.UID, containerID)
 
 	pa := cluster.StartPodsapi(t, node)
-	wire := doorrig.NewCountingProxy(t, pa.Addr)
+	wire := kubetest.NewProxy(t, pa.Addr)
 	kubelet := newStandIn(t, cluster)
-	token := cluster.TokenFile(t, agentUser)
+	token := agent.TokenFile(t)
 	// The agent runs with hostNetwork and without node_name: the plugin
 	// then asks https://127.0.0.1:<kubelet_secure_port>/pods and verifies
 	// the certificate against kubelet_ca_path without the host name.
 	t.Setenv("MY_NODE_NAME", "")
-	door := load(t, port(t, wire.Addr), pa.CAFile, token, "")
+	door := load(t, port(t, wire.Addr()), pa.CAFile, token, "")
 	direct := load(t, port(t, kubelet.addr), kubelet.caFile, token, "")
 
 	want := []string{
@@ -100,13 +97,13 @@ func TestK8sWorkloadAttestor(t *testing.T) {
 	slices.Sort(want)
 
 	t.Run("a process of a pod", func(t *testing.T) {
-		localBefore := pa.Metric(t, "podsapi_kube_api_requests_total", map[string]string{"route": "local"})
+		localBefore := pa.Door(t).Route("local")
 		_, downBefore := wire.Bytes()
 		cpuBefore := cpu(t, pa.PID)
 		got := attest(t, door, workload)
 		cpuAfter := cpu(t, pa.PID)
 		_, downAfter := wire.Bytes()
-		requests := pa.Metric(t, "podsapi_kube_api_requests_total", map[string]string{"route": "local"}) - localBefore
+		requests := pa.Door(t).Route("local") - localBefore
 		if !slices.Equal(got, want) {
 			t.Fatalf("through podsapi:\n%v\nwant\n%v", got, want)
 		}
@@ -129,16 +126,16 @@ func TestK8sWorkloadAttestor(t *testing.T) {
 		lateID := randomHex(t)
 		late := startInCgroup(t, cgroups, types.UID("5f0c3e2a-1b4d-4c6e-8a9f-0d2b4c6e8a1f"), lateID)
 		cfg := fmt.Sprintf("max_poll_attempts = %d\npoll_retry_interval = %q\n", attempts, "100ms")
-		doorRetry := load(t, port(t, wire.Addr), pa.CAFile, token, cfg)
+		doorRetry := load(t, port(t, wire.Addr()), pa.CAFile, token, cfg)
 		directRetry := load(t, port(t, kubelet.addr), kubelet.caFile, token, cfg)
 
-		localBefore := pa.Metric(t, "podsapi_kube_api_requests_total", map[string]string{"route": "local"})
+		localBefore := pa.Door(t).Route("local")
 		_, downBefore := wire.Bytes()
 		cpuBefore := cpu(t, pa.PID)
 		_, errDoor := doorRetry.Attest(ctx, late)
 		cpuAfter := cpu(t, pa.PID)
 		_, downAfter := wire.Bytes()
-		requests := pa.Metric(t, "podsapi_kube_api_requests_total", map[string]string{"route": "local"}) - localBefore
+		requests := pa.Door(t).Route("local") - localBefore
 		standInBefore := kubelet.requests.Load()
 		_, errDirect := directRetry.Attest(ctx, late)
 		standIn := kubelet.requests.Load() - standInBefore
@@ -187,7 +184,7 @@ func attest(t *testing.T, v1 *workloadattestor.V1, pid int) []string {
 
 // runningPod creates a pod of the node and gives it the status its kubelet
 // would report: running, its container's ID and image.
-func runningPod(t *testing.T, cluster *doorrig.Cluster, name, containerID string) *corev1.Pod {
+func runningPod(t *testing.T, cluster *harness.Cluster, name, containerID string) *corev1.Pod {
 	t.Helper()
 	c := cluster.Admin.CoreV1().Pods(ns)
 	p, err := c.Create(t.Context(), &corev1.Pod{
@@ -287,7 +284,7 @@ type standIn struct {
 	requests     atomic.Int64
 }
 
-func newStandIn(t *testing.T, cluster *doorrig.Cluster) *standIn {
+func newStandIn(t *testing.T, cluster *harness.Cluster) *standIn {
 	t.Helper()
 	s := new(standIn)
 	tlsConfig, err := rest.TLSConfigFor(cluster.AdminConfig)

@@ -26,13 +26,6 @@ import (
 // kube-apiserver and etcd binaries.
 const EnvBin = "PODSAPI_KUBE_BIN"
 
-// readyTimeout bounds the start of etcd and of the API server (about 4.5 s
-// on an idle 2-core machine).
-const readyTimeout = 2 * time.Minute
-
-// pollInterval is how often a starting process's health is asked for.
-const pollInterval = 50 * time.Millisecond
-
 // AdminUser is the user of ControlPlane.Admin, a member of system:masters.
 const AdminUser = "podsapi-test-admin"
 
@@ -47,9 +40,9 @@ type ControlPlane struct {
 	ca         []byte
 	tokens     map[string]string // user → token
 	etcdURL    string
-	etcd       *process
+	etcd       *Process
 	apiPort    int
-	apiserver  *process
+	apiserver  *Process
 	apiStarted int
 	flags      []string
 }
@@ -121,7 +114,7 @@ func StartWith(t testing.TB, opts Options) *ControlPlane {
 	write(t, filepath.Join(dir, "tokens.csv"), []byte(csv.String()))
 
 	c.startEtcd(t)
-	t.Cleanup(func() { c.etcd.stop(t) })
+	t.Cleanup(func() { c.etcd.Stop(t) })
 	c.StartAPIServer(t)
 	t.Cleanup(func() { c.StopAPIServer(t) })
 
@@ -158,21 +151,21 @@ func (c *ControlPlane) startEtcd(t testing.TB) {
 	for attempt := 1; ; attempt++ {
 		c.etcdURL = "http://127.0.0.1:" + strconv.Itoa(freePort(t))
 		peer := "http://127.0.0.1:" + strconv.Itoa(freePort(t))
-		p, err := startProcess("etcd", filepath.Join(c.bin, "etcd"), filepath.Join(c.dir, "etcd.log"),
+		p, err := StartProcess("etcd", filepath.Join(c.bin, "etcd"), filepath.Join(c.dir, "etcd.log"),
 			"--data-dir", filepath.Join(c.dir, "etcd"), "--listen-client-urls", c.etcdURL, "--listen-peer-urls", peer)
 		if err != nil {
 			t.Fatal(err)
 		}
 		c.etcd = p
-		err = waitReady(p, http.DefaultClient, c.etcdURL+"/health", "")
+		err = p.Await(healthy(http.DefaultClient, c.etcdURL+"/health", ""))
 		if err == nil {
 			return
 		}
-		if attempt == 3 || !strings.Contains(p.tail(), "address already in use") {
-			p.stop(t)
-			t.Fatalf("etcd: %v\n%s", err, p.tail())
+		if attempt == 3 || !strings.Contains(p.Tail(), "address already in use") {
+			p.Stop(t)
+			t.Fatalf("%v\n%s", err, p.Tail())
 		}
-		p.stop(t)
+		p.Stop(t)
 	}
 }
 
@@ -185,20 +178,20 @@ func (c *ControlPlane) StartAPIServer(t testing.TB) {
 			c.apiPort = freePort(t)
 		}
 		c.apiStarted++
-		p, err := startProcess("kube-apiserver", filepath.Join(c.bin, "kube-apiserver"),
+		p, err := StartProcess("kube-apiserver", filepath.Join(c.bin, "kube-apiserver"),
 			filepath.Join(c.dir, fmt.Sprintf("kube-apiserver-%d.log", c.apiStarted)), c.apiserverArgs()...)
 		if err != nil {
 			t.Fatal(err)
 		}
 		c.apiserver = p
-		err = waitReady(p, c.httpClient(), "https://"+c.Host()+"/readyz", c.tokens[AdminUser])
+		err = p.Await(healthy(c.httpClient(), "https://"+c.Host()+"/readyz", c.tokens[AdminUser]))
 		if err == nil {
 			return
 		}
-		retry := attempt < 3 && c.apiStarted == 1 && strings.Contains(p.tail(), "address already in use")
-		p.stop(t)
+		retry := attempt < 3 && c.apiStarted == 1 && strings.Contains(p.Tail(), "address already in use")
+		p.Stop(t)
 		if !retry {
-			t.Fatalf("kube-apiserver: %v\n%s", err, p.tail())
+			t.Fatalf("%v\n%s", err, p.Tail())
 		}
 		c.apiPort = 0
 	}
@@ -228,53 +221,39 @@ func (c *ControlPlane) apiserverArgs() []string {
 	}, c.flags...)
 }
 
-// waitReady polls url until it answers 200, the process ends, or
-// readyTimeout passes.
-func waitReady(p *process, client *http.Client, url, token string) error {
-	deadline := time.Now().Add(readyTimeout)
-	ticker := time.NewTicker(pollInterval)
-	defer ticker.Stop()
-	var last error
-	for {
+// healthy returns a condition for Process.Await: url answers 200 to a GET
+// (with token as a bearer token, when given).
+func healthy(client *http.Client, url, token string) func() error {
+	return func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		if err != nil {
-			cancel()
 			return err
 		}
 		if token != "" {
 			req.Header.Set("Authorization", "Bearer "+token)
 		}
 		resp, err := client.Do(req)
-		if err == nil {
-			_ = resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				cancel()
-				return nil
-			}
-			err = fmt.Errorf("%s: %s", url, resp.Status)
+		if err != nil {
+			return err
 		}
-		cancel()
-		last = err
-		select {
-		case <-p.done:
-			return fmt.Errorf("exited before it was ready (%v); last answer: %v", p.err, last)
-		case <-ticker.C:
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("%s: %s", url, resp.Status)
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("not ready within %v: %v", readyTimeout, last)
-		}
+		return nil
 	}
 }
 
 // StopAPIServer stops the API server and returns how long it took.
 func (c *ControlPlane) StopAPIServer(t testing.TB) time.Duration {
 	t.Helper()
-	return c.apiserver.stop(t)
+	return c.apiserver.Stop(t)
 }
 
 // APIServerPID returns the process ID of the API server started last.
-func (c *ControlPlane) APIServerPID() int { return c.apiserver.cmd.Process.Pid }
+func (c *ControlPlane) APIServerPID() int { return c.apiserver.PID() }
 
 // Host returns the API server's host:port.
 func (c *ControlPlane) Host() string { return "127.0.0.1:" + strconv.Itoa(c.apiPort) }
@@ -297,26 +276,12 @@ func (c *ControlPlane) Config(user, host string) *rest.Config {
 func (c *ControlPlane) Kubeconfig(t testing.TB, user, host string) string {
 	t.Helper()
 	path := filepath.Join(c.dir, fmt.Sprintf("kubeconfig-%s-%s", user, strings.ReplaceAll(host, ":", "-")))
-	ca := filepath.Join(c.dir, "ca.crt")
-	cfg := fmt.Sprintf(`apiVersion: v1
-kind: Config
-clusters:
-- name: test
-  cluster:
-    server: https://%s
-    certificate-authority: %s
-users:
-- name: %s
-  user:
-    token: %s
-contexts:
-- name: test
-  context: {cluster: test, user: %s}
-current-context: test
-`, host, ca, user, c.tokens[user], user)
-	write(t, path, []byte(cfg))
-	return path
+	return WriteKubeconfig(t, path, user, c.tokens[user], Server{Name: "test", Host: host, CAFile: c.CAFile()})
 }
+
+// CAFile returns the path of the file of the CA that verifies the API
+// server's certificate.
+func (c *ControlPlane) CAFile() string { return filepath.Join(c.dir, "ca.crt") }
 
 func (c *ControlPlane) httpClient() *http.Client {
 	pool := x509.NewCertPool()

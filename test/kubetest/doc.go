@@ -16,4 +16,13 @@
 // status, and are deleted with a grace period of zero. The ServiceAccount
 // admission plugin is off, so that pods are accepted in a namespace without
 // its default service account.
+//
+// What the control plane is made of serves the other servers of a test
+// too, in this module and in the integrations module's rig
+// (integrations/harness), so that each is written once: a child process
+// with its log file, its readiness wait and its stop (Process); the wait
+// for a state the test does not drive (Eventually, within Timeout); a
+// kubeconfig of one user for one or more servers (WriteKubeconfig); a
+// serving certificate for loopback (ServingCert); and a TCP proxy that
+// counts bytes and can be cut (Proxy).
 package kubetest

@@ -4,18 +4,22 @@ import (
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 )
 
 // Proxy forwards TCP connections on a loopback port to a target address,
-// and can be cut: the way a test takes the API server away from one client
-// while it stays up for the others. A cut proxy closes its connections and
-// its listener, so that new connections are refused, as they are by a
-// stopped API server.
+// counts the bytes each way, and can be cut: the way a test takes the API
+// server away from one client while it stays up for the others, or
+// measures what a client's requests cost on the wire (TLS included),
+// whatever the client's code. A cut proxy closes its connections and its
+// listener, so that new connections are refused, as they are by a stopped
+// API server.
 type Proxy struct {
-	addr   string
-	target string
-	wg     sync.WaitGroup
+	addr     string
+	target   string
+	wg       sync.WaitGroup
+	up, down atomic.Int64
 
 	mu    sync.Mutex
 	ln    net.Listener // Nil while cut.
@@ -41,6 +45,11 @@ func NewProxy(t testing.TB, target string) *Proxy {
 
 // Addr returns the proxy's host:port.
 func (p *Proxy) Addr() string { return p.addr }
+
+// Bytes returns the bytes forwarded so far to the target (up) and back
+// (down). A byte counts as it is forwarded: a kept-alive connection's
+// requests count before it closes.
+func (p *Proxy) Bytes() (up, down int64) { return p.up.Load(), p.down.Load() }
 
 // Cut closes the listener and every forwarded connection until Restore.
 func (p *Proxy) Cut() {
@@ -118,10 +127,25 @@ func (p *Proxy) forward(c net.Conn) {
 	}
 	defer p.untrack(up)
 	done := make(chan struct{}, 2)
-	go func() { _, _ = io.Copy(up, c); done <- struct{}{} }()
-	go func() { _, _ = io.Copy(c, up); done <- struct{}{} }()
+	go func() { _, _ = io.Copy(counting{up, &p.up}, c); done <- struct{}{} }()
+	go func() { _, _ = io.Copy(counting{c, &p.down}, up); done <- struct{}{} }()
 	<-done // Either side ended: close both, which ends the other copy.
 	p.untrack(c)
 	p.untrack(up)
 	<-done
+}
+
+// counting is a writer that counts the bytes written through it. It counts
+// them before it writes them (and takes back what was not written), so that
+// a peer that has read a byte finds it counted.
+type counting struct {
+	io.Writer
+	n *atomic.Int64
+}
+
+func (c counting) Write(b []byte) (int, error) {
+	c.n.Add(int64(len(b)))
+	n, err := c.Writer.Write(b)
+	c.n.Add(int64(n - len(b)))
+	return n, err
 }

@@ -1,0 +1,104 @@
+package harness
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/podsapi/podsapi/test/kubetest"
+)
+
+// PodsapiUser is podsapi-server's own identity at the API server: it reads
+// the pods of every node, and reviews the tokens and accesses of the
+// door's callers (system:auth-delegator), as deploy/ grants its
+// ServiceAccount.
+const PodsapiUser = "podsapi"
+
+// Cluster is an API server and etcd whose audit log records every request,
+// and where PodsapiUser has its rights.
+type Cluster struct {
+	*kubetest.ControlPlane
+
+	dir   string // The cluster's files: audit log, kubeconfigs, tokens.
+	audit string
+}
+
+// auditPolicy records every request at level Metadata, when its response
+// is complete, and a watch also when its response starts, so that an open
+// watch counts (see Requests).
+const auditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+- level: Metadata
+`
+
+// StartCluster starts etcd and the API server with its audit log, gives
+// PodsapiUser a token and its rights, and waits until the API server's
+// authorizer has them. Everything is stopped at the end of the test. It
+// skips the test when PODSAPI_KUBE_BIN is unset.
+func StartCluster(t testing.TB) *Cluster {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "cluster")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	policy := filepath.Join(dir, "audit-policy.yaml")
+	if err := os.WriteFile(policy, []byte(auditPolicy), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := &Cluster{dir: dir, audit: filepath.Join(dir, "audit.log")}
+	c.ControlPlane = kubetest.StartWith(t, kubetest.Options{
+		Users: []string{PodsapiUser},
+		APIServerFlags: []string{
+			"--audit-policy-file=" + policy, "--audit-log-path=" + c.audit,
+			"--audit-log-mode=blocking", "--audit-log-format=json",
+		},
+	})
+	c.grantPodsapi(t)
+	return c
+}
+
+// grantPodsapi gives PodsapiUser its rights and waits until the API
+// server's authorizer has them.
+func (c *Cluster) grantPodsapi(t testing.TB) {
+	t.Helper()
+	ctx := context.Background()
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "podsapi"}, Rules: []rbacv1.PolicyRule{PodReader}}
+	if _, err := c.Admin.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for name, r := range map[string]string{"podsapi": "podsapi", "podsapi-delegator": "system:auth-delegator"} {
+		b := &rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: r},
+			Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: PodsapiUser}},
+		}
+		if _, err := c.Admin.RbacV1().ClusterRoleBindings().Create(ctx, b, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	client := kubernetes.NewForConfigOrDie(c.Config(PodsapiUser, c.Host()))
+	kubetest.Eventually(t, "podsapi's rights", func() error {
+		_, err := client.CoreV1().Pods("").List(ctx, metav1.ListOptions{Limit: 1})
+		return err
+	})
+}
+
+// Namespace creates the namespace unless it exists.
+func (c *Cluster) Namespace(t testing.TB, name string) {
+	t.Helper()
+	_, err := c.Admin.CoreV1().Namespaces().Create(context.Background(),
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+}
