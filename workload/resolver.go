@@ -44,6 +44,9 @@ type entry struct {
 	// failures counts the gets failed in a row, which back off.
 	failures int
 	asking   bool
+	// stale says the answer was told stale: older than the stale-after
+	// bound, its pods' workloads Unresolved by time, not by an answer.
+	stale bool
 }
 
 // Resolver resolves the workload of the node's pods. Feed it every pod of
@@ -74,7 +77,10 @@ type Resolver struct {
 	forgotten      map[types.UID]Workload
 	forgottenOrder []types.UID
 	owners         map[ownerKey]*entry
-	gets           map[string]uint64
+	// waiting are the pods whose owner found no room among the owners
+	// (maxOwners), answered by derivation until an owner leaves.
+	waiting map[types.UID]struct{}
+	gets    map[string]uint64
 }
 
 // NewResolver returns a Resolver configured by opts.
@@ -84,7 +90,7 @@ func NewResolver(opts ...Option) *Resolver {
 		timeout: 10 * time.Second, maxOwners: 4096, onChange: func([]types.UID) {},
 		log: slog.Default(), now: time.Now,
 		wake: make(chan struct{}, 1),
-		pods: map[types.UID]podRef{}, forgotten: map[types.UID]Workload{}, owners: map[ownerKey]*entry{}, gets: map[string]uint64{},
+		pods: map[types.UID]podRef{}, forgotten: map[types.UID]Workload{}, owners: map[ownerKey]*entry{}, waiting: map[types.UID]struct{}{}, gets: map[string]uint64{},
 	}
 	for _, o := range opts {
 		o(r)
@@ -94,7 +100,9 @@ func NewResolver(opts ...Option) *Resolver {
 }
 
 // Notify calls f, outside the Resolver's lock, with the UIDs of the pods
-// whose workload changed after an answer of the API server, until stop is
+// whose workload changed after an answer of the API server, or turned
+// Unresolved when the answer grew older than the stale-after bound (told
+// at that instant, by Run), until stop is
 // called: a watch that serves workloads registers itself for its lifetime.
 // f must not block, and must not keep the slice.
 func (r *Resolver) Notify(f func(pods []types.UID)) (stop func()) {
@@ -141,19 +149,38 @@ func (r *Resolver) Observe(pod *corev1.Pod) {
 		r.release(pod.UID, prev)
 	}
 	r.pods[pod.UID] = next
-	if next.owner == nil || r.getter == nil {
-		return
+	if next.owner != nil && r.getter != nil && !r.reference(pod.UID, *next.owner) {
+		r.waiting[pod.UID] = struct{}{}
 	}
-	e := r.owners[*next.owner]
+}
+
+// reference makes pod uid reference its owner key, whose entry it creates
+// (and has Run ask about) when no pod of the node referenced it yet, and
+// reports whether it could: false when the Resolver already keeps maxOwners
+// owners. r.mu is held.
+func (r *Resolver) reference(uid types.UID, key ownerKey) bool {
+	e := r.owners[key]
 	if e == nil {
 		if len(r.owners) >= r.maxOwners {
-			return
+			return false
 		}
 		e = &entry{pods: map[types.UID]struct{}{}}
-		r.owners[*next.owner] = e
+		r.owners[key] = e
 		r.signal()
 	}
-	e.pods[pod.UID] = struct{}{}
+	e.pods[uid] = struct{}{}
+	return true
+}
+
+// admitWaiting registers the pods that waited for room among the owners,
+// as far as there is room. r.mu is held.
+func (r *Resolver) admitWaiting() {
+	for uid := range r.waiting {
+		if p, ok := r.pods[uid]; ok && p.owner != nil && !r.reference(uid, *p.owner) {
+			continue
+		}
+		delete(r.waiting, uid)
+	}
 }
 
 // maxForgotten bounds the last answers kept of pods that left the node,
@@ -186,8 +213,11 @@ func (r *Resolver) Forget(uid types.UID) {
 	r.forgotten[uid] = w
 }
 
-// release drops pod uid's reference to its owner. r.mu is held.
+// release drops pod uid's reference to its owner, or its place among the
+// pods waiting for room; an owner no pod references any more makes room for
+// them. r.mu is held.
 func (r *Resolver) release(uid types.UID, p podRef) {
+	delete(r.waiting, uid)
 	if p.owner == nil {
 		return
 	}
@@ -195,6 +225,7 @@ func (r *Resolver) release(uid types.UID, p podRef) {
 		delete(e.pods, uid)
 		if len(e.pods) == 0 {
 			delete(r.owners, *p.owner)
+			r.admitWaiting()
 		}
 	}
 }
@@ -239,12 +270,18 @@ func (r *Resolver) answer(p podRef, e *entry) Workload {
 		return derive(p.owner.kind, p.owner.name, p.hash)
 	case e.gone:
 		return Workload{Kind: p.owner.kind, Name: p.owner.name, Resolution: Unresolved}
-	case r.now().Sub(e.confirmed) > r.staleAfter:
+	case r.isStale(e, r.now()):
 		w := e.answer
 		w.Resolution = Unresolved
 		return w
 	}
 	return e.answer
+}
+
+// isStale reports whether e's answer has reached the stale-after bound at
+// now. r.mu is held.
+func (r *Resolver) isStale(e *entry, now time.Time) bool {
+	return !now.Before(e.confirmed.Add(r.staleAfter))
 }
 
 // Gets returns how many gets the Resolver has sent, by the owner's kind
@@ -299,7 +336,9 @@ func (r *Resolver) Sync(ctx context.Context) time.Time {
 		}
 		r.ask(ctx, key)
 	}
-	return r.nextDue()
+	next, changed := r.settle()
+	r.tell(changed)
+	return next
 }
 
 // due picks an owner due and marks it being asked about.
@@ -334,16 +373,53 @@ func (r *Resolver) dueAt(e *entry) time.Time {
 	return e.checked.Add(r.refresh)
 }
 
-func (r *Resolver) nextDue() time.Time {
+// settle marks stale the answers that turned older than the stale-after
+// bound since they were last told, and returns the pods whose workload that
+// made Unresolved, with when the Resolver must look again: the next owner
+// due, or the next answer to turn stale, whichever comes first (zero when
+// none).
+//
+// A workload that turns Unresolved by time changes no answer, so ask, which
+// compares its pods' workloads before and after an answer at one instant,
+// never sees it: settle is what tells the watches, at the staleness itself,
+// since Run wakes then.
+func (r *Resolver) settle() (time.Time, []types.UID) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var next time.Time
-	for _, e := range r.owners {
-		if at := r.dueAt(e); next.IsZero() || at.Before(next) {
+	now := r.now()
+	var (
+		next    time.Time
+		changed []types.UID
+	)
+	earliest := func(at time.Time) {
+		if next.IsZero() || at.Before(next) {
 			next = at
 		}
 	}
-	return next
+	for _, e := range r.owners {
+		earliest(r.dueAt(e))
+		if !e.answered || e.gone || e.stale {
+			continue
+		}
+		if !r.isStale(e, now) {
+			earliest(e.confirmed.Add(r.staleAfter))
+			continue
+		}
+		e.stale = true
+		for uid := range e.pods {
+			changed = append(changed, uid)
+		}
+	}
+	return next, changed
+}
+
+// tell calls the OnChange function and every function Notify registered
+// with the pods whose workload changed, outside r.mu.
+func (r *Resolver) tell(changed []types.UID) {
+	if len(changed) > 0 {
+		r.onChange(changed)
+		r.notify(changed)
+	}
 }
 
 // ask gets the owner key and records the answer.
@@ -377,10 +453,10 @@ func (r *Resolver) ask(ctx context.Context, key ownerKey) {
 	result := "found"
 	switch {
 	case err == nil && obj.UID == key.uid:
-		e.answer, e.answered, e.gone, e.failures, e.confirmed = fromOwner(key.kind, key.name, obj.OwnerReferences), true, false, 0, now
+		e.answer, e.answered, e.gone, e.failures, e.confirmed, e.stale = fromOwner(key.kind, key.name, obj.OwnerReferences), true, false, 0, now, false
 	case err == nil || apierrors.IsNotFound(err):
 		// Deleted, or deleted and created again: the pod's owner is gone.
-		e.answered, e.gone, e.failures, e.confirmed = true, true, 0, now
+		e.answered, e.gone, e.failures, e.confirmed, e.stale = true, true, 0, now, false
 		result = "gone"
 	case ctx.Err() != nil:
 		e.checked = time.Time{} // ask again at the next Run
@@ -400,10 +476,7 @@ func (r *Resolver) ask(ctx context.Context, key ownerKey) {
 	if err != nil && !apierrors.IsNotFound(err) && !wasFailed && ctx.Err() == nil {
 		r.log.Warn("cannot resolve the workload of pods: the last known answer is kept", "kind", key.kind, "namespace", key.namespace, "name", key.name, "error", err)
 	}
-	if len(changed) > 0 {
-		r.onChange(changed)
-		r.notify(changed)
-	}
+	r.tell(changed)
 }
 
 // getResult names the result of a get of key, as podsapi_workload_gets_total

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
+
 	"github.com/podsapi/podsapi/test/kubetest"
 	"github.com/podsapi/podsapi/workload"
 )
@@ -23,6 +25,23 @@ func runResolver(t *testing.T, cp *kubetest.ControlPlane, opts ...workload.Optio
 	go func() { defer close(done); r.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
 	return r
+}
+
+// awaitWorkload waits until r answers want for the pod uid, and fails the
+// test when it does not within 60 s on the real clock.
+func awaitWorkload(t *testing.T, r *workload.Resolver, uid types.UID, want workload.Workload) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		got, _ := r.Workload(uid)
+		if got == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("workload %+v, want %+v within 60 s", got, want)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // TestRunRealClockAPIServer runs the Resolver's own loop on the real clock,
@@ -44,20 +63,7 @@ func TestRunRealClockAPIServer(t *testing.T) {
 		workload.WithRetryInterval(20*time.Millisecond), workload.WithStaleAfter(300*time.Millisecond), workload.WithGetTimeout(time.Second))
 	r.Observe(pod)
 
-	await := func(want workload.Workload) {
-		t.Helper()
-		deadline := time.Now().Add(60 * time.Second)
-		for {
-			got, _ := r.Workload(pod.UID)
-			if got == want {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("workload %+v, want %+v within 60 s", got, want)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
+	await := func(want workload.Workload) { t.Helper(); awaitWorkload(t, r, pod.UID, want) }
 	deployment := workload.Workload{Kind: workload.KindDeployment, Name: "web", Resolution: workload.Resolved}
 	await(deployment)
 	cp.StopAPIServer(t)
@@ -66,4 +72,30 @@ func TestRunRealClockAPIServer(t *testing.T) {
 	await(stale)
 	cp.StartAPIServer(t)
 	await(deployment)
+}
+
+// TestRunOwnersFreedAPIServer runs the Resolver's own loop on the real
+// clock against a real kube-apiserver, with room for one owner: the pod of a
+// second ReplicaSet, first seen while the first took the room, is derived,
+// and resolved once the first ReplicaSet's pod leaves the node. Before, it
+// stayed derived for good.
+func TestRunOwnersFreedAPIServer(t *testing.T) {
+	cp := kubetest.Start(t, resolverUser)
+	grantGets(t, cp.Admin)
+	waitGrant(t, cp)
+	w := newWorld(t, cp, "shop")
+	web := w.deployment("web")
+	webRS := w.replicaSet("web-11111111", "11111111", controller("apps/v1", "Deployment", web.Name, web.UID))
+	webPod := w.pod("web-11111111-aaaaa", map[string]string{"pod-template-hash": "11111111"}, nil, controller("apps/v1", "ReplicaSet", webRS.Name, webRS.UID))
+	api := w.deployment("api")
+	apiRS := w.replicaSet("api-22222222", "22222222", controller("apps/v1", "Deployment", api.Name, api.UID))
+	apiPod := w.pod("api-22222222-bbbbb", map[string]string{"pod-template-hash": "22222222"}, nil, controller("apps/v1", "ReplicaSet", apiRS.Name, apiRS.UID))
+
+	r := runResolver(t, cp, workload.WithMaxOwners(1), workload.WithGetTimeout(5*time.Second))
+	r.Observe(webPod)
+	r.Observe(apiPod)
+	awaitWorkload(t, r, webPod.UID, workload.Workload{Kind: workload.KindDeployment, Name: "web", Resolution: workload.Resolved})
+	awaitWorkload(t, r, apiPod.UID, workload.Workload{Kind: workload.KindDeployment, Name: "api", Resolution: workload.Derived})
+	r.Forget(webPod.UID)
+	awaitWorkload(t, r, apiPod.UID, workload.Workload{Kind: workload.KindDeployment, Name: "api", Resolution: workload.Resolved})
 }
