@@ -37,7 +37,7 @@ type ownerAnswers struct {
 	down   bool
 }
 
-func (o *ownerAnswers) Get(_ context.Context, _ schema.GroupVersionResource, namespace, name string) (*metav1.PartialObjectMetadata, error) {
+func (o *ownerAnswers) Get(_ context.Context, _ schema.GroupVersionResource, namespace, name string) (workload.Object, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.down {

@@ -3,18 +3,21 @@ package workload
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// ownerKey names a ReplicaSet or Job a pod of the node references, by its
-// UID too: an owner deleted and created again under its name is another.
+// ownerKey names an object the Resolver gets: a ReplicaSet or Job a pod of
+// the node references and, with WithSlice, every object of the node's slice
+// (slice.go). Its UID is the one its referrer names: an owner deleted and
+// created again under its name is another. A namespace's is empty: a pod
+// names its namespace by name only.
 type ownerKey struct {
 	kind, namespace, name string
 	uid                   types.UID
@@ -28,11 +31,25 @@ type podRef struct {
 	// pod-template-hash label, for derivation.
 	owner *ownerKey
 	hash  string
+	// keys are the entries the pod holds: its owner's and, with
+	// WithSlice, its controller's and its namespace's.
+	keys []ownerKey
 }
 
-// entry is what the Resolver knows of one owner.
+// entry is what the Resolver knows of one owner, kept while a pod of the
+// node, or an entry it controls, holds it.
 type entry struct {
 	pods map[types.UID]struct{}
+	// children are the entries this one controls that hold it (with
+	// WithSlice: a Deployment's ReplicaSets, a CronJob's Jobs); parent is
+	// the entry that controls this one, when this one holds it.
+	children map[ownerKey]struct{}
+	parent   *ownerKey
+	// obj is the object the API server last answered, with WithSlice, nil
+	// while none is known or it is gone; told says the event handlers
+	// were told of it (added).
+	obj  Object
+	told bool
 	// answer is the API server's last answer; answered says there is one.
 	answer   Workload
 	answered bool
@@ -81,6 +98,9 @@ type Resolver struct {
 	// (maxOwners), answered by derivation until an owner leaves.
 	waiting map[types.UID]struct{}
 	gets    map[string]uint64
+
+	// slice is the state of WithSlice (slice.go); its zero value is off.
+	slice slice
 }
 
 // NewResolver returns a Resolver configured by opts.
@@ -138,49 +158,69 @@ func (r *Resolver) Observe(pod *corev1.Pod) {
 	if ref != nil {
 		next = podRef{owner: &ownerKey{kind: ref.Kind, namespace: pod.Namespace, name: ref.Name, uid: ref.UID}, hash: pod.Labels[podTemplateHashLabel]}
 	}
+	if r.getter != nil {
+		next.keys = r.keysOf(pod, next.owner)
+	}
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	prev, had := r.pods[pod.UID]
-	if had && sameOwner(prev.owner, next.owner) {
+	if had && slices.Equal(prev.keys, next.keys) {
 		r.pods[pod.UID] = next
+		r.mu.Unlock()
 		return
 	}
 	if had {
 		r.release(pod.UID, prev)
 	}
 	r.pods[pod.UID] = next
-	if next.owner != nil && r.getter != nil && !r.reference(pod.UID, *next.owner) {
+	if !r.reference(pod.UID, next.keys) {
 		r.waiting[pod.UID] = struct{}{}
 	}
+	r.mu.Unlock()
+	r.deliver()
 }
 
-// reference makes pod uid reference its owner key, whose entry it creates
-// (and has Run ask about) when no pod of the node referenced it yet, and
-// reports whether it could: false when the Resolver already keeps maxOwners
-// owners. r.mu is held.
-func (r *Resolver) reference(uid types.UID, key ownerKey) bool {
+// reference makes pod uid hold the entries of keys, creating each (and
+// having Run ask about it) that no pod of the node held yet, and reports
+// whether it could hold them all: false when the Resolver already keeps
+// maxOwners owners. r.mu is held.
+func (r *Resolver) reference(uid types.UID, keys []ownerKey) bool {
+	all := true
+	for _, key := range keys {
+		if e := r.entryFor(key); e != nil {
+			e.pods[uid] = struct{}{}
+		} else {
+			all = false
+		}
+	}
+	return all
+}
+
+// entryFor returns the entry of key, created (and Run woken to ask about
+// it) when none is kept, or nil when there is no room for it (maxOwners).
+// r.mu is held.
+func (r *Resolver) entryFor(key ownerKey) *entry {
 	e := r.owners[key]
 	if e == nil {
 		if len(r.owners) >= r.maxOwners {
-			return false
+			return nil
 		}
-		e = &entry{pods: map[types.UID]struct{}{}}
+		e = &entry{pods: map[types.UID]struct{}{}, children: map[ownerKey]struct{}{}}
 		r.owners[key] = e
 		r.signal()
 	}
-	e.pods[uid] = struct{}{}
-	return true
+	return e
 }
 
-// admitWaiting registers the pods that waited for room among the owners,
-// as far as there is room. r.mu is held.
+// admitWaiting registers the pods, and the entries' controllers, that
+// waited for room among the owners, as far as there is room. r.mu is held.
 func (r *Resolver) admitWaiting() {
 	for uid := range r.waiting {
-		if p, ok := r.pods[uid]; ok && p.owner != nil && !r.reference(uid, *p.owner) {
+		if p, ok := r.pods[uid]; ok && !r.reference(uid, p.keys) {
 			continue
 		}
 		delete(r.waiting, uid)
 	}
+	r.admitParents()
 }
 
 // maxForgotten bounds the last answers kept of pods that left the node,
@@ -192,9 +232,9 @@ const maxForgotten = 1024
 // kept, as it was, among the last maxForgotten pods forgotten.
 func (r *Resolver) Forget(uid types.UID) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	prev, ok := r.pods[uid]
 	if !ok {
+		r.mu.Unlock()
 		return
 	}
 	w := prev.w
@@ -211,30 +251,38 @@ func (r *Resolver) Forget(uid types.UID) {
 		r.forgottenOrder = append(r.forgottenOrder, uid)
 	}
 	r.forgotten[uid] = w
+	r.mu.Unlock()
+	r.deliver()
 }
 
-// release drops pod uid's reference to its owner, or its place among the
-// pods waiting for room; an owner no pod references any more makes room for
-// them. r.mu is held.
+// release drops pod uid's hold on its entries, or its place among the pods
+// waiting for room; an entry nothing holds any more is dropped and makes
+// room for them. r.mu is held.
 func (r *Resolver) release(uid types.UID, p podRef) {
 	delete(r.waiting, uid)
-	if p.owner == nil {
-		return
-	}
-	if e := r.owners[*p.owner]; e != nil {
-		delete(e.pods, uid)
-		if len(e.pods) == 0 {
-			delete(r.owners, *p.owner)
-			r.admitWaiting()
+	freed := false
+	for _, key := range p.keys {
+		if e := r.owners[key]; e != nil {
+			delete(e.pods, uid)
+			freed = r.dropIfFree(key, e) || freed
 		}
+	}
+	if freed {
+		r.admitWaiting()
 	}
 }
 
-func sameOwner(a, b *ownerKey) bool {
-	if a == nil || b == nil {
-		return a == b
+// dropIfFree drops the entry e of key when nothing holds it any more,
+// telling the event handlers its object is deleted, and lets go of its
+// controller's entry, and reports whether it dropped it. r.mu is held.
+func (r *Resolver) dropIfFree(key ownerKey, e *entry) bool {
+	if len(e.pods) > 0 || len(e.children) > 0 {
+		return false
 	}
-	return *a == *b
+	delete(r.owners, key)
+	r.untell(key, e)
+	r.setParent(key, e, nil)
+	return true
 }
 
 // signal wakes Run.
@@ -396,9 +444,9 @@ func (r *Resolver) settle() (time.Time, []types.UID) {
 			next = at
 		}
 	}
-	for _, e := range r.owners {
+	for key, e := range r.owners {
 		earliest(r.dueAt(e))
-		if !e.answered || e.gone || e.stale {
+		if !e.answered || e.gone || e.stale || !answersWorkload(key.kind) {
 			continue
 		}
 		if !r.isStale(e, now) {
@@ -407,7 +455,9 @@ func (r *Resolver) settle() (time.Time, []types.UID) {
 		}
 		e.stale = true
 		for uid := range e.pods {
-			changed = append(changed, uid)
+			if p := r.pods[uid]; p.owner != nil && *p.owner == key {
+				changed = append(changed, uid)
+			}
 		}
 	}
 	return next, changed
@@ -424,39 +474,45 @@ func (r *Resolver) tell(changed []types.UID) {
 
 // ask gets the owner key and records the answer.
 func (r *Resolver) ask(ctx context.Context, key ownerKey) {
-	resource := replicaSets
-	if key.kind == KindJob {
-		resource = jobs
+	resource := resources[key.kind]
+	getter := r.getter
+	if key.kind == KindNamespace && r.slice.namespaces != nil {
+		getter = r.slice.namespaces
 	}
 	r.mu.Lock()
 	r.gets[key.kind]++
 	r.mu.Unlock()
 	gctx, cancel := context.WithTimeout(ctx, r.timeout)
-	obj, err := r.getter.Get(gctx, resource, key.namespace, key.name)
+	obj, err := getter.Get(gctx, resource, key.namespace, key.name)
 	cancel()
 
 	r.mu.Lock()
 	e := r.owners[key]
 	if e == nil { // every pod referencing it left meanwhile
 		r.mu.Unlock()
-		r.countGet(key.kind, getResult(ctx, err, obj, key))
+		r.countGet(key.kind, getResult(err, obj, key))
 		return
 	}
 	e.asking = false
 	before := make(map[types.UID]Workload, len(e.pods))
 	for uid := range e.pods {
-		before[uid] = r.answer(r.pods[uid], e)
+		if p := r.pods[uid]; p.owner != nil && *p.owner == key {
+			before[uid] = r.answer(p, e)
+		}
 	}
 	now := r.now()
 	e.checked = now
 	wasFailed := e.failures > 0
 	result := "found"
 	switch {
-	case err == nil && obj.UID == key.uid:
-		e.answer, e.answered, e.gone, e.failures, e.confirmed, e.stale = fromOwner(key.kind, key.name, obj.OwnerReferences), true, false, 0, now, false
+	case err == nil && sameUID(key, obj):
+		e.answer, e.answered, e.gone, e.failures, e.confirmed, e.stale = fromOwner(key.kind, key.name, obj.GetOwnerReferences()), true, false, 0, now, false
+		r.keep(key, e, obj)
 	case err == nil || apierrors.IsNotFound(err):
 		// Deleted, or deleted and created again: the pod's owner is gone.
 		e.answered, e.gone, e.failures, e.confirmed, e.stale = true, true, 0, now, false
+		r.untell(key, e)
+		r.setParent(key, e, nil)
 		result = "gone"
 	case ctx.Err() != nil:
 		e.checked = time.Time{} // ask again at the next Run
@@ -465,6 +521,7 @@ func (r *Resolver) ask(ctx context.Context, key ownerKey) {
 		e.failures++
 		result = "error"
 	}
+	r.admitWaiting() // an answer may have let go of a controller
 	var changed []types.UID
 	for uid, w := range before {
 		if r.answer(r.pods[uid], e) != w {
@@ -472,6 +529,7 @@ func (r *Resolver) ask(ctx context.Context, key ownerKey) {
 		}
 	}
 	r.mu.Unlock()
+	r.deliver()
 	r.countGet(key.kind, result)
 	if err != nil && !apierrors.IsNotFound(err) && !wasFailed && ctx.Err() == nil {
 		r.log.Warn("cannot resolve the workload of pods: the last known answer is kept", "kind", key.kind, "namespace", key.namespace, "name", key.name, "error", err)
@@ -479,11 +537,17 @@ func (r *Resolver) ask(ctx context.Context, key ownerKey) {
 	r.tell(changed)
 }
 
+// sameUID reports whether obj is the object key names: its UID, when key
+// names one.
+func sameUID(key ownerKey, obj Object) bool {
+	return key.uid == "" || obj.GetUID() == key.uid
+}
+
 // getResult names the result of a get of key, as podsapi_workload_gets_total
 // counts it.
-func getResult(ctx context.Context, err error, obj *metav1.PartialObjectMetadata, key ownerKey) string {
+func getResult(err error, obj Object, key ownerKey) string {
 	switch {
-	case err == nil && obj.UID == key.uid:
+	case err == nil && sameUID(key, obj):
 		return "found"
 	case err == nil || apierrors.IsNotFound(err):
 		return "gone"

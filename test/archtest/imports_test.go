@@ -37,6 +37,7 @@ var rules = []struct {
 	{"the cgroup parser is a leaf, for servers and clients", "podcgroup", []string{"store", "service", "server", "source", "client", "conformance", "fieldmask", "socket", "guard", "cmd"}},
 	{"the runtime observer feeds the store's facts, never pods, and knows no reader", "nri", []string{"service", "server", "source", "client", "conformance", "fieldmask", "socket", "guard", "cmd"}},
 	{"the error reasons are a leaf, shared by servers and clients", "errinfo", []string{"store", "service", "server", "source", "client", "conformance", "fieldmask", "socket", "cmd"}},
+	{"the workloads and the node's slice know the pods and the API server, not who serves them", "workload", []string{"store", "service", "server", "source", "client", "conformance", "kubeapi", "cmd"}},
 	{"the Kubernetes API serves the store, beside the gRPC service and never through it", "kubeapi", []string{"service", "server", "source", "client", "conformance", "fieldmask", "cmd"}},
 	{"the Kubernetes API's door knows requests and peers, not the gRPC API or the sources", "kubeapi/door", []string{"service", "server", "source", "client", "conformance", "cmd"}},
 	{"the product ships without its rigs", "", []string{rigs}},
