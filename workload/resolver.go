@@ -50,6 +50,8 @@ type entry struct {
 	// were told of it (added).
 	obj  Object
 	told bool
+	// recheck asks for a get at once (Recheck).
+	recheck bool
 	// answer is the API server's last answer; answered says there is one.
 	answer   Workload
 	answered bool
@@ -396,7 +398,7 @@ func (r *Resolver) due() (ownerKey, bool) {
 	now := r.now()
 	for k, e := range r.owners {
 		if !e.asking && !r.dueAt(e).After(now) {
-			e.asking = true
+			e.asking, e.recheck = true, false
 			return k, true
 		}
 	}
@@ -406,7 +408,7 @@ func (r *Resolver) due() (ownerKey, bool) {
 // dueAt returns when e is next due. r.mu is held.
 func (r *Resolver) dueAt(e *entry) time.Time {
 	switch {
-	case e.checked.IsZero():
+	case e.checked.IsZero(), e.recheck:
 		return time.Time{}
 	case e.failures > 0:
 		// The retry interval, doubled after each failure, up to the

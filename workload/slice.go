@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"context"
 	"sync"
 	"time"
 
@@ -95,12 +96,45 @@ type sliceEvent struct {
 // WithMaxOwners. The default keeps only the workloads' answers.
 func WithSlice() Option { return func(r *Resolver) { r.slice.on = true } }
 
-// WithNamespaceGetter makes a Resolver with WithSlice get the namespaces of
-// the node's pods through g instead of its Getter: a view that already
-// shares an informer of namespaces answers from it (a missing namespace as
-// apierrors.IsNotFound), with no request to the API server. The default is
-// the Resolver's Getter.
-func WithNamespaceGetter(g Getter) Option { return func(r *Resolver) { r.slice.namespaces = g } }
+// NamespaceGetter answers a namespace by name from memory, a missing one as
+// an error apierrors.IsNotFound reports: client-go's NamespaceLister (its
+// Get) satisfies it, as does any view that shares an informer of
+// namespaces.
+type NamespaceGetter interface {
+	Get(name string) (*corev1.Namespace, error)
+}
+
+// WithNamespaces makes a Resolver with WithSlice read the namespaces of the
+// node's pods from g instead of getting them from the API server: a view
+// that already shares an informer of namespaces costs the API server no
+// get. The informer's handler calls Recheck on a change, so that it is told
+// at once rather than at the next refresh. The default gets them with the
+// Resolver's Getter.
+func WithNamespaces(g NamespaceGetter) Option {
+	return func(r *Resolver) { r.slice.namespaces = namespaceLister{g} }
+}
+
+// namespaceLister is the Getter of a NamespaceGetter.
+type namespaceLister struct{ g NamespaceGetter }
+
+func (l namespaceLister) Get(_ context.Context, _ schema.GroupVersionResource, _, name string) (Object, error) {
+	return l.g.Get(name)
+}
+
+// Recheck has the Resolver ask again, at once, about the objects of the
+// node's slice of resource in namespace ("" for a namespace) named name,
+// when it holds any: a view whose informer saw the object change calls it,
+// so that the Resolver's handlers are told without waiting for the refresh.
+func (r *Resolver) Recheck(resource schema.GroupVersionResource, namespace, name string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for key, e := range r.owners {
+		if key.namespace == namespace && key.name == name && resources[key.kind] == resource {
+			e.recheck = true
+			r.signal()
+		}
+	}
+}
 
 // keysOf returns the keys of the entries pod holds: its owner's (the
 // ReplicaSet or Job of its workload, owner) and, with WithSlice, its

@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/podsapi/podsapi/workload"
@@ -300,3 +301,42 @@ type discard struct{}
 func (discard) Upsert(*corev1.Pod) {}
 func (discard) Delete(types.UID)   {}
 func (discard) MarkSynced()        {}
+
+// TestSliceNamespacesFromInformer reads the namespaces of the slice from an
+// informer's indexer through client-go's NamespaceLister (WithNamespaces),
+// on synctest's clock: no get of a namespace, and a change the informer saw
+// told at once (Recheck), not at the next refresh.
+func TestSliceNamespacesFromInformer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+		if err := indexer.Add(&corev1.Namespace{ObjectMeta: meta("", "shop", "1", "uid-ns-shop", nil)}); err != nil {
+			t.Fatal(err)
+		}
+		api := &objectAnswers{}
+		api.put("statefulsets", &appsv1.StatefulSet{ObjectMeta: meta("shop", "cache", "1", "uid-cache", nil)})
+		r := workload.NewResolver(workload.WithGetter(api), workload.WithSlice(), workload.WithNamespaces(corelisters.NewNamespaceLister(indexer)))
+		rec := &recorder{}
+		rec.record(t, r)
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan struct{})
+		go func() { defer close(done); r.Run(ctx) }()
+		defer func() { cancel(); <-done }()
+
+		r.Observe(slicePod("shop", "cache-0", "pod-cache-0", nil, controller("apps/v1", "StatefulSet", "cache", "uid-cache")))
+		synctest.Wait()
+		rec.expect(t, "the pod lands", "ADDED Namespace shop (rv 1)", "ADDED StatefulSet shop/cache (rv 1)")
+		if got := api.count(); got != 1 {
+			t.Errorf("%d gets, want 1: the StatefulSet's, none of the namespace", got)
+		}
+		if err := indexer.Update(&corev1.Namespace{ObjectMeta: meta("", "shop", "2", "uid-ns-shop", nil)}); err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		r.Recheck(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}, "", "shop")
+		synctest.Wait()
+		rec.expect(t, "the informer saw a change", "MODIFIED Namespace shop (rv 2)")
+		if d := time.Since(start); d != 0 {
+			t.Errorf("told after %v, want at once", d)
+		}
+	})
+}
