@@ -85,6 +85,8 @@ func (o *objectAnswers) count() int {
 type recorder struct {
 	mu     sync.Mutex
 	events []string
+	// last is the last object told of each, by "Kind namespace/name".
+	last map[string]workload.Object
 }
 
 func (rec *recorder) handler(kind string) cache.ResourceEventHandler {
@@ -96,6 +98,10 @@ func (rec *recorder) handler(kind string) cache.ResourceEventHandler {
 		}
 		rec.mu.Lock()
 		rec.events = append(rec.events, fmt.Sprintf("%s %s %s (rv %s)", typ, kind, name, o.GetResourceVersion()))
+		if rec.last == nil {
+			rec.last = map[string]workload.Object{}
+		}
+		rec.last[kind+" "+name] = o
 		rec.mu.Unlock()
 	}
 	return cache.ResourceEventHandlerFuncs{
@@ -125,6 +131,34 @@ func (rec *recorder) take() []string {
 	rec.events = nil
 	slices.Sort(out)
 	return out
+}
+
+// object returns the last object told of "Kind namespace/name".
+func (rec *recorder) object(name string) workload.Object {
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	return rec.last[name]
+}
+
+// await waits, on the real clock, until the events told since the last
+// take are want, their resourceVersions aside, and fails the test when
+// others come, or want has not come within 60 s.
+func (rec *recorder) await(t *testing.T, what string, want ...string) {
+	t.Helper()
+	slices.Sort(want)
+	var seen []string
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		for _, ev := range rec.take() {
+			seen = append(seen, ev[:strings.LastIndex(ev, " (rv ")])
+		}
+		slices.Sort(seen)
+		if slices.Equal(seen, want) {
+			return
+		}
+		if len(seen) > len(want) || time.Now().After(deadline) {
+			t.Fatalf("%s: events\n\t%s\nwant\n\t%s", what, strings.Join(seen, "\n\t"), strings.Join(want, "\n\t"))
+		}
+	}
 }
 
 func (rec *recorder) expect(t *testing.T, what string, want ...string) {
