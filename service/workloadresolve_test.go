@@ -91,10 +91,13 @@ func runResolver(t *testing.T, api *ownerAnswers, opts []workload.Option, pods .
 	return st, r, sink
 }
 
-// watchWorkloads opens a watch of h that includes workloads, which ends, and
-// fails the test, when no event comes within an hour of the bubble's clock.
-func watchWorkloads(t *testing.T, c podsv1alpha1connect.PodsClient) *connect.ServerStreamForClient[podsv1alpha1.PodWatchResponse] {
+// watchWorkloads serves st with the workloads of r, and opens a watch that
+// includes workloads, which ends, and fails the test, when no event comes
+// within an hour of the bubble's clock.
+func watchWorkloads(t *testing.T, st *store.Store, r *workload.Resolver) (podsv1alpha1connect.PodsClient, *connect.ServerStreamForClient[podsv1alpha1.PodWatchResponse]) {
 	t.Helper()
+	h := newHarness(t, st, false, service.WithWorkloads(r))
+	c := podsv1alpha1connect.NewPodsClient(h.http, baseURL, connect.WithGRPC())
 	req := connect.NewRequest(&podsv1alpha1.PodWatchRequest{IncludeWorkloads: true})
 	req.Header().Set("x-kubernetes-fieldmask", "metadata.name")
 	ctx, stop := context.WithTimeout(t.Context(), time.Hour)
@@ -104,7 +107,7 @@ func watchWorkloads(t *testing.T, c podsv1alpha1connect.PodsClient) *connect.Ser
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	return s
+	return c, s
 }
 
 // listWorkload checks the workload ListPods answers for pod uid.
@@ -143,9 +146,7 @@ func TestWatchPodsWorkloadTurnsStale(t *testing.T) {
 
 		resolved := &podsv1alpha1.PodWorkload{Kind: "Deployment", Name: "web", Resolution: podsv1alpha1.WorkloadResolution_WORKLOAD_RESOLUTION_RESOLVED}
 		unresolved := &podsv1alpha1.PodWorkload{Kind: "Deployment", Name: "web", Resolution: podsv1alpha1.WorkloadResolution_WORKLOAD_RESOLUTION_UNRESOLVED}
-		h := newHarness(t, st, false, service.WithWorkloads(r))
-		c := podsv1alpha1connect.NewPodsClient(h.http, baseURL, connect.WithGRPC())
-		s := watchWorkloads(t, c)
+		c, s := watchWorkloads(t, st, r)
 		expectEvents(t, s, watchEvent{podsv1alpha1.EventType_EVENT_TYPE_ADDED, web.Name, resolved},
 			watchEvent{podsv1alpha1.EventType_EVENT_TYPE_INITIAL_SYNC_COMPLETE, "", nil})
 		listWorkload(t, c, web.UID, resolved)
@@ -181,9 +182,7 @@ func TestWatchPodsWorkloadOwnersFreed(t *testing.T) {
 
 		webResolved := &podsv1alpha1.PodWorkload{Kind: "Deployment", Name: "web", Resolution: podsv1alpha1.WorkloadResolution_WORKLOAD_RESOLUTION_RESOLVED}
 		shopResolved := &podsv1alpha1.PodWorkload{Kind: "Deployment", Name: "shop", Resolution: podsv1alpha1.WorkloadResolution_WORKLOAD_RESOLUTION_RESOLVED}
-		h := newHarness(t, st, false, service.WithWorkloads(r))
-		c := podsv1alpha1connect.NewPodsClient(h.http, baseURL, connect.WithGRPC())
-		s := watchWorkloads(t, c)
+		c, s := watchWorkloads(t, st, r)
 		expectEvents(t, s, watchEvent{podsv1alpha1.EventType_EVENT_TYPE_ADDED, shop.Name, shopWorkload},
 			watchEvent{podsv1alpha1.EventType_EVENT_TYPE_ADDED, web.Name, webResolved},
 			watchEvent{podsv1alpha1.EventType_EVENT_TYPE_INITIAL_SYNC_COMPLETE, "", nil})

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podsapi/podsapi/test/kubetest"
@@ -19,12 +20,31 @@ func runResolver(t *testing.T, cp *kubetest.ControlPlane, opts ...workload.Optio
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := workload.NewResolver(append([]workload.Option{workload.WithGetter(g)}, opts...)...)
+	return run(t, workload.NewResolver(append([]workload.Option{workload.WithGetter(g)}, opts...)...))
+}
+
+// run runs r's loop until the test ends (in a synctest bubble, on its
+// clock), and returns r.
+func run(t *testing.T, r *workload.Resolver) *workload.Resolver {
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan struct{})
 	go func() { defer close(done); r.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
 	return r
+}
+
+// deploymentPod starts a real kube-apiserver that lets resolverUser get the
+// objects of the node's slice, and creates there the Deployment web, its
+// ReplicaSet web-11111111 and the pod web-11111111-aaaaa, which it returns.
+func deploymentPod(t *testing.T) (*kubetest.ControlPlane, world, *corev1.Pod) {
+	t.Helper()
+	cp := kubetest.Start(t, resolverUser)
+	grantGets(t, cp.Admin)
+	waitGrant(t, cp)
+	w := newWorld(t, cp, "shop")
+	dep := w.deployment("web")
+	rs := w.replicaSet("web-11111111", "11111111", controller("apps/v1", "Deployment", dep.Name, dep.UID))
+	return cp, w, w.pod("web-11111111-aaaaa", map[string]string{"pod-template-hash": "11111111"}, nil, controller("apps/v1", "ReplicaSet", rs.Name, rs.UID))
 }
 
 // awaitWorkload waits until r answers want for the pod uid, and fails the
@@ -51,14 +71,7 @@ func awaitWorkload(t *testing.T, r *workload.Resolver, uid types.UID, want workl
 // server is back. The bounds are generous: the waits end on the answers,
 // never on time.
 func TestRunRealClockAPIServer(t *testing.T) {
-	cp := kubetest.Start(t, resolverUser)
-	grantGets(t, cp.Admin)
-	waitGrant(t, cp)
-	w := newWorld(t, cp, "shop")
-	dep := w.deployment("web")
-	rs := w.replicaSet("web-11111111", "11111111", controller("apps/v1", "Deployment", dep.Name, dep.UID))
-	pod := w.pod("web-11111111-aaaaa", map[string]string{"pod-template-hash": "11111111"}, nil, controller("apps/v1", "ReplicaSet", rs.Name, rs.UID))
-
+	cp, _, pod := deploymentPod(t)
 	r := runResolver(t, cp, workload.WithRefreshInterval(100*time.Millisecond),
 		workload.WithRetryInterval(20*time.Millisecond), workload.WithStaleAfter(300*time.Millisecond), workload.WithGetTimeout(time.Second))
 	r.Observe(pod)
@@ -80,13 +93,7 @@ func TestRunRealClockAPIServer(t *testing.T) {
 // and resolved once the first ReplicaSet's pod leaves the node. Before, it
 // stayed derived for good.
 func TestRunOwnersFreedAPIServer(t *testing.T) {
-	cp := kubetest.Start(t, resolverUser)
-	grantGets(t, cp.Admin)
-	waitGrant(t, cp)
-	w := newWorld(t, cp, "shop")
-	web := w.deployment("web")
-	webRS := w.replicaSet("web-11111111", "11111111", controller("apps/v1", "Deployment", web.Name, web.UID))
-	webPod := w.pod("web-11111111-aaaaa", map[string]string{"pod-template-hash": "11111111"}, nil, controller("apps/v1", "ReplicaSet", webRS.Name, webRS.UID))
+	cp, w, webPod := deploymentPod(t)
 	api := w.deployment("api")
 	apiRS := w.replicaSet("api-22222222", "22222222", controller("apps/v1", "Deployment", api.Name, api.UID))
 	apiPod := w.pod("api-22222222-bbbbb", map[string]string{"pod-template-hash": "22222222"}, nil, controller("apps/v1", "ReplicaSet", apiRS.Name, apiRS.UID))

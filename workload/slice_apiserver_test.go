@@ -1,7 +1,6 @@
 package workload_test
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -55,10 +54,7 @@ func TestSliceAPIServer(t *testing.T) {
 		workload.WithRetryInterval(50*time.Millisecond), workload.WithGetTimeout(5*time.Second))
 	rec := &recorder{}
 	rec.record(t, r)
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan struct{})
-	go func() { defer close(done); r.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	run(t, r)
 
 	sink := r.Sink(discard{})
 	for _, p := range []*corev1.Pod{webA, webB, cache0, agent, backup, debug} {

@@ -202,10 +202,7 @@ func TestSlice(t *testing.T) {
 			workload.WithRetryInterval(time.Minute), workload.WithStaleAfter(time.Hour))
 		rec := &recorder{}
 		rec.record(t, r)
-		ctx, cancel := context.WithCancel(t.Context())
-		done := make(chan struct{})
-		go func() { defer close(done); r.Run(ctx) }()
-		defer func() { cancel(); <-done }()
+		run(t, r)
 
 		webA := slicePod("shop", "web-1111-a", "pod-web-a", map[string]string{"pod-template-hash": "1111"}, controller("apps/v1", "ReplicaSet", "web-1111", "uid-web-1111"))
 		webB := slicePod("shop", "web-1111-b", "pod-web-b", map[string]string{"pod-template-hash": "1111"}, controller("apps/v1", "ReplicaSet", "web-1111", "uid-web-1111"))
@@ -311,10 +308,7 @@ func TestSliceMaxOwners(t *testing.T) {
 		r := workload.NewResolver(workload.WithGetter(api), workload.WithSlice(), workload.WithMaxOwners(3))
 		rec := &recorder{}
 		rec.record(t, r)
-		ctx, cancel := context.WithCancel(t.Context())
-		done := make(chan struct{})
-		go func() { defer close(done); r.Run(ctx) }()
-		defer func() { cancel(); <-done }()
+		run(t, r)
 
 		cache0 := slicePod("shop", "cache-0", "pod-cache-0", nil, controller("apps/v1", "StatefulSet", "cache", "uid-cache"))
 		web := slicePod("shop", "web-1111-a", "pod-web-a", nil, controller("apps/v1", "ReplicaSet", "web-1111", "uid-web-1111"))
@@ -351,10 +345,7 @@ func TestSliceNamespacesFromInformer(t *testing.T) {
 		r := workload.NewResolver(workload.WithGetter(api), workload.WithSlice(), workload.WithNamespaces(corelisters.NewNamespaceLister(indexer)))
 		rec := &recorder{}
 		rec.record(t, r)
-		ctx, cancel := context.WithCancel(t.Context())
-		done := make(chan struct{})
-		go func() { defer close(done); r.Run(ctx) }()
-		defer func() { cancel(); <-done }()
+		run(t, r)
 
 		r.Observe(slicePod("shop", "cache-0", "pod-cache-0", nil, controller("apps/v1", "StatefulSet", "cache", "uid-cache")))
 		synctest.Wait()

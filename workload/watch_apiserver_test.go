@@ -135,14 +135,7 @@ func TestWatchWorkloadChangesAPIServer(t *testing.T) {
 // the changes an answer made. The Resolver runs on the real clock, its
 // intervals short; the waits end on the events, never on time.
 func TestWatchWorkloadTurnsStaleAPIServer(t *testing.T) {
-	cp := kubetest.Start(t, resolverUser)
-	grantGets(t, cp.Admin)
-	waitGrant(t, cp)
-	w := newWorld(t, cp, "shop")
-	dep := w.deployment("web")
-	rs := w.replicaSet("web-11111111", "11111111", controller("apps/v1", "Deployment", dep.Name, dep.UID))
-	pod := w.pod("web-11111111-aaaaa", map[string]string{"pod-template-hash": "11111111"}, nil, controller("apps/v1", "ReplicaSet", rs.Name, rs.UID))
-
+	cp, _, pod := deploymentPod(t)
 	r := runResolver(t, cp, workload.WithRefreshInterval(100*time.Millisecond), workload.WithRetryInterval(20*time.Millisecond),
 		workload.WithStaleAfter(3*time.Second), workload.WithGetTimeout(time.Second))
 	st := store.New()
