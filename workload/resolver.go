@@ -171,7 +171,7 @@ func (r *Resolver) Observe(pod *corev1.Pod) {
 		return
 	}
 	if had {
-		r.release(pod.UID, prev)
+		r.release(pod.UID, prev, next.keys)
 	}
 	r.pods[pod.UID] = next
 	if !r.reference(pod.UID, next.keys) {
@@ -243,7 +243,7 @@ func (r *Resolver) Forget(uid types.UID) {
 	if prev.owner != nil {
 		w = r.answer(prev, r.owners[*prev.owner])
 	}
-	r.release(uid, prev)
+	r.release(uid, prev, nil)
 	delete(r.pods, uid)
 	if _, dup := r.forgotten[uid]; !dup {
 		if len(r.forgottenOrder) >= maxForgotten {
@@ -257,13 +257,18 @@ func (r *Resolver) Forget(uid types.UID) {
 	r.deliver()
 }
 
-// release drops pod uid's hold on its entries, or its place among the pods
-// waiting for room; an entry nothing holds any more is dropped and makes
-// room for them. r.mu is held.
-func (r *Resolver) release(uid types.UID, p podRef) {
+// release drops pod uid's hold on its entries but those of keep (which its
+// next version holds too: a namespace is not dropped and got again when a
+// pod changes owners), or its place among the pods waiting for room; an
+// entry nothing holds any more is dropped and makes room for them. r.mu is
+// held.
+func (r *Resolver) release(uid types.UID, p podRef, keep []ownerKey) {
 	delete(r.waiting, uid)
 	freed := false
 	for _, key := range p.keys {
+		if slices.Contains(keep, key) {
+			continue
+		}
 		if e := r.owners[key]; e != nil {
 			delete(e.pods, uid)
 			freed = r.dropIfFree(key, e) || freed
@@ -388,6 +393,7 @@ func (r *Resolver) Sync(ctx context.Context) time.Time {
 	}
 	next, changed := r.settle()
 	r.tell(changed)
+	r.deliver()
 	return next
 }
 
@@ -423,11 +429,12 @@ func (r *Resolver) dueAt(e *entry) time.Time {
 	return e.checked.Add(r.refresh)
 }
 
-// settle marks stale the answers that turned older than the stale-after
-// bound since they were last told, and returns the pods whose workload that
-// made Unresolved, with when the Resolver must look again: the next owner
-// due, or the next answer to turn stale, whichever comes first (zero when
-// none).
+// settle drops the controllers' entries no child held again since the last
+// let go of them (slice.go), marks stale the answers that turned older than
+// the stale-after bound since they were last told, and returns the pods
+// whose workload that made Unresolved, with when the Resolver must look
+// again: the next owner due, or the next answer to turn stale, whichever
+// comes first (zero when none).
 //
 // A workload that turns Unresolved by time changes no answer, so ask, which
 // compares its pods' workloads before and after an answer at one instant,
@@ -436,6 +443,9 @@ func (r *Resolver) dueAt(e *entry) time.Time {
 func (r *Resolver) settle() (time.Time, []types.UID) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.dropOrphans() {
+		r.admitWaiting()
+	}
 	now := r.now()
 	var (
 		next    time.Time

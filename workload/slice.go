@@ -69,6 +69,11 @@ type slice struct {
 	// parents are the entries whose controller found no room among the
 	// owners, with that controller's key.
 	parents map[ownerKey]ownerKey
+	// orphans are the controllers' entries whose last child let go of
+	// them, dropped at the end of the next Sync unless a child holds them
+	// again by then: a pod that moves to its Deployment's new ReplicaSet
+	// does not drop the Deployment and get it again.
+	orphans map[ownerKey]struct{}
 	// queue are the events not delivered yet, in order, under r.mu.
 	queue []sliceEvent
 
@@ -205,7 +210,13 @@ func (r *Resolver) setParent(key ownerKey, e *entry, parent *ownerKey) {
 		e.parent = nil
 		if pe := r.owners[old]; pe != nil {
 			delete(pe.children, key)
-			r.dropIfFree(old, pe)
+			if len(pe.children) == 0 && len(pe.pods) == 0 {
+				if r.slice.orphans == nil {
+					r.slice.orphans = map[ownerKey]struct{}{}
+				}
+				r.slice.orphans[old] = struct{}{}
+				r.signal()
+			}
 		}
 	}
 	if parent == nil || e.parent != nil {
@@ -222,6 +233,20 @@ func (r *Resolver) setParent(key ownerKey, e *entry, parent *ownerKey) {
 	delete(r.slice.parents, key)
 	pe.children[key] = struct{}{}
 	e.parent = parent
+}
+
+// dropOrphans drops the controllers' entries that no child held again
+// since their last let go of them, and reports whether it dropped any.
+// r.mu is held.
+func (r *Resolver) dropOrphans() bool {
+	freed := false
+	for key := range r.slice.orphans {
+		delete(r.slice.orphans, key)
+		if e := r.owners[key]; e != nil {
+			freed = r.dropIfFree(key, e) || freed
+		}
+	}
+	return freed
 }
 
 // admitParents links the entries that waited for room to their

@@ -365,3 +365,32 @@ func TestSliceNamespacesFromInformer(t *testing.T) {
 		}
 	})
 }
+
+// TestSlicePodMoves follows, on synctest's clock, a pod alone in its
+// namespace that a rollout moves to its Deployment's new ReplicaSet: the old
+// ReplicaSet is DELETED and the new one ADDED, with one get, while the
+// namespace and the Deployment, which both versions of the pod hold, are
+// neither deleted nor got again.
+func TestSlicePodMoves(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		api := &objectAnswers{}
+		api.put("namespaces", &corev1.Namespace{ObjectMeta: meta("", "solo", "1", "uid-ns-solo", nil)})
+		api.put("deployments", &appsv1.Deployment{ObjectMeta: meta("solo", "web", "1", "uid-web", nil)})
+		api.put("replicasets", &appsv1.ReplicaSet{ObjectMeta: meta("solo", "web-1111", "1", "uid-web-1111", controller("apps/v1", "Deployment", "web", "uid-web"))})
+		api.put("replicasets", &appsv1.ReplicaSet{ObjectMeta: meta("solo", "web-2222", "1", "uid-web-2222", controller("apps/v1", "Deployment", "web", "uid-web"))})
+		r := run(t, workload.NewResolver(workload.WithGetter(api), workload.WithSlice()))
+		rec := &recorder{}
+		rec.record(t, r)
+
+		r.Observe(slicePod("solo", "web-a", "pod-web-a", nil, controller("apps/v1", "ReplicaSet", "web-1111", "uid-web-1111")))
+		synctest.Wait()
+		rec.expect(t, "the pod lands", "ADDED Namespace solo (rv 1)", "ADDED ReplicaSet solo/web-1111 (rv 1)", "ADDED Deployment solo/web (rv 1)")
+		gets := api.count()
+		r.Observe(slicePod("solo", "web-a", "pod-web-a", nil, controller("apps/v1", "ReplicaSet", "web-2222", "uid-web-2222")))
+		synctest.Wait()
+		rec.expect(t, "the pod moves", "DELETED ReplicaSet solo/web-1111 (rv 1)", "ADDED ReplicaSet solo/web-2222 (rv 1)")
+		if got := api.count() - gets; got != 1 {
+			t.Errorf("%d gets for the pod's move, want 1: the new ReplicaSet's", got)
+		}
+	})
+}
