@@ -544,7 +544,11 @@ func (r *Resolver) ask(ctx context.Context, key ownerKey) {
 	r.deliver()
 	r.countGet(key.kind, result)
 	if err != nil && !apierrors.IsNotFound(err) && !wasFailed && ctx.Err() == nil {
-		r.log.Warn("cannot resolve the workload of pods: the last known answer is kept", "kind", key.kind, "namespace", key.namespace, "name", key.name, "error", err)
+		msg := "cannot resolve the workload of pods: the last known answer is kept"
+		if !answersWorkload(key.kind) {
+			msg = "cannot refresh an object of the node's slice: the last one got is kept"
+		}
+		r.log.Warn(msg, "kind", key.kind, "namespace", key.namespace, "name", key.name, "error", err)
 	}
 	r.tell(changed)
 }
