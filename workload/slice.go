@@ -6,6 +6,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
 )
@@ -101,12 +103,11 @@ type sliceEvent struct {
 // WithMaxOwners. The default keeps only the workloads' answers.
 func WithSlice() Option { return func(r *Resolver) { r.slice.on = true } }
 
-// NamespaceGetter answers a namespace by name from memory, a missing one as
-// an error apierrors.IsNotFound reports: client-go's NamespaceLister (its
-// Get) satisfies it, as does any view that shares an informer of
-// namespaces.
+// NamespaceGetter answers a namespace (namespace "") by name from memory,
+// and false when it holds none: the full view's store of namespaces
+// (kindstore's Store.Get, fed by the door's one shared watch) satisfies it.
 type NamespaceGetter interface {
-	Get(name string) (*corev1.Namespace, error)
+	Get(namespace, name string) (*corev1.Namespace, bool, error)
 }
 
 // WithNamespaces makes a Resolver with WithSlice read the namespaces of the
@@ -122,8 +123,15 @@ func WithNamespaces(g NamespaceGetter) Option {
 // namespaceLister is the Getter of a NamespaceGetter.
 type namespaceLister struct{ g NamespaceGetter }
 
-func (l namespaceLister) Get(_ context.Context, _ schema.GroupVersionResource, _, name string) (Object, error) {
-	return l.g.Get(name)
+func (l namespaceLister) Get(_ context.Context, resource schema.GroupVersionResource, _, name string) (Object, error) {
+	ns, ok, err := l.g.Get("", name)
+	switch {
+	case err != nil:
+		return nil, err
+	case !ok:
+		return nil, apierrors.NewNotFound(resource.GroupResource(), name)
+	}
+	return ns, nil
 }
 
 // Recheck has the Resolver ask again, at once, about the objects of the
@@ -175,7 +183,7 @@ func (r *Resolver) keep(key ownerKey, e *entry, obj Object) {
 	case !e.told:
 		e.told = true
 		r.slice.queue = append(r.slice.queue, sliceEvent{resource: resources[key.kind], new: obj})
-	case old.GetResourceVersion() != obj.GetResourceVersion():
+	case changed(old, obj):
 		r.slice.queue = append(r.slice.queue, sliceEvent{resource: resources[key.kind], old: old, new: obj})
 	}
 	if !answersWorkload(key.kind) {
@@ -186,6 +194,16 @@ func (r *Resolver) keep(key ownerKey, e *entry, obj Object) {
 		parent = &ownerKey{kind: ref.Kind, namespace: key.namespace, name: ref.Name, uid: ref.UID}
 	}
 	r.setParent(key, e, parent)
+}
+
+// changed reports whether obj is another version than old: another
+// resourceVersion, or, from a getter that keeps none (a view's store),
+// other contents.
+func changed(old, obj Object) bool {
+	if old.GetResourceVersion() != "" || obj.GetResourceVersion() != "" {
+		return old.GetResourceVersion() != obj.GetResourceVersion()
+	}
+	return !equality.Semantic.DeepEqual(old, obj)
 }
 
 // untell tells the event handlers that e's object is deleted, when they

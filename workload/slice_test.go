@@ -18,7 +18,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/podsapi/podsapi/workload"
@@ -330,10 +329,26 @@ func (discard) Upsert(*corev1.Pod) {}
 func (discard) Delete(types.UID)   {}
 func (discard) MarkSynced()        {}
 
+// storeNamespaces is a workload.NamespaceGetter on an informer's indexer,
+// whose namespaces it answers as the full view's store does: decoded anew,
+// without a resourceVersion.
+type storeNamespaces struct{ indexer cache.Indexer }
+
+func (s storeNamespaces) Get(_, name string) (*corev1.Namespace, bool, error) {
+	obj, ok, err := s.indexer.GetByKey(name)
+	if err != nil || !ok {
+		return nil, ok, err
+	}
+	ns := obj.(*corev1.Namespace).DeepCopy()
+	ns.ResourceVersion = ""
+	return ns, true, nil
+}
+
 // TestSliceNamespacesFromInformer reads the namespaces of the slice from an
-// informer's indexer through client-go's NamespaceLister (WithNamespaces),
-// on synctest's clock: no get of a namespace, and a change the informer saw
-// told at once (Recheck), not at the next refresh.
+// informer's indexer, as the full view's store answers them (without a
+// resourceVersion: a change is told by its contents), on synctest's clock:
+// no get of a namespace, and a change the informer saw told at once
+// (Recheck), not at the next refresh.
 func TestSliceNamespacesFromInformer(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
@@ -342,24 +357,33 @@ func TestSliceNamespacesFromInformer(t *testing.T) {
 		}
 		api := &objectAnswers{}
 		api.put("statefulsets", &appsv1.StatefulSet{ObjectMeta: meta("shop", "cache", "1", "uid-cache", nil)})
-		r := workload.NewResolver(workload.WithGetter(api), workload.WithSlice(), workload.WithNamespaces(corelisters.NewNamespaceLister(indexer)))
+		r := workload.NewResolver(workload.WithGetter(api), workload.WithSlice(), workload.WithNamespaces(storeNamespaces{indexer}))
 		rec := &recorder{}
 		rec.record(t, r)
 		run(t, r)
 
 		r.Observe(slicePod("shop", "cache-0", "pod-cache-0", nil, controller("apps/v1", "StatefulSet", "cache", "uid-cache")))
 		synctest.Wait()
-		rec.expect(t, "the pod lands", "ADDED Namespace shop (rv 1)", "ADDED StatefulSet shop/cache (rv 1)")
+		rec.expect(t, "the pod lands", "ADDED Namespace shop (rv )", "ADDED StatefulSet shop/cache (rv 1)")
 		if got := api.count(); got != 1 {
 			t.Errorf("%d gets, want 1: the StatefulSet's, none of the namespace", got)
 		}
-		if err := indexer.Update(&corev1.Namespace{ObjectMeta: meta("", "shop", "2", "uid-ns-shop", nil)}); err != nil {
+		// Asked again without a change: nothing told.
+		r.Recheck(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}, "", "shop")
+		synctest.Wait()
+		rec.expect(t, "the namespace unchanged")
+		labelled := &corev1.Namespace{ObjectMeta: meta("", "shop", "2", "uid-ns-shop", nil)}
+		labelled.Labels = map[string]string{"team": "web"}
+		if err := indexer.Update(labelled); err != nil {
 			t.Fatal(err)
 		}
 		start := time.Now()
 		r.Recheck(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}, "", "shop")
 		synctest.Wait()
-		rec.expect(t, "the informer saw a change", "MODIFIED Namespace shop (rv 2)")
+		rec.expect(t, "the informer saw a change", "MODIFIED Namespace shop (rv )")
+		if ns := rec.object("Namespace shop"); ns.GetLabels()["team"] != "web" {
+			t.Errorf("labels %v, want team=web", ns.GetLabels())
+		}
 		if d := time.Since(start); d != 0 {
 			t.Errorf("told after %v, want at once", d)
 		}
