@@ -17,4 +17,14 @@
 // pod-template-hash label is a Deployment's, and a Job named
 // "<cronjob>-<minutes>", where minutes is the 8 to 10 digits of a
 // CronJob's scheduled time in minutes since the Unix epoch, is a CronJob's.
+//
+// With WithSlice, the same entries keep the node's slice for the front
+// door's node view: the whole objects (NewObjectGetter) of every owner of
+// the node's pods up the chain (Pod → ReplicaSet → Deployment, Pod → Job →
+// CronJob, Pod → StatefulSet, Pod → DaemonSet) and of the namespaces that
+// hold them, one get each, asked again every refresh interval, kept while a
+// pod of the node holds them and through the API server's outages, and told
+// to client-go event handlers (AddEventHandler) as an informer tells them:
+// added when the first pod lands, updated within the refresh interval of a
+// change, deleted when the last pod leaves.
 package workload

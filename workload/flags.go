@@ -35,6 +35,11 @@ type Settings struct {
 	// StaleAfter is the Resolver's stale-after bound (WithStaleAfter); 0
 	// takes its default.
 	StaleAfter time.Duration
+	// Slice makes the Resolver keep the node's slice (WithSlice), whole
+	// objects got with NewObjectGetter, for the front door's node view. It
+	// is not a flag: podsapi-server sets it when the door serves the node
+	// view, and it needs ModeAPIServer.
+	Slice bool
 }
 
 // AddFlags binds s to --workloads, --workload-refresh and
@@ -51,6 +56,9 @@ func (s Settings) Validate() error {
 	case ModeOff, ModeDerive, ModeAPIServer:
 	default:
 		return fmt.Errorf("--workloads %q: want %s, %s or %s", s.Mode, ModeDerive, ModeAPIServer, ModeOff)
+	}
+	if s.Slice && s.Mode != ModeAPIServer {
+		return fmt.Errorf("the node view keeps the owners of the node's pods from the API server: it needs --workloads=%s, not %q", ModeAPIServer, s.Mode)
 	}
 	if s.Refresh < 0 || s.StaleAfter < 0 {
 		return fmt.Errorf("--workload-refresh and --workload-stale-after cannot be negative")
@@ -82,7 +90,12 @@ func (s Settings) NewResolver(kubeconfig string, logger *slog.Logger, reg promet
 			return nil, fmt.Errorf("--workloads=apiserver: %w", err)
 		}
 		cfg.QPS, cfg.Burst, cfg.UserAgent = 5, 10, "podsapi-server"
-		g, err := NewGetter(cfg)
+		newGetter := NewGetter
+		if s.Slice {
+			newGetter = NewObjectGetter
+			opts = append(opts, WithSlice())
+		}
+		g, err := newGetter(cfg)
 		if err != nil {
 			return nil, err
 		}

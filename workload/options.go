@@ -36,13 +36,14 @@ func WithStaleAfter(d time.Duration) Option { return func(r *Resolver) { r.stale
 func WithGetTimeout(d time.Duration) Option { return func(r *Resolver) { r.timeout = d } }
 
 // WithMaxOwners bounds the owners the Resolver keeps answers of; the pods
-// of owners beyond it are answered by derivation only. The default is 4,096
+// of owners beyond it are answered by derivation only, until an owner kept
+// leaves (its last pod gone) and makes room for theirs. The default is 4,096
 // (a node runs at most a few hundred pods).
 func WithMaxOwners(n int) Option { return func(r *Resolver) { r.maxOwners = n } }
 
 // WithOnChange calls f, outside the Resolver's lock, with the UIDs of the
-// pods whose workload an answer of the API server changed. The default does
-// nothing.
+// pods whose workload an answer of the API server changed, or the
+// stale-after bound made Unresolved. The default does nothing.
 func WithOnChange(f func(pods []types.UID)) Option { return func(r *Resolver) { r.onChange = f } }
 
 // WithLogger sets the logger of failed gets (one line per owner whose state

@@ -3,18 +3,21 @@ package workload
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// ownerKey names a ReplicaSet or Job a pod of the node references, by its
-// UID too: an owner deleted and created again under its name is another.
+// ownerKey names an object the Resolver gets: a ReplicaSet or Job a pod of
+// the node references and, with WithSlice, every object of the node's slice
+// (slice.go). Its UID is the one its referrer names: an owner deleted and
+// created again under its name is another. A namespace's is empty: a pod
+// names its namespace by name only.
 type ownerKey struct {
 	kind, namespace, name string
 	uid                   types.UID
@@ -28,11 +31,27 @@ type podRef struct {
 	// pod-template-hash label, for derivation.
 	owner *ownerKey
 	hash  string
+	// keys are the entries the pod holds: its owner's and, with
+	// WithSlice, its controller's and its namespace's.
+	keys []ownerKey
 }
 
-// entry is what the Resolver knows of one owner.
+// entry is what the Resolver knows of one owner, kept while a pod of the
+// node, or an entry it controls, holds it.
 type entry struct {
 	pods map[types.UID]struct{}
+	// children are the entries this one controls that hold it (with
+	// WithSlice: a Deployment's ReplicaSets, a CronJob's Jobs); parent is
+	// the entry that controls this one, when this one holds it.
+	children map[ownerKey]struct{}
+	parent   *ownerKey
+	// obj is the object the API server last answered, with WithSlice, nil
+	// while none is known or it is gone; told says the event handlers
+	// were told of it (added).
+	obj  Object
+	told bool
+	// recheck asks for a get at once (Recheck).
+	recheck bool
 	// answer is the API server's last answer; answered says there is one.
 	answer   Workload
 	answered bool
@@ -44,6 +63,9 @@ type entry struct {
 	// failures counts the gets failed in a row, which back off.
 	failures int
 	asking   bool
+	// stale says the answer was told stale: older than the stale-after
+	// bound, its pods' workloads Unresolved by time, not by an answer.
+	stale bool
 }
 
 // Resolver resolves the workload of the node's pods. Feed it every pod of
@@ -74,7 +96,13 @@ type Resolver struct {
 	forgotten      map[types.UID]Workload
 	forgottenOrder []types.UID
 	owners         map[ownerKey]*entry
-	gets           map[string]uint64
+	// waiting are the pods whose owner found no room among the owners
+	// (maxOwners), answered by derivation until an owner leaves.
+	waiting map[types.UID]struct{}
+	gets    map[string]uint64
+
+	// slice is the state of WithSlice (slice.go); its zero value is off.
+	slice slice
 }
 
 // NewResolver returns a Resolver configured by opts.
@@ -84,7 +112,7 @@ func NewResolver(opts ...Option) *Resolver {
 		timeout: 10 * time.Second, maxOwners: 4096, onChange: func([]types.UID) {},
 		log: slog.Default(), now: time.Now,
 		wake: make(chan struct{}, 1),
-		pods: map[types.UID]podRef{}, forgotten: map[types.UID]Workload{}, owners: map[ownerKey]*entry{}, gets: map[string]uint64{},
+		pods: map[types.UID]podRef{}, forgotten: map[types.UID]Workload{}, owners: map[ownerKey]*entry{}, waiting: map[types.UID]struct{}{}, gets: map[string]uint64{},
 	}
 	for _, o := range opts {
 		o(r)
@@ -94,7 +122,9 @@ func NewResolver(opts ...Option) *Resolver {
 }
 
 // Notify calls f, outside the Resolver's lock, with the UIDs of the pods
-// whose workload changed after an answer of the API server, until stop is
+// whose workload changed after an answer of the API server, or turned
+// Unresolved when the answer grew older than the stale-after bound (told
+// at that instant, by Run), until stop is
 // called: a watch that serves workloads registers itself for its lifetime.
 // f must not block, and must not keep the slice.
 func (r *Resolver) Notify(f func(pods []types.UID)) (stop func()) {
@@ -130,30 +160,69 @@ func (r *Resolver) Observe(pod *corev1.Pod) {
 	if ref != nil {
 		next = podRef{owner: &ownerKey{kind: ref.Kind, namespace: pod.Namespace, name: ref.Name, uid: ref.UID}, hash: pod.Labels[podTemplateHashLabel]}
 	}
+	if r.getter != nil {
+		next.keys = r.keysOf(pod, next.owner)
+	}
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	prev, had := r.pods[pod.UID]
-	if had && sameOwner(prev.owner, next.owner) {
+	if had && slices.Equal(prev.keys, next.keys) {
 		r.pods[pod.UID] = next
+		r.mu.Unlock()
 		return
 	}
 	if had {
-		r.release(pod.UID, prev)
+		r.release(pod.UID, prev, next.keys)
 	}
 	r.pods[pod.UID] = next
-	if next.owner == nil || r.getter == nil {
-		return
+	if !r.reference(pod.UID, next.keys) {
+		r.waiting[pod.UID] = struct{}{}
 	}
-	e := r.owners[*next.owner]
+	r.mu.Unlock()
+	r.deliver()
+}
+
+// reference makes pod uid hold the entries of keys, creating each (and
+// having Run ask about it) that no pod of the node held yet, and reports
+// whether it could hold them all: false when the Resolver already keeps
+// maxOwners owners. r.mu is held.
+func (r *Resolver) reference(uid types.UID, keys []ownerKey) bool {
+	all := true
+	for _, key := range keys {
+		if e := r.entryFor(key); e != nil {
+			e.pods[uid] = struct{}{}
+		} else {
+			all = false
+		}
+	}
+	return all
+}
+
+// entryFor returns the entry of key, created (and Run woken to ask about
+// it) when none is kept, or nil when there is no room for it (maxOwners).
+// r.mu is held.
+func (r *Resolver) entryFor(key ownerKey) *entry {
+	e := r.owners[key]
 	if e == nil {
 		if len(r.owners) >= r.maxOwners {
-			return
+			return nil
 		}
-		e = &entry{pods: map[types.UID]struct{}{}}
-		r.owners[*next.owner] = e
+		e = &entry{pods: map[types.UID]struct{}{}, children: map[ownerKey]struct{}{}}
+		r.owners[key] = e
 		r.signal()
 	}
-	e.pods[pod.UID] = struct{}{}
+	return e
+}
+
+// admitWaiting registers the pods, and the entries' controllers, that
+// waited for room among the owners, as far as there is room. r.mu is held.
+func (r *Resolver) admitWaiting() {
+	for uid := range r.waiting {
+		if p, ok := r.pods[uid]; ok && !r.reference(uid, p.keys) {
+			continue
+		}
+		delete(r.waiting, uid)
+	}
+	r.admitParents()
 }
 
 // maxForgotten bounds the last answers kept of pods that left the node,
@@ -165,16 +234,16 @@ const maxForgotten = 1024
 // kept, as it was, among the last maxForgotten pods forgotten.
 func (r *Resolver) Forget(uid types.UID) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	prev, ok := r.pods[uid]
 	if !ok {
+		r.mu.Unlock()
 		return
 	}
 	w := prev.w
 	if prev.owner != nil {
 		w = r.answer(prev, r.owners[*prev.owner])
 	}
-	r.release(uid, prev)
+	r.release(uid, prev, nil)
 	delete(r.pods, uid)
 	if _, dup := r.forgotten[uid]; !dup {
 		if len(r.forgottenOrder) >= maxForgotten {
@@ -184,26 +253,43 @@ func (r *Resolver) Forget(uid types.UID) {
 		r.forgottenOrder = append(r.forgottenOrder, uid)
 	}
 	r.forgotten[uid] = w
+	r.mu.Unlock()
+	r.deliver()
 }
 
-// release drops pod uid's reference to its owner. r.mu is held.
-func (r *Resolver) release(uid types.UID, p podRef) {
-	if p.owner == nil {
-		return
-	}
-	if e := r.owners[*p.owner]; e != nil {
-		delete(e.pods, uid)
-		if len(e.pods) == 0 {
-			delete(r.owners, *p.owner)
+// release drops pod uid's hold on its entries but those of keep (which its
+// next version holds too: a namespace is not dropped and got again when a
+// pod changes owners), or its place among the pods waiting for room; an
+// entry nothing holds any more is dropped and makes room for them. r.mu is
+// held.
+func (r *Resolver) release(uid types.UID, p podRef, keep []ownerKey) {
+	delete(r.waiting, uid)
+	freed := false
+	for _, key := range p.keys {
+		if slices.Contains(keep, key) {
+			continue
+		}
+		if e := r.owners[key]; e != nil {
+			delete(e.pods, uid)
+			freed = r.dropIfFree(key, e) || freed
 		}
 	}
+	if freed {
+		r.admitWaiting()
+	}
 }
 
-func sameOwner(a, b *ownerKey) bool {
-	if a == nil || b == nil {
-		return a == b
+// dropIfFree drops the entry e of key when nothing holds it any more,
+// telling the event handlers its object is deleted, and lets go of its
+// controller's entry, and reports whether it dropped it. r.mu is held.
+func (r *Resolver) dropIfFree(key ownerKey, e *entry) bool {
+	if len(e.pods) > 0 || len(e.children) > 0 {
+		return false
 	}
-	return *a == *b
+	delete(r.owners, key)
+	r.untell(key, e)
+	r.setParent(key, e, nil)
+	return true
 }
 
 // signal wakes Run.
@@ -239,12 +325,18 @@ func (r *Resolver) answer(p podRef, e *entry) Workload {
 		return derive(p.owner.kind, p.owner.name, p.hash)
 	case e.gone:
 		return Workload{Kind: p.owner.kind, Name: p.owner.name, Resolution: Unresolved}
-	case r.now().Sub(e.confirmed) > r.staleAfter:
+	case r.isStale(e, r.now()):
 		w := e.answer
 		w.Resolution = Unresolved
 		return w
 	}
 	return e.answer
+}
+
+// isStale reports whether e's answer has reached the stale-after bound at
+// now. r.mu is held.
+func (r *Resolver) isStale(e *entry, now time.Time) bool {
+	return !now.Before(e.confirmed.Add(r.staleAfter))
 }
 
 // Gets returns how many gets the Resolver has sent, by the owner's kind
@@ -299,7 +391,10 @@ func (r *Resolver) Sync(ctx context.Context) time.Time {
 		}
 		r.ask(ctx, key)
 	}
-	return r.nextDue()
+	next, changed := r.settle()
+	r.tell(changed)
+	r.deliver()
+	return next
 }
 
 // due picks an owner due and marks it being asked about.
@@ -309,7 +404,7 @@ func (r *Resolver) due() (ownerKey, bool) {
 	now := r.now()
 	for k, e := range r.owners {
 		if !e.asking && !r.dueAt(e).After(now) {
-			e.asking = true
+			e.asking, e.recheck = true, false
 			return k, true
 		}
 	}
@@ -319,7 +414,7 @@ func (r *Resolver) due() (ownerKey, bool) {
 // dueAt returns when e is next due. r.mu is held.
 func (r *Resolver) dueAt(e *entry) time.Time {
 	switch {
-	case e.checked.IsZero():
+	case e.checked.IsZero(), e.recheck:
 		return time.Time{}
 	case e.failures > 0:
 		// The retry interval, doubled after each failure, up to the
@@ -334,53 +429,102 @@ func (r *Resolver) dueAt(e *entry) time.Time {
 	return e.checked.Add(r.refresh)
 }
 
-func (r *Resolver) nextDue() time.Time {
+// settle drops the controllers' entries no child held again since the last
+// let go of them (slice.go), marks stale the answers that turned older than
+// the stale-after bound since they were last told, and returns the pods
+// whose workload that made Unresolved, with when the Resolver must look
+// again: the next owner due, or the next answer to turn stale, whichever
+// comes first (zero when none).
+//
+// A workload that turns Unresolved by time changes no answer, so ask, which
+// compares its pods' workloads before and after an answer at one instant,
+// never sees it: settle is what tells the watches, at the staleness itself,
+// since Run wakes then.
+func (r *Resolver) settle() (time.Time, []types.UID) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var next time.Time
-	for _, e := range r.owners {
-		if at := r.dueAt(e); next.IsZero() || at.Before(next) {
+	if r.dropOrphans() {
+		r.admitWaiting()
+	}
+	now := r.now()
+	var (
+		next    time.Time
+		changed []types.UID
+	)
+	earliest := func(at time.Time) {
+		if next.IsZero() || at.Before(next) {
 			next = at
 		}
 	}
-	return next
+	for key, e := range r.owners {
+		earliest(r.dueAt(e))
+		if !e.answered || e.gone || e.stale || !answersWorkload(key.kind) {
+			continue
+		}
+		if !r.isStale(e, now) {
+			earliest(e.confirmed.Add(r.staleAfter))
+			continue
+		}
+		e.stale = true
+		for uid := range e.pods {
+			if p := r.pods[uid]; p.owner != nil && *p.owner == key {
+				changed = append(changed, uid)
+			}
+		}
+	}
+	return next, changed
+}
+
+// tell calls the OnChange function and every function Notify registered
+// with the pods whose workload changed, outside r.mu.
+func (r *Resolver) tell(changed []types.UID) {
+	if len(changed) > 0 {
+		r.onChange(changed)
+		r.notify(changed)
+	}
 }
 
 // ask gets the owner key and records the answer.
 func (r *Resolver) ask(ctx context.Context, key ownerKey) {
-	resource := replicaSets
-	if key.kind == KindJob {
-		resource = jobs
+	resource := resources[key.kind]
+	getter := r.getter
+	if key.kind == KindNamespace && r.slice.namespaces != nil {
+		getter = r.slice.namespaces
 	}
 	r.mu.Lock()
 	r.gets[key.kind]++
 	r.mu.Unlock()
 	gctx, cancel := context.WithTimeout(ctx, r.timeout)
-	obj, err := r.getter.Get(gctx, resource, key.namespace, key.name)
+	obj, err := getter.Get(gctx, resource, key.namespace, key.name)
 	cancel()
 
 	r.mu.Lock()
 	e := r.owners[key]
 	if e == nil { // every pod referencing it left meanwhile
 		r.mu.Unlock()
-		r.countGet(key.kind, getResult(ctx, err, obj, key))
+		r.countGet(key.kind, getResult(err, obj, key))
 		return
 	}
 	e.asking = false
 	before := make(map[types.UID]Workload, len(e.pods))
 	for uid := range e.pods {
-		before[uid] = r.answer(r.pods[uid], e)
+		if p := r.pods[uid]; p.owner != nil && *p.owner == key {
+			before[uid] = r.answer(p, e)
+		}
 	}
 	now := r.now()
 	e.checked = now
 	wasFailed := e.failures > 0
 	result := "found"
 	switch {
-	case err == nil && obj.UID == key.uid:
-		e.answer, e.answered, e.gone, e.failures, e.confirmed = fromOwner(key.kind, key.name, obj.OwnerReferences), true, false, 0, now
+	case err == nil && sameUID(key, obj):
+		e.answer, e.answered, e.gone, e.failures, e.confirmed, e.stale = fromOwner(key.kind, key.name, obj.GetOwnerReferences()), true, false, 0, now, false
+		r.keep(key, e, obj)
 	case err == nil || apierrors.IsNotFound(err):
 		// Deleted, or deleted and created again: the pod's owner is gone.
-		e.answered, e.gone, e.failures, e.confirmed = true, true, 0, now
+		e.answered, e.gone, e.failures, e.confirmed, e.stale = true, true, 0, now, false
+		r.untell(key, e)
+		r.setParent(key, e, nil)
 		result = "gone"
 	case ctx.Err() != nil:
 		e.checked = time.Time{} // ask again at the next Run
@@ -389,6 +533,7 @@ func (r *Resolver) ask(ctx context.Context, key ownerKey) {
 		e.failures++
 		result = "error"
 	}
+	r.admitWaiting() // an answer may have let go of a controller
 	var changed []types.UID
 	for uid, w := range before {
 		if r.answer(r.pods[uid], e) != w {
@@ -396,21 +541,29 @@ func (r *Resolver) ask(ctx context.Context, key ownerKey) {
 		}
 	}
 	r.mu.Unlock()
+	r.deliver()
 	r.countGet(key.kind, result)
 	if err != nil && !apierrors.IsNotFound(err) && !wasFailed && ctx.Err() == nil {
-		r.log.Warn("cannot resolve the workload of pods: the last known answer is kept", "kind", key.kind, "namespace", key.namespace, "name", key.name, "error", err)
+		msg := "cannot resolve the workload of pods: the last known answer is kept"
+		if !answersWorkload(key.kind) {
+			msg = "cannot refresh an object of the node's slice: the last one got is kept"
+		}
+		r.log.Warn(msg, "kind", key.kind, "namespace", key.namespace, "name", key.name, "error", err)
 	}
-	if len(changed) > 0 {
-		r.onChange(changed)
-		r.notify(changed)
-	}
+	r.tell(changed)
+}
+
+// sameUID reports whether obj is the object key names: its UID, when key
+// names one.
+func sameUID(key ownerKey, obj Object) bool {
+	return key.uid == "" || obj.GetUID() == key.uid
 }
 
 // getResult names the result of a get of key, as podsapi_workload_gets_total
 // counts it.
-func getResult(ctx context.Context, err error, obj *metav1.PartialObjectMetadata, key ownerKey) string {
+func getResult(err error, obj Object, key ownerKey) string {
 	switch {
-	case err == nil && obj.UID == key.uid:
+	case err == nil && sameUID(key, obj):
 		return "found"
 	case err == nil || apierrors.IsNotFound(err):
 		return "gone"

@@ -20,7 +20,9 @@ import (
 )
 
 // resolverUser is the identity the Resolver asks as: RBAC allows it to get
-// ReplicaSets and Jobs, and nothing else.
+// the objects of the node's slice (ReplicaSets and Jobs, which the
+// workloads need, and Deployments, StatefulSets, DaemonSets, CronJobs and
+// Namespaces, which the slice needs), and nothing else: no list, no watch.
 const resolverUser = "podsapi-workload"
 
 // clock is a settable clock for the Resolver's refresh and staleness.
@@ -36,15 +38,16 @@ func (c *clock) Advance(d time.Duration) {
 	c.mu.Unlock()
 }
 
-// grantGets lets resolverUser get ReplicaSets and Jobs.
+// grantGets lets resolverUser get the objects of the node's slice.
 func grantGets(t *testing.T, admin kubernetes.Interface) {
 	t.Helper()
 	ctx := t.Context()
 	role := &rbacv1.ClusterRole{
 		ObjectMeta: metav1.ObjectMeta{Name: resolverUser},
 		Rules: []rbacv1.PolicyRule{
-			{APIGroups: []string{"apps"}, Resources: []string{"replicasets"}, Verbs: []string{"get"}},
-			{APIGroups: []string{"batch"}, Resources: []string{"jobs"}, Verbs: []string{"get"}},
+			{APIGroups: []string{"apps"}, Resources: []string{"replicasets", "deployments", "statefulsets", "daemonsets"}, Verbs: []string{"get"}},
+			{APIGroups: []string{"batch"}, Resources: []string{"jobs", "cronjobs"}, Verbs: []string{"get"}},
+			{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get"}},
 		},
 	}
 	if _, err := admin.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
@@ -156,6 +159,40 @@ func (w world) job(name string, owners []metav1.OwnerReference) *batchv1.Job {
 		w.t.Fatal(err)
 	}
 	return j
+}
+
+func (w world) statefulSet(name string) *appsv1.StatefulSet {
+	w.t.Helper()
+	labels := map[string]string{"app": name}
+	s := &appsv1.StatefulSet{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: w.ns},
+		Spec: appsv1.StatefulSetSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10"}}}},
+		},
+	}
+	s, err := w.admin.AppsV1().StatefulSets(w.ns).Create(w.t.Context(), s, metav1.CreateOptions{})
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return s
+}
+
+func (w world) daemonSet(name string) *appsv1.DaemonSet {
+	w.t.Helper()
+	labels := map[string]string{"app": name}
+	d := &appsv1.DaemonSet{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: w.ns},
+		Spec: appsv1.DaemonSetSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10"}}}},
+		},
+	}
+	d, err := w.admin.AppsV1().DaemonSets(w.ns).Create(w.t.Context(), d, metav1.CreateOptions{})
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return d
 }
 
 func (w world) cronJob(name string) *batchv1.CronJob {

@@ -33,4 +33,7 @@ func (o observed) Delete(uid types.UID) {
 	o.next.Delete(uid)
 }
 
-func (o observed) MarkSynced() { o.next.MarkSynced() }
+func (o observed) MarkSynced() {
+	o.r.markSynced()
+	o.next.MarkSynced()
+}

@@ -125,3 +125,84 @@ func TestWatchWorkloadChangesAPIServer(t *testing.T) {
 		})
 	}
 }
+
+// TestWatchWorkloadTurnsStaleAPIServer serves, over the server's socket to
+// connect-go and grpc-go, the workload that turns Unresolved when a real
+// kube-apiserver, stopped, has not confirmed it for the stale-after bound:
+// MODIFIED with UNRESOLVED to the watches that include workloads, as
+// ListPods answers it, and MODIFIED with RESOLVED once the API server is
+// back. Before, the watches kept RESOLVED: the Resolver told them only of
+// the changes an answer made. The Resolver runs on the real clock, its
+// intervals short; the waits end on the events, never on time.
+func TestWatchWorkloadTurnsStaleAPIServer(t *testing.T) {
+	cp, _, pod := deploymentPod(t)
+	r := runResolver(t, cp, workload.WithRefreshInterval(100*time.Millisecond), workload.WithRetryInterval(20*time.Millisecond),
+		workload.WithStaleAfter(3*time.Second), workload.WithGetTimeout(time.Second))
+	st := store.New()
+	sink := r.Sink(st)
+	sink.Upsert(pod)
+	sink.MarkSynced()
+	deployment := workload.Workload{Kind: workload.KindDeployment, Name: "web", Resolution: workload.Resolved}
+	awaitWorkload(t, r, pod.UID, deployment)
+	fx := podstest.Serve(t, st, server.Config{Workloads: r, Logger: slog.New(slog.NewTextHandler(t.Output(), nil))})
+
+	const (
+		added    = podsv1alpha1.EventType_EVENT_TYPE_ADDED
+		modified = podsv1alpha1.EventType_EVENT_TYPE_MODIFIED
+		synced   = podsv1alpha1.EventType_EVENT_TYPE_INITIAL_SYNC_COMPLETE
+	)
+	resolved := &podsv1alpha1.PodWorkload{Kind: "Deployment", Name: "web", Resolution: podsv1alpha1.WorkloadResolution_WORKLOAD_RESOLUTION_RESOLVED}
+	unresolved := &podsv1alpha1.PodWorkload{Kind: "Deployment", Name: "web", Resolution: podsv1alpha1.WorkloadResolution_WORKLOAD_RESOLUTION_UNRESOLVED}
+	type watcher struct {
+		name   string
+		c      podstest.APIClient
+		stream podstest.WatchStream
+	}
+	wctx, stop := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer stop()
+	var watchers []watcher
+	for _, kind := range podstest.ClientKinds {
+		c := kind.Dial(t, fx.Socket)
+		s, err := c.WatchReq(wctx, &podsv1alpha1.PodWatchRequest{IncludeWorkloads: true}, podstest.MaskHeader("metadata.name"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		watchers = append(watchers, watcher{name: kind.Name, c: c, stream: s})
+	}
+	expect := func(wt watcher, typ podsv1alpha1.EventType, want *podsv1alpha1.PodWorkload) {
+		t.Helper()
+		ev := podstest.Recv(t, wt.stream)
+		name := ""
+		if typ != synced {
+			name = pod.Name
+		}
+		if ev.Type != typ || ev.Pod.GetMetadata().GetName() != name || !proto.Equal(ev.Workload, want) {
+			t.Fatalf("%s: event %v %s with workload %v, want %v %s with %v", wt.name, ev.Type, ev.Pod.GetMetadata().GetName(), ev.Workload, typ, name, want)
+		}
+	}
+	list := func(wt watcher, want *podsv1alpha1.PodWorkload) {
+		t.Helper()
+		resp, err := wt.c.ListReq(t.Context(), &podsv1alpha1.PodListRequest{IncludeWorkloads: true}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := resp.Workloads[string(pod.UID)]; !proto.Equal(got, want) {
+			t.Errorf("%s: ListPods: workload %v, want %v", wt.name, got, want)
+		}
+	}
+	for _, wt := range watchers {
+		expect(wt, added, resolved)
+		expect(wt, synced, nil)
+	}
+
+	cp.StopAPIServer(t)
+	for _, wt := range watchers {
+		expect(wt, modified, unresolved)
+		list(wt, unresolved)
+	}
+	cp.StartAPIServer(t)
+	for _, wt := range watchers {
+		expect(wt, modified, resolved)
+		list(wt, resolved)
+	}
+}

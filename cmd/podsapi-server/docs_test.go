@@ -101,8 +101,9 @@ func TestDocsMetricsTable(t *testing.T) {
 	// and it retries in the background until the server stops.
 	st := store.New()
 	podstest.Start(t, st, server.Config{Registry: reg, Metrics: server.MetricsConfig{Address: "127.0.0.1:0"}, NRISocket: filepath.Join(dir, "nri.sock")})
-	// The workload resolution's, as --workloads registers them.
-	workload.NewResolver(workload.WithRegisterer(reg))
+	// The workload resolution's, as --workloads and the node view register
+	// them.
+	workload.NewResolver(workload.WithRegisterer(reg), workload.WithSlice())
 	// The front door's, as --kube-api-address registers them.
 	door.New(kubeapi.New(st, "node-1"), door.WithRegisterer(reg))
 	// The types of the families with series; the others follow the naming

@@ -29,6 +29,7 @@ var rules = []struct {
 	{"the guards know peers and limits, not the service", "guard", []string{"service", "server", "store", "socket", "source", "client", "conformance", "fieldmask", "cmd"}},
 	{"the server never knows which source feeds it", "server", []string{"source", "client", "conformance", "cmd", "test/bench", "test/stress"}},
 	{"the transport knows connections, peers and bytes, not the service that writes them", "server/internal/transport", []string{"service", "store", "fieldmask", "source", "client", "conformance", "cmd"}},
+	{"the workloads and the node's slice know the pods and the API server, not who serves them", "workload", []string{"store", "service", "server", "source", "client", "conformance", "kubeapi", "cmd"}},
 	{"a source knows only its contract", "source", []string{"store", "service", "server", "client", "conformance", "cmd"}},
 	{"the client is the server's peer, not its part", "client", []string{"store", "service", "server", "guard", "source", "socket", "conformance", "cmd"}},
 	{"the suite judges any implementation over its socket", "conformance", []string{"store", "service", "server", "source", "client", "socket", "cmd"}},
