@@ -3,6 +3,7 @@ package httpguard
 import (
 	"context"
 	"net"
+	"os"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -50,11 +51,13 @@ type Conn struct {
 }
 
 // Read reads from the connection, marking when bytes arrived; a shed
-// connection reads no more.
+// connection reads no more. Its reads fail as a read deadline fails them,
+// which net/http answers with nothing (an error it did not expect, it
+// would answer 400 Bad Request).
 func (c *Conn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
 	if c.isShed.Load() {
-		return 0, net.ErrClosed
+		return 0, os.ErrDeadlineExceeded
 	}
 	if n > 0 {
 		c.lastRead.Store(time.Now().UnixNano())
