@@ -108,7 +108,7 @@ type Config struct {
 // connNames names the metrics of the door's connections and stalls.
 var connNames = httpguard.MetricNames{
 	Prefix: "podsapi_kube_api", What: "podsapi's Kubernetes API (--kube-api-address, --kube-api-socket)",
-	ConnFlag: "the connection bound (1,024 per listener)", StallFlag: "the write timeout (30 s)",
+	ConnFlag: "its 1,024 connections per listener", StallFlag: "its 30 s write timeout",
 }
 
 // Server is the door's listeners.
