@@ -2,6 +2,7 @@ package httpguard
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -11,6 +12,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
 )
 
 // served is a server of h behind Track with timeouts to, on a Listener on
@@ -64,7 +68,7 @@ func TestTrackBodyDeadline(t *testing.T) {
 		w.WriteHeader(http.StatusTooManyRequests)
 	}), RequestTimeouts{Body: timeout})
 	for _, path := range []string{"/read", "/ignore"} {
-		t.Run(path, func(t *testing.T) {
+		t.Run(strings.TrimPrefix(path, "/"), func(t *testing.T) {
 			c, err := net.Dial("tcp", s.addr)
 			if err != nil {
 				t.Fatal(err)
@@ -188,5 +192,56 @@ func TestGoAwaySparesAuthenticated(t *testing.T) {
 			}
 			<-s.closed
 		})
+	}
+}
+
+// The end of a response that its client does not read (an HTTP/2 receive
+// window of zero) is bounded by the tail deadline once the handler has
+// returned: its stream is reset, on the real clock, outliving it.
+func TestTrackTailDeadline(t *testing.T) {
+	const tail = 300 * time.Millisecond
+	s := serveTracked(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, "an answer nobody reads")
+	}), RequestTimeouts{Tail: tail})
+	c, err := net.Dial("tcp", s.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(time.Minute))
+	if _, err := io.WriteString(c, http2.ClientPreface); err != nil {
+		t.Fatal(err)
+	}
+	fr := http2.NewFramer(c, c)
+	if err := fr.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: 0}); err != nil {
+		t.Fatal(err)
+	}
+	var hbuf bytes.Buffer
+	enc := hpack.NewEncoder(&hbuf)
+	for _, kv := range [][2]string{{":method", "GET"}, {":scheme", "http"}, {":authority", "x"}, {":path", "/"}} {
+		_ = enc.WriteField(hpack.HeaderField{Name: kv[0], Value: kv[1]})
+	}
+	start := time.Now()
+	if err := fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: hbuf.Bytes(), EndHeaders: true, EndStream: true}); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		f, err := fr.ReadFrame()
+		if err != nil {
+			t.Fatalf("reading frames: %v, want the stream reset", err)
+		}
+		switch f := f.(type) {
+		case *http2.SettingsFrame:
+			if !f.IsAck() {
+				_ = fr.WriteSettingsAck()
+			}
+		case *http2.DataFrame:
+			t.Fatal("the server sent data beyond a zero window")
+		case *http2.RSTStreamFrame:
+			if d := time.Since(start); d < tail {
+				t.Fatalf("the stream was reset %v after the request, before the tail deadline %v", d, tail)
+			}
+			return
+		}
 	}
 }
