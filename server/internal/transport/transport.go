@@ -1,6 +1,8 @@
 // Package transport is the HTTP/2 transport of the API socket, below
-// connect: the connections (their limit, their peer's credentials, HTTP/2
-// frame floods, writes that stall), and, in front of every handler, the
+// connect: the connections (httpguard's bound, shedding and stall guard,
+// shared with the Kubernetes API's door, and the socket's own: each peer's
+// credentials, the denied peers' share, HTTP/2 frame floods), and, in
+// front of every handler, the
 // gate (the one access check, request deadlines, calls pending per UID) and
 // the streams whose flushes a watch may hold and whose bodies it may write
 // to itself.
