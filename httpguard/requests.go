@@ -45,8 +45,9 @@ type RequestTimeouts struct {
 
 // Track follows every request of h on its Conn, so that shedding knows
 // which are an authenticated caller's work (Authenticated) and GoAway can
-// end those that are not, and gives each the deadlines of t. Upgraded
-// (hijacked) connections are not bounded by them.
+// end those that are not, and gives each the deadlines of t. A connection
+// its handler takes over (an upgrade) is not bounded by them, and is held
+// (never shed) until the handler returns.
 func Track(h http.Handler, t RequestTimeouts) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c := ConnFrom(r.Context())
@@ -69,7 +70,7 @@ func Track(h http.Handler, t RequestTimeouts) http.Handler {
 			r.Body = &boundBody{ReadCloser: r.Body, rc: rc}
 		}
 		c.track(req)
-		tw := &trackedWriter{ResponseWriter: w}
+		tw := &trackedWriter{ResponseWriter: w, req: req, c: c}
 		defer func() {
 			c.untrack(req)
 			req.mu.Lock()
@@ -96,6 +97,11 @@ func Authenticated(ctx context.Context) {
 	if req == nil || c == nil {
 		return
 	}
+	req.hold(c)
+}
+
+// hold marks req as an authenticated caller's work on c, once.
+func (req *request) hold(c *Conn) {
 	req.mu.Lock()
 	defer req.mu.Unlock()
 	if req.authenticated || req.done {
@@ -205,14 +211,19 @@ func HoldStates(nc net.Conn, s http.ConnState) {
 // sets no deadline on it after.
 type trackedWriter struct {
 	http.ResponseWriter
+	req      *request
+	c        *Conn
 	hijacked bool
 }
 
-// Hijack takes the connection over (upgrades).
+// Hijack takes the connection over (an upgrade the handler accepted, such
+// as one the API server answered 101 for the door): it is held, never
+// shed, until the handler returns.
 func (w *trackedWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	c, rw, err := http.NewResponseController(w.ResponseWriter).Hijack()
 	if err == nil {
 		w.hijacked = true
+		w.req.hold(w.c)
 	}
 	return c, rw, err
 }
