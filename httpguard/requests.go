@@ -28,8 +28,8 @@ type requestKey struct{}
 
 // RequestTimeouts are the deadlines Track gives every request.
 type RequestTimeouts struct {
-	// Body bounds the arrival of a request's body, from when its headers
-	// were read: a request that declares a body and does not send it
+	// Body bounds the arrival of a request's body, from when its handler
+	// starts (its headers read): a request that declares a body and does not send it
 	// whole within Body has its reads fail (HTTP/2: its stream's;
 	// HTTP/1.1: its connection's, which net/http then closes, also when
 	// the handler never read the body and net/http reads what is left
