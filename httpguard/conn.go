@@ -28,8 +28,10 @@ type Conn struct {
 	// holds counts the work in flight for authenticated callers: while it
 	// is not zero, the connection is not shed.
 	holds atomic.Int32
-	// authenticated is set once a caller authenticated on the connection.
-	authenticated atomic.Bool
+	// authenticated is set once a caller authenticated on the connection;
+	// anonymous once a request on it ended without an authenticated
+	// caller (Track).
+	authenticated, anonymous atomic.Bool
 	// isShed is set when the connection is shed: its slot is free, it is
 	// read no more, and its socket is closed later (shed).
 	isShed atomic.Bool

@@ -28,10 +28,11 @@ const maxDelayedSheds = 1024
 // Listener accepts connections, at most a number open at once, and never
 // makes a new one wait. At the bound, a new connection takes the slot of
 // one that is shed (closed): one with no work in flight for an
-// authenticated caller (Conn.Hold), those on which no caller ever
-// authenticated first, then the one that has read nothing for longest (a
-// silent connection's last read is its accept), skipping those whose bytes
-// wait unread in the socket. When none can be shed, the new connection is
+// authenticated caller (Conn.Hold); first one on which no caller ever
+// authenticated and a request ended without one, then one new or slow to
+// send its first request, then the others; of each, the one that has read
+// nothing for longest (a silent connection's last read is its accept),
+// skipping those whose bytes wait unread in the socket. When none can be shed, the new connection is
 // closed as soon as accepted (refused). So neither idle connections, nor
 // slow ones, nor a flood of requests without valid credentials (held in a
 // tarpit, or waiting for a body never sent) can hold out a caller.
@@ -177,26 +178,40 @@ func (l *Listener) shed() bool {
 	return true
 }
 
-// candidate returns the connection to shed first, of those not in skip:
-// without work in flight for an authenticated caller, one on which no
-// caller authenticated before one on which one did, and the one that has
-// read nothing for longest first; nil when none may be shed. l.mu is held.
+// candidate returns the connection to shed first, of those not in skip and
+// without work in flight for an authenticated caller: one on which no
+// caller ever authenticated and a request ended without one (a flood of
+// requests without valid credentials), then one on which none did either
+// (new, or slow to send its first request), then the others; of each, the
+// one that has read nothing for longest first. nil when none may be shed.
+// l.mu is held.
 func (l *Listener) candidate(skip map[*Conn]bool) *Conn {
 	var (
 		best     *Conn
-		bestAuth bool
+		bestRank int
 		bestAt   int64
 	)
 	for c := range l.conns {
 		if skip[c] || c.holds.Load() > 0 {
 			continue
 		}
-		auth, at := c.authenticated.Load(), c.lastRead.Load()
-		if best == nil || (!auth && bestAuth) || (auth == bestAuth && at < bestAt) {
-			best, bestAuth, bestAt = c, auth, at
+		rank, at := c.shedRank(), c.lastRead.Load()
+		if best == nil || rank < bestRank || (rank == bestRank && at < bestAt) {
+			best, bestRank, bestAt = c, rank, at
 		}
 	}
 	return best
+}
+
+// shedRank orders the connections that may be shed, first shed first.
+func (c *Conn) shedRank() int {
+	switch {
+	case c.authenticated.Load():
+		return 2
+	case c.anonymous.Load():
+		return 0
+	}
+	return 1
 }
 
 // forget frees the slot of c, once, and reports whether it was c's first.

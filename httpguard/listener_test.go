@@ -101,6 +101,10 @@ func TestListenerSheds(t *testing.T) {
 			a.Hold()() // a caller authenticated on a, and is done
 			return 1
 		}},
+		{name: "requests without valid credentials first", prepare: func(_ *testing.T, _, b *Conn, _, _ net.Conn) int {
+			b.anonymous.Store(true) // as Track marks it
+			return 1
+		}},
 		{name: "an authenticated caller's work is never shed", prepare: func(_ *testing.T, a, _ *Conn, _, _ net.Conn) int {
 			a.Hold()
 			return 1

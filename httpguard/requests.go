@@ -77,6 +77,8 @@ func Track(h http.Handler, t RequestTimeouts) http.Handler {
 			req.done = true
 			if req.release != nil {
 				req.release()
+			} else {
+				c.anonymous.Store(true)
 			}
 			req.mu.Unlock()
 			cancel()
