@@ -106,6 +106,12 @@ func TestDocsMetricsTable(t *testing.T) {
 	workload.NewResolver(workload.WithRegisterer(reg), workload.WithSlice())
 	// The front door's, as --kube-api-address registers them.
 	door.New(kubeapi.New(st, "node-1"), door.WithRegisterer(reg))
+	// Its connections' and stalls', as its listeners register them.
+	kube, err := door.Listen(door.Config{Socket: filepath.Join(dir, "kube.sock"), Registerer: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kube.Close()
 	// The types of the families with series; the others follow the naming
 	// rule below.
 	types := map[string]string{}

@@ -159,7 +159,6 @@ func (d *Door) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		local = false
 	}
 	rec := &recorder{ResponseWriter: w}
-	conn := connFrom(r.Context())
 	route := routeProxied
 	if local {
 		route = routeLocal
@@ -179,9 +178,7 @@ func (d *Door) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if conn != nil {
-		conn.authenticated.Store(true)
-	}
+	authenticated(r)
 	if len(accesses) > 0 && accesses[0].Verb == "watch" {
 		release, err := d.watches.acquire(caller)
 		if err != nil {
@@ -308,8 +305,8 @@ func (d *Door) passThrough(w http.ResponseWriter, r *http.Request) {
 		rec.onHeader = func(code int) {
 			if code == http.StatusUnauthorized {
 				unauthenticated(w, r)
-			} else if c := connFrom(r.Context()); c != nil {
-				c.authenticated.Store(true)
+			} else {
+				authenticated(r)
 			}
 		}
 	}
@@ -330,6 +327,7 @@ func (d *Door) withoutUpstream(w http.ResponseWriter, r *http.Request) {
 	if _, ok := d.allowed(w, r, accesses); !ok {
 		return
 	}
+	authenticated(r)
 	d.local.ServeHTTP(w, r)
 }
 

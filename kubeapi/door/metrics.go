@@ -106,6 +106,12 @@ type recorder struct {
 }
 
 func (r *recorder) WriteHeader(code int) {
+	if code >= 100 && code < 200 && code != http.StatusSwitchingProtocols {
+		// An informational answer (100 Continue, 103 Early Hints): the
+		// final status follows.
+		r.ResponseWriter.WriteHeader(code)
+		return
+	}
 	if r.code == 0 {
 		r.code = code
 		if r.onHeader != nil && code >= 200 {
@@ -126,11 +132,16 @@ func (r *recorder) Write(b []byte) (int, error) {
 }
 
 // Flush sends what is buffered, for the watches of the Local side.
-func (r *recorder) Flush() {
+func (r *recorder) Flush() { _ = r.FlushError() }
+
+// FlushError is Flush, returning its error, for http.ResponseController:
+// a watch whose flush failed (a stream reset after the write timeout)
+// learns it, and ends as stalled.
+func (r *recorder) FlushError() error {
 	if r.code == 0 {
 		r.WriteHeader(http.StatusOK)
 	}
-	_ = http.NewResponseController(r.ResponseWriter).Flush()
+	return http.NewResponseController(r.ResponseWriter).Flush()
 }
 
 // Hijack takes the connection over, for upgrades passed through.

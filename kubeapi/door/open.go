@@ -141,6 +141,7 @@ func (s Settings) Open(env Env) (*API, error) {
 	a.Server, err = Listen(Config{
 		Address: s.Address, CertFile: s.CertFile, KeyFile: s.KeyFile, ClientCertificates: s.ClientCAFile != "",
 		Socket: s.Socket, SocketOptions: env.SocketOptions, ShutdownTimeout: env.ShutdownTimeout, Logger: env.Logger,
+		Registerer: env.Registerer,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("Kubernetes API: %w (choose another --kube-api-address or --kube-api-socket)", err)

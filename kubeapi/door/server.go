@@ -11,7 +11,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/podsapi/podsapi/guard"
+	"github.com/podsapi/podsapi/httpguard"
 	"github.com/podsapi/podsapi/socket"
 )
 
@@ -26,24 +29,37 @@ const (
 	// and Go's default).
 	DefaultMaxHeaderBytes = 1 << 20
 	// DefaultMaxConnections bounds the connections open at once on each
-	// listener. At the bound a new connection closes the one that has
-	// carried nothing for longest, unauthenticated ones first, or is
-	// refused when every connection has a request in flight
-	// (limitListener).
+	// listener. At the bound a new connection takes the slot of one without
+	// an authenticated caller's request in flight, those on which no caller
+	// ever authenticated first, the idlest first, or is refused when every
+	// connection has one (httpguard.Listener).
 	DefaultMaxConnections = 1024
-	// DefaultWriteTimeout bounds each write of a response, and its end: a
-	// client that does not read has its response ended (an HTTP/2 stream
-	// reset, an HTTP/1.1 connection closed) and freed after it. An idle
-	// watch writes nothing and is not cut (boundWrites). It also bounds
-	// each write of an HTTP/2 connection's frames (WriteByteTimeout).
+	// DefaultWriteTimeout is how long a write of a response may stay
+	// blocked before its stream is reset (HTTP/2) or its connection closed
+	// (HTTP/1.1), how long a write of a connection's frames may stay
+	// blocked before the connection is closed (httpguard.StallGuard: a
+	// client that does not read has its response ended and freed), and how
+	// long the end of a response may take once the handler has returned. An
+	// idle watch writes nothing and is not cut.
 	DefaultWriteTimeout = 30 * time.Second
+	// DefaultBodyTimeout bounds the arrival of a request's body, from when
+	// its headers were read: a request that declares a body and does not
+	// send it within it is ended, its HTTP/1.1 connection closed
+	// (httpguard.RequestTimeouts.Body). The API server's own request
+	// timeout is 60 s; a request body is at most 3 MiB
+	// (DefaultMaxRequestBytes).
+	DefaultBodyTimeout = 30 * time.Second
 	// DefaultUnauthenticatedGrace is how long an HTTP/2 connection lives
 	// after a request on it was refused for lack of valid credentials, or
-	// passed through with none: as the API server, the door answers, sends
-	// GOAWAY (Connection: close) and closes the connection, here after this
-	// grace whatever its streams are doing (Go's HTTP/2 server alone would
-	// wait for streams held by a zero receive window for ever). Go's own
-	// delay between a GOAWAY and closing the connection.
+	// passed through with none, unless an authenticated caller's request is
+	// in flight on it: as the API server, the door answers and sends GOAWAY
+	// (Connection: close), so that the connection takes no new stream; after
+	// this grace it is closed whatever its streams are doing (Go's HTTP/2
+	// server alone would wait for streams held by a zero receive window for
+	// ever), or, when an authenticated caller's request is in flight on it,
+	// its other requests are ended and the authenticated ones finish
+	// (httpguard.GoAway). Go's own delay between a GOAWAY and closing the
+	// connection.
 	DefaultUnauthenticatedGrace = time.Second
 	// DefaultMaxStreams bounds the concurrent requests of one HTTP/2
 	// connection (Go's and the API server's default).
@@ -76,12 +92,23 @@ type Config struct {
 	MaxConnections    int           // Default DefaultMaxConnections, per listener.
 	MaxStreams        int           // Default DefaultMaxStreams.
 	WriteTimeout      time.Duration // Default DefaultWriteTimeout; negative: none.
+	BodyTimeout       time.Duration // Default DefaultBodyTimeout; negative: none.
 	// UnauthenticatedGrace: default DefaultUnauthenticatedGrace.
 	UnauthenticatedGrace time.Duration
 	ShutdownTimeout      time.Duration // Default DefaultShutdownTimeout.
 	// Logger logs the listeners' errors (TLS handshakes at debug level).
 	// Default: discarded.
 	Logger *slog.Logger
+	// Registerer receives the metrics of the connections and stalls
+	// (podsapi_kube_api_connections_*, podsapi_kube_api_stalled_*). Default:
+	// counted, registered nowhere.
+	Registerer prometheus.Registerer
+}
+
+// connNames names the metrics of the door's connections and stalls.
+var connNames = httpguard.MetricNames{
+	Prefix: "podsapi_kube_api", What: "podsapi's Kubernetes API (--kube-api-address, --kube-api-socket)",
+	ConnFlag: "its 1,024 connections per listener", StallFlag: "its 30 s write timeout",
 }
 
 // Server is the door's listeners.
@@ -90,6 +117,7 @@ type Server struct {
 	tcp     net.Listener // nil: none
 	unix    net.Listener // nil: none
 	serving *reloaded[*tls.Certificate]
+	stall   *httpguard.StallGuard // nil: no write timeout
 }
 
 // Listen opens the listeners cfg names (at least one) and loads the
@@ -113,6 +141,9 @@ func Listen(cfg Config) (*Server, error) {
 	if cfg.WriteTimeout == 0 {
 		cfg.WriteTimeout = DefaultWriteTimeout
 	}
+	if cfg.BodyTimeout == 0 {
+		cfg.BodyTimeout = DefaultBodyTimeout
+	}
 	if cfg.UnauthenticatedGrace == 0 {
 		cfg.UnauthenticatedGrace = DefaultUnauthenticatedGrace
 	}
@@ -122,10 +153,17 @@ func Listen(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{cfg: cfg}
 	if cfg.Address == "" && cfg.Socket == "" {
 		return nil, errors.New("neither an address nor a socket to serve the Kubernetes API on")
 	}
+	s := &Server{cfg: cfg}
+	var opts []httpguard.ListenerOption
+	if cfg.WriteTimeout > 0 {
+		s.stall = httpguard.NewStallGuard(cfg.WriteTimeout, connNames, cfg.Registerer, cfg.Logger)
+		opts = append(opts, httpguard.WithStallGuard(s.stall))
+	}
+	// Both listeners count their connections in the same metrics.
+	conns := httpguard.NewConnMetrics(connNames, cfg.Registerer)
 	if cfg.Address != "" {
 		if cfg.CertFile == "" || cfg.KeyFile == "" {
 			return nil, errors.New("serving the Kubernetes API over HTTPS needs a certificate and its key")
@@ -139,7 +177,7 @@ func Listen(cfg Config) (*Server, error) {
 		if err != nil {
 			return nil, err
 		}
-		s.tcp = newLimitListener(ln, cfg.MaxConnections)
+		s.tcp = httpguard.NewListener(ln, cfg.MaxConnections, conns, "the Kubernetes API (HTTPS)", cfg.Logger, opts...)
 	}
 	if cfg.Socket != "" {
 		ln, err := socket.Listen(cfg.Socket, cfg.SocketOptions...)
@@ -149,7 +187,7 @@ func Listen(cfg Config) (*Server, error) {
 			}
 			return nil, err
 		}
-		s.unix = newLimitListener(ln, cfg.MaxConnections)
+		s.unix = httpguard.NewListener(ln, cfg.MaxConnections, conns, "the Kubernetes API (socket)", cfg.Logger, opts...)
 	}
 	return s, nil
 }
@@ -181,7 +219,14 @@ func (s *Server) Serve(ctx context.Context, h http.Handler) error {
 	defer cancelBase()
 	var servers []*http.Server
 	errs := make(chan error, 2)
-	h = boundWrites(h, s.cfg.WriteTimeout)
+	if s.stall != nil {
+		h = s.stall.Wrap(h)
+		stop := make(chan struct{})
+		reaped := make(chan struct{})
+		go func() { defer close(reaped); s.stall.Run(stop) }()
+		defer func() { close(stop); <-reaped }()
+	}
+	h = httpguard.Track(h, httpguard.RequestTimeouts{Body: max(s.cfg.BodyTimeout, 0), Tail: max(s.cfg.WriteTimeout, 0)})
 	base = withGrace(base, s.cfg.UnauthenticatedGrace)
 	newServer := func() *http.Server {
 		srv := &http.Server{
@@ -191,11 +236,11 @@ func (s *Server) Serve(ctx context.Context, h http.Handler) error {
 			MaxHeaderBytes:    s.cfg.MaxHeaderBytes,
 			HTTP2: &http.HTTP2Config{
 				MaxConcurrentStreams: s.cfg.MaxStreams,
-				WriteByteTimeout:     max(s.cfg.WriteTimeout, 0),
+				// No WriteByteTimeout: the stall guard closes a connection
+				// whose writes stay blocked.
 			},
 			BaseContext: func(net.Listener) context.Context { return base },
-			ConnContext: withConn,
-			ConnState:   trackState,
+			ConnContext: httpguard.WithConn,
 			ErrorLog:    slog.NewLogLogger(s.cfg.Logger.Handler(), slog.LevelDebug),
 		}
 		servers = append(servers, srv)
@@ -218,7 +263,9 @@ func (s *Server) Serve(ctx context.Context, h http.Handler) error {
 		srv.Protocols = new(http.Protocols)
 		srv.Protocols.SetHTTP1(true)
 		srv.Protocols.SetUnencryptedHTTP2(true)
-		srv.ConnContext = func(ctx context.Context, c net.Conn) context.Context { return peerContext(withConn(ctx, c), c) }
+		srv.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
+			return peerContext(httpguard.WithConn(ctx, c), c)
+		}
 		go func() { errs <- srv.Serve(s.unix) }()
 	}
 	var err error
@@ -280,7 +327,7 @@ func peerContext(ctx context.Context, c net.Conn) context.Context {
 	return guard.WithPeer(ctx, p)
 }
 
-// unwrapConn returns the socket connection below netutil's limit.
+// unwrapConn returns the socket connection below the listener's.
 func unwrapConn(c net.Conn) net.Conn {
 	for {
 		u, ok := c.(interface{ NetConn() net.Conn })

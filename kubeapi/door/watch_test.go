@@ -78,6 +78,13 @@ func newWatchRigTimers(t *testing.T, pods int, write, bookmark time.Duration, op
 	t.Helper()
 	cp := kubetest.Start(t, nsReader, nsLister, nobody)
 	grantRoles(t, cp)
+	return newWatchRigOn(t, cp, pods, write, bookmark, opts...)
+}
+
+// newWatchRigOn is newWatchRigTimers on the API server cp, whose roles
+// grantRoles has given.
+func newWatchRigOn(t *testing.T, cp *kubetest.ControlPlane, pods int, write, bookmark time.Duration, opts ...store.Option) *watchRig {
+	t.Helper()
 	rig := &watchRig{cp: cp, st: store.New(opts...), reg: prometheus.NewRegistry(), requests: map[string]map[string]int{}}
 	for i := range pods {
 		rig.st.Upsert(podstest.Pod(nsAllowed, fmt.Sprintf("pa-%d", i), i))

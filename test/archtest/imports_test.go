@@ -28,6 +28,7 @@ var rules = []struct {
 	{"the service never knows the transport, the guards or the sources", "service", []string{"server", "guard", "socket", "source", "client", "conformance", "cmd"}},
 	{"the guards know peers and limits, not the service", "guard", []string{"service", "server", "store", "socket", "source", "client", "conformance", "fieldmask", "cmd"}},
 	{"the server never knows which source feeds it", "server", []string{"source", "client", "conformance", "cmd", "test/bench", "test/stress"}},
+	{"the hardened HTTP layer knows connections and requests, not what is served on them", "httpguard", []string{"service", "server", "store", "fieldmask", "kubeapi", "source", "client", "conformance", "socket", "cmd"}},
 	{"the transport knows connections, peers and bytes, not the service that writes them", "server/internal/transport", []string{"service", "store", "fieldmask", "source", "client", "conformance", "cmd"}},
 	{"the workloads and the node's slice know the pods and the API server, not who serves them", "workload", []string{"store", "service", "server", "source", "client", "conformance", "kubeapi", "cmd"}},
 	{"a source knows only its contract", "source", []string{"store", "service", "server", "client", "conformance", "cmd"}},

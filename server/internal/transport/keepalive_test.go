@@ -9,16 +9,32 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	"golang.org/x/net/http2"
 
+	"github.com/podsapi/podsapi/httpguard"
 	"github.com/podsapi/podsapi/socket"
 )
+
+// stalledClosed returns podsapi_stalled_connections_closed_total of reg.
+func stalledClosed(t *testing.T, reg *prometheus.Registry) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == "podsapi_stalled_connections_closed_total" {
+			return mf.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	t.Fatal("no podsapi_stalled_connections_closed_total")
+	return 0
+}
 
 // serveSynctest serves a handler through a Transport of cfg on a pipe
 // listener, inside a synctest bubble, and returns the listener; the server
 // and its reaper stop at the end of the bubble's test.
-func serveSynctest(t *testing.T, cfg Config, h http.Handler) (*Transport, *pipeListener, *connListener) {
+func serveSynctest(t *testing.T, cfg Config, h http.Handler) (*Transport, *pipeListener, *httpguard.Listener) {
 	t.Helper()
 	cfg.PeerCred = func(net.Conn) (socket.Cred, error) { return socket.Cred{UID: 0}, nil }
 	if cfg.Registry == nil {
@@ -30,7 +46,7 @@ func serveSynctest(t *testing.T, cfg Config, h http.Handler) (*Transport, *pipeL
 	srv := tr.Server(h)
 	stop := make(chan struct{})
 	served, reaped := make(chan struct{}), make(chan struct{})
-	cl := tr.Listen(pl).(*connListener)
+	cl := tr.Listen(pl).(*httpguard.Listener)
 	go func() { defer close(served); _ = srv.Serve(cl) }()
 	go func() { defer close(reaped); tr.Run(stop) }()
 	t.Cleanup(func() {
@@ -86,7 +102,7 @@ func TestStalledConnectionClosed(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const stall = 40 * time.Second
 		reg := prometheus.NewRegistry()
-		tr, pl, cl := serveSynctest(t, Config{WriteStallTimeout: stall, Registry: reg}, http.NotFoundHandler())
+		_, pl, cl := serveSynctest(t, Config{WriteStallTimeout: stall, Registry: reg}, http.NotFoundHandler())
 		c := pl.dial()
 		defer c.Close()
 		// The server reads what the client writes; its own writes (its
@@ -97,18 +113,18 @@ func TestStalledConnectionClosed(t *testing.T) {
 		if err := http2.NewFramer(c, nil).WriteSettings(); err != nil {
 			t.Fatal(err)
 		}
-		most := stall * (stallTicks + 1) / stallTicks
+		most := stall * (httpguard.StallTicks + 1) / httpguard.StallTicks
 		time.Sleep(stall - time.Second)
 		synctest.Wait()
-		if n := testutil.ToFloat64(tr.stall.closed); n != 0 {
+		if n := stalledClosed(t, reg); n != 0 {
 			t.Fatalf("the connection was closed before the write-stall timeout")
 		}
 		time.Sleep(most - stall + time.Second)
 		synctest.Wait()
-		if n := testutil.ToFloat64(tr.stall.closed); n != 1 {
+		if n := stalledClosed(t, reg); n != 1 {
 			t.Fatalf("podsapi_stalled_connections_closed_total = %v a tick after the timeout, want 1", n)
 		}
-		if got := cl.open.Load(); got != 0 {
+		if got := cl.Open(); got != 0 {
 			t.Fatalf("podsapi_connections_open = %v once the stalled connection is closed, want 0", got)
 		}
 		if _, err := c.Write([]byte{0}); err == nil {

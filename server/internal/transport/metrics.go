@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/podsapi/podsapi/httpguard"
 	"github.com/podsapi/podsapi/socket"
 )
 
@@ -71,8 +72,7 @@ func ListenMetrics(cfg MetricsConfig) (*Metrics, error) {
 		// The listener's address is the name the socket was created under.
 		m.addr = &net.UnixAddr{Name: path, Net: "unix"}
 	}
-	cl := newConnListener(l, cfg.MaxConnections, metricsConnMetrics, cfg.Registry, cfg.Logger)
-	m.Listener = cl
+	m.Listener = httpguard.NewListener(l, cfg.MaxConnections, httpguard.NewConnMetrics(metricsConnMetrics, cfg.Registry), metricsConnMetrics.What, cfg.Logger)
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{
 		Registry: cfg.Registry,
@@ -90,12 +90,8 @@ func ListenMetrics(cfg MetricsConfig) (*Metrics, error) {
 		MaxHeaderBytes:    metricsMaxHeaderBytes,
 		// An idle (or new) connection may be shed for a new one when the
 		// slots are full: a scraper reconnects, an idle attacker loses.
-		ConnState: func(c net.Conn, state http.ConnState) {
-			if pc, ok := c.(*peerConn); ok {
-				cl.setWaiting(pc, state == http.StateNew || state == http.StateIdle)
-			}
-		},
-		ErrorLog: slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelDebug),
+		ConnState: httpguard.HoldStates,
+		ErrorLog:  slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelDebug),
 	}
 	return m, nil
 }

@@ -1,6 +1,8 @@
 // Package transport is the HTTP/2 transport of the API socket, below
-// connect: the connections (their limit, their peer's credentials, HTTP/2
-// frame floods, writes that stall), and, in front of every handler, the
+// connect: the connections (httpguard's bound, shedding and stall guard,
+// shared with the Kubernetes API's door, and the socket's own: each peer's
+// credentials, the denied peers' share, HTTP/2 frame floods), and, in
+// front of every handler, the
 // gate (the one access check, request deadlines, calls pending per UID) and
 // the streams whose flushes a watch may hold and whose bodies it may write
 // to itself.
@@ -24,6 +26,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/podsapi/podsapi/guard"
+	"github.com/podsapi/podsapi/httpguard"
 	"github.com/podsapi/podsapi/socket"
 )
 
@@ -86,7 +89,7 @@ type Config struct {
 type Transport struct {
 	cfg   Config
 	gate  *gate
-	stall *stallGuard // nil: writes are not followed
+	stall *httpguard.StallGuard // nil: writes are not followed
 }
 
 // New returns the transport of cfg, registering its metrics.
@@ -97,7 +100,7 @@ func New(cfg Config) *Transport {
 	t := &Transport{cfg: cfg}
 	t.gate = newGate(cfg.Access, cfg.RequestReadTimeout, cfg.MaxPendingPerClient, cfg.Registry)
 	if cfg.WriteStallTimeout > 0 {
-		t.stall = newStallGuard(cfg.WriteStallTimeout, cfg.Registry, cfg.Logger)
+		t.stall = httpguard.NewStallGuard(cfg.WriteStallTimeout, apiConnMetrics, cfg.Registry, cfg.Logger)
 	}
 	return t
 }
@@ -105,14 +108,19 @@ func New(cfg Config) *Transport {
 // Listen returns l with its connections bounded, carrying their peer,
 // followed for frame floods and stalled writes.
 func (t *Transport) Listen(l net.Listener) net.Listener {
-	cl := newConnListener(l, t.cfg.MaxConnections, apiConnMetrics, t.cfg.Registry, t.cfg.Logger)
-	cl.peerCred = t.cfg.PeerCred
-	cl.cgroup = t.cfg.Cgroup
-	cl.floods = newFloodCounter(t.cfg.Registry)
-	cl.limitDenied(t.cfg.Access, t.cfg.MaxDeniedConnections)
-	cl.stall = t.stall
-	cl.accepted, cl.closed = t.cfg.ConnAccepted, t.cfg.ConnClosed
-	return cl
+	p := &peers{
+		peerCred: t.cfg.PeerCred,
+		cgroup:   t.cfg.Cgroup,
+		floods:   newFloodCounter(t.cfg.Registry),
+		log:      t.cfg.Logger,
+		logs:     guard.NewLogLimiter(t.cfg.Logger, guard.PeerLogInterval),
+	}
+	p.limitDenied(t.cfg.Access, t.cfg.MaxDeniedConnections)
+	opts := []httpguard.ListenerOption{httpguard.WithWrap(p.wrap), httpguard.WithEvents(t.cfg.ConnAccepted, t.cfg.ConnClosed)}
+	if t.stall != nil {
+		opts = append(opts, httpguard.WithStallGuard(t.stall))
+	}
+	return httpguard.NewListener(l, t.cfg.MaxConnections, httpguard.NewConnMetrics(apiConnMetrics, t.cfg.Registry), apiConnMetrics.What, t.cfg.Logger, opts...)
 }
 
 // Server returns the HTTP/1.1 and h2c server of h, behind the transport:
@@ -123,7 +131,7 @@ func (t *Transport) Server(h http.Handler) *http.Server {
 	t.gate.next = t.streams(h)
 	var handler http.Handler = t.gate
 	if t.stall != nil {
-		handler = t.stall.wrap(handler)
+		handler = t.stall.Wrap(handler)
 	}
 	protocols := new(http.Protocols)
 	protocols.SetHTTP1(true)
@@ -149,7 +157,7 @@ func (t *Transport) Server(h http.Handler) *http.Server {
 			PingTimeout:                   cfg.KeepaliveTimeout,
 			// No WriteByteTimeout: it arms a timer around every write to
 			// the socket; the stall guard closes a connection whose
-			// writes stay blocked (newStallGuard).
+			// writes stay blocked (httpguard.StallGuard).
 		},
 		ErrorLog: slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelDebug),
 	}
@@ -182,7 +190,7 @@ func (t *Transport) streams(next http.Handler) http.Handler {
 // Run runs the stall reaper until stop is closed.
 func (t *Transport) Run(stop <-chan struct{}) {
 	if t.stall != nil {
-		t.stall.run(stop)
+		t.stall.Run(stop)
 	}
 }
 

@@ -1,4 +1,4 @@
-package transport
+package httpguard
 
 import (
 	"log/slog"
@@ -12,12 +12,12 @@ import (
 	"github.com/podsapi/podsapi/guard"
 )
 
-// stallTicks is how many ticks of the reaper a write must stay blocked
+// StallTicks is how many ticks of the reaper a write must stay blocked
 // before its stream is reset or its connection closed: that happens between
-// timeout and timeout*(stallTicks+1)/stallTicks after the write blocked.
-const stallTicks = 4
+// timeout and timeout*(StallTicks+1)/StallTicks after the write blocked.
+const StallTicks = 4
 
-// stallGuard ends the writes that stay blocked longer than a timeout
+// StallGuard ends the writes that stay blocked longer than a timeout
 // because the client stopped reading:
 //   - a stream's (its flow-control window is spent): typically a watcher
 //     dropped for falling behind, whose handler would otherwise wait in
@@ -27,12 +27,12 @@ const stallTicks = 4
 //     connection waits on it. The connection is closed.
 //
 // A write pays two atomic increments and an atomic load; the clock is read
-// only by the reaper, every timeout/stallTicks while a write is in
+// only by the reaper, every timeout/StallTicks while a write is in
 // progress. When a tick finds none, the reaper parks until the next write
 // begins, so that an idle server, watchers included, is not woken. (This
 // replaces net/http's HTTP2Config.WriteByteTimeout, which sets and clears a
 // deadline, a runtime timer, around every write to the socket.)
-type stallGuard struct {
+type StallGuard struct {
 	timeout time.Duration
 	logs    *guard.LogLimiter // one line per UID every guard.PeerLogInterval
 	reset   prometheus.Counter
@@ -45,29 +45,35 @@ type stallGuard struct {
 	wake   chan struct{} // capacity 1
 }
 
-func newStallGuard(timeout time.Duration, reg prometheus.Registerer, log *slog.Logger) *stallGuard {
-	g := &stallGuard{
+// NewStallGuard returns the guard that ends writes blocked for timeout,
+// its metrics named by names and registered with reg (nil: registered
+// nowhere): PREFIX_stalled_streams_reset_total and
+// PREFIX_stalled_connections_closed_total. Its reaper runs in Run.
+func NewStallGuard(timeout time.Duration, names MetricNames, reg prometheus.Registerer, log *slog.Logger) *StallGuard {
+	g := &StallGuard{
 		timeout: timeout,
 		logs:    guard.NewLogLimiter(log, guard.PeerLogInterval),
 		clocks:  make(map[*writeClock]struct{}),
 		wake:    make(chan struct{}, 1),
 		reset: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "podsapi_stalled_streams_reset_total",
-			Help: "Number of streams reset because a write to the client stayed blocked for --write-stall-timeout (the client stopped reading the stream).",
+			Name: names.Prefix + "_stalled_streams_reset_total",
+			Help: "Number of streams to " + names.What + " reset because a write to the client stayed blocked for " + names.StallFlag + " (the client stopped reading the stream).",
 		}),
 		closed: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "podsapi_stalled_connections_closed_total",
-			Help: "Number of connections closed because a write to the socket stayed blocked for --write-stall-timeout (the client stopped reading the connection).",
+			Name: names.Prefix + "_stalled_connections_closed_total",
+			Help: "Number of connections to " + names.What + " closed because a write to the socket stayed blocked for " + names.StallFlag + " (the client stopped reading the connection).",
 		}),
 	}
-	reg.MustRegister(g.reset, g.closed)
+	if reg != nil {
+		reg.MustRegister(g.reset, g.closed)
+	}
 	return g
 }
 
 // writeClock follows the writes of a stream or a connection: seq is odd
 // while a write is in progress.
 type writeClock struct {
-	g   *stallGuard
+	g   *StallGuard
 	seq atomic.Uint64
 	// stalled ends the blocked write; the reaper calls it once, without
 	// holding its lock.
@@ -80,7 +86,7 @@ type writeClock struct {
 
 // watch starts following the writes of a stream or connection, which
 // stalled ends.
-func (g *stallGuard) watch(stalled func()) *writeClock {
+func (g *StallGuard) watch(stalled func()) *writeClock {
 	c := &writeClock{g: g, stalled: stalled}
 	g.mu.Lock()
 	g.clocks[c] = struct{}{}
@@ -89,7 +95,7 @@ func (g *stallGuard) watch(stalled func()) *writeClock {
 }
 
 // unwatch stops following c: its stream or connection is done.
-func (g *stallGuard) unwatch(c *writeClock) {
+func (g *StallGuard) unwatch(c *writeClock) {
 	g.mu.Lock()
 	delete(g.clocks, c)
 	g.mu.Unlock()
@@ -106,8 +112,10 @@ func (c *writeClock) begin() {
 // end marks the write done.
 func (c *writeClock) end() { c.seq.Add(1) }
 
-// wrap returns h with its response writes watched.
-func (g *stallGuard) wrap(h http.Handler) http.Handler {
+// Wrap returns h with its response writes watched: a write or flush that
+// stays blocked for the timeout resets the stream (HTTP/2) or fails the
+// connection's writes (HTTP/1.1), and the handler sees its error.
+func (g *StallGuard) Wrap(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		sw := &stallWriter{ResponseWriter: w}
 		sw.clock = g.watch(func() { g.resetStream(sw, r) })
@@ -124,7 +132,7 @@ func (g *stallGuard) wrap(h http.Handler) http.Handler {
 }
 
 // resetStream resets the stream of sw, unless its handler has returned.
-func (g *stallGuard) resetStream(sw *stallWriter, r *http.Request) {
+func (g *StallGuard) resetStream(sw *stallWriter, r *http.Request) {
 	sw.mu.Lock()
 	defer sw.mu.Unlock()
 	if sw.done {
@@ -140,18 +148,18 @@ func (g *stallGuard) resetStream(sw *stallWriter, r *http.Request) {
 }
 
 // watchConn has c closed when a write to it stays blocked.
-func (g *stallGuard) watchConn(c *peerConn) {
+func (g *StallGuard) watchConn(c *Conn) {
 	c.stall = g.watch(func() {
 		g.closed.Inc()
-		g.logs.Warn(c.peer, "closed a connection whose client stopped reading", "blockedFor", g.timeout)
-		c.Close()
+		g.logs.Warn(c.peer(), "closed a connection whose client stopped reading", "blockedFor", g.timeout)
+		_ = c.Close()
 	})
 }
 
-// run checks the writes every timeout/stallTicks until stop is closed,
+// Run checks the writes every timeout/StallTicks until stop is closed,
 // and parks while no write is in progress.
-func (g *stallGuard) run(stop <-chan struct{}) {
-	t := time.NewTimer(g.timeout / stallTicks)
+func (g *StallGuard) Run(stop <-chan struct{}) {
+	t := time.NewTimer(g.timeout / StallTicks)
 	defer t.Stop()
 	for {
 		select {
@@ -173,12 +181,12 @@ func (g *stallGuard) run(stop <-chan struct{}) {
 			}
 			g.parked.Store(false)
 		}
-		t.Reset(g.timeout / stallTicks)
+		t.Reset(g.timeout / StallTicks)
 	}
 }
 
 // unpark wakes the reaper if it is parked.
-func (g *stallGuard) unpark() {
+func (g *StallGuard) unpark() {
 	if g.parked.CompareAndSwap(true, false) {
 		select {
 		case g.wake <- struct{}{}:
@@ -188,7 +196,7 @@ func (g *stallGuard) unpark() {
 }
 
 // writing reports whether a write is in progress.
-func (g *stallGuard) writing() bool {
+func (g *StallGuard) writing() bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for c := range g.clocks {
@@ -199,9 +207,9 @@ func (g *stallGuard) writing() bool {
 	return false
 }
 
-// tick ends the writes that have not moved for stallTicks ticks, and
+// tick ends the writes that have not moved for StallTicks ticks, and
 // reports whether a write was in progress.
-func (g *stallGuard) tick() (writing bool) {
+func (g *StallGuard) tick() (writing bool) {
 	var stuck []*writeClock
 	g.mu.Lock()
 	for c := range g.clocks {
@@ -211,7 +219,7 @@ func (g *stallGuard) tick() (writing bool) {
 			c.lastSeq, c.ticks = seq, 0
 			continue
 		}
-		if c.ticks++; c.ticks == stallTicks {
+		if c.ticks++; c.ticks == StallTicks {
 			stuck = append(stuck, c)
 		}
 	}

@@ -1,4 +1,4 @@
-package transport
+package httpguard
 
 import (
 	"log/slog"
@@ -41,10 +41,10 @@ func TestStallGuardParks(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const timeout = 40 * time.Second
 		reg := prometheus.NewRegistry()
-		g := newStallGuard(timeout, reg, slog.New(slog.DiscardHandler))
+		g := NewStallGuard(timeout, MetricNames{Prefix: "podsapi"}, reg, slog.New(slog.DiscardHandler))
 		stop := make(chan struct{})
 		done := make(chan struct{})
-		go func() { defer close(done); g.run(stop) }()
+		go func() { defer close(done); g.Run(stop) }()
 		defer func() { close(stop); <-done }()
 
 		// The first tick finds no write: the reaper parks, and stays
@@ -59,15 +59,15 @@ func TestStallGuardParks(t *testing.T) {
 		served := make(chan struct{})
 		go func() {
 			defer close(served)
-			g.wrap(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			g.Wrap(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 				_, _ = w.Write([]byte("event"))
 			})).ServeHTTP(w, httptest.NewRequest(http.MethodPost, "/x", nil))
 		}()
 		<-w.writing
 		start := time.Now()
 		<-served // only a reset ends the blocked write
-		if d := time.Since(start); d < timeout || d > timeout*(stallTicks+1)/stallTicks {
-			t.Fatalf("the blocked write was reset after %v, want between %v and %v", d, timeout, timeout*(stallTicks+1)/stallTicks)
+		if d := time.Since(start); d < timeout || d > timeout*(StallTicks+1)/StallTicks {
+			t.Fatalf("the blocked write was reset after %v, want between %v and %v", d, timeout, timeout*(StallTicks+1)/StallTicks)
 		}
 		if n := testutil.ToFloat64(g.reset); n != 1 {
 			t.Fatalf("podsapi_stalled_streams_reset_total = %v, want 1", n)
