@@ -316,11 +316,13 @@ func TestDoorAttacksAPIServer(t *testing.T) {
 	})
 
 	t.Run("watch slots", func(t *testing.T) {
-		// One account opens twice its share; another is still served.
+		// With 40 watches in all and the per-caller share left at its
+		// default (1,000), one account opens all 40: its share follows
+		// the total (half of it), and another account is still served.
 		const maxWatches, share = 40, 20
 		local := newLocalDouble()
 		drain(t, local) // Before the door, whose stop ends the watches.
-		s := attackDoor(t, cp, local, door.Config{}, door.WithMaxWatches(maxWatches), door.WithMaxWatchesPerCaller(share))
+		s := attackDoor(t, cp, local, door.Config{}, door.WithMaxWatches(maxWatches, door.DefaultMaxWatchesPerCaller))
 		c := s.client()
 		wctx, cancel := context.WithCancel(ctx)
 		defer cancel()

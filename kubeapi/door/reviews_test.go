@@ -309,7 +309,7 @@ func TestAccessReviews(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			v := &reviewer{answers: tc.answers}
-			a := newAccessReviews(newReviewer(t, v).authorization, fastBackoff, time.Minute, time.Hour, time.Hour)
+			a := newAccessReviews(newReviewer(t, v).authorization, fastBackoff, time.Minute, time.Hour, time.Hour, nil)
 			for range 2 {
 				d, reason, err := a.Authorize(context.Background(), tc.attrs)
 				if d != tc.want || (err != nil) != tc.wantErr {
