@@ -28,7 +28,7 @@ type clientWatches struct {
 func NewClientWatches(w *admit.Slots) prometheus.Collector {
 	return clientWatches{limit: w, desc: prometheus.NewDesc("podsapi_client_watches",
 		"Number of WatchPods streams open by each client, named by its pod (pod/UID), its systemd unit (unit/NAME), its cgroup (cgroup/PATH) or its UID (uid/N): the "+
-			"20 clients with most watches, the others summed as client=\"other\". Each client's share is --max-watchers-per-client.",
+			"20 clients with most watches, the others summed as client=\"other\". Each client's share is --max-watchers-per-client, at most half of --max-watchers.",
 		[]string{"client"}, nil)}
 }
 
