@@ -79,6 +79,10 @@ func TestDoorAdmissionAPIServer(t *testing.T) {
 		local := newLocalDouble()
 		s := attackDoor(t, cp, local, door.Config{})
 		valid := s.client()
+		seenBefore := cp.Token(nsReader) // A token seen before the flood.
+		if a := get(t, valid, "https://"+s.addr+pods, seenBefore); a.code != 200 {
+			t.Fatalf("valid caller before the flood: %d %s", a.code, a.body)
+		}
 		before := measure()
 		stop := make(chan struct{})
 		var seen atomic.Int64
@@ -91,10 +95,10 @@ func TestDoorAdmissionAPIServer(t *testing.T) {
 		waitUntil(t, "the flood to be answered", func() bool { return seen.Load() >= 400 })
 		during := measure()
 		var worst time.Duration
-		for _, token := range fresh {
-			worst = max(worst, timed(t, "a new valid token", func() {
-				if a := get(t, valid, "https://"+s.addr+pods, token); a.code != 200 {
-					t.Errorf("new valid token under a flood of selectors: %d %s", a.code, a.body)
+		for _, token := range append(fresh, seenBefore) {
+			worst = max(worst, timed(t, "a valid token", func() {
+				if a := get(t, valid, "https://"+s.addr+pods+"?labelSelector=app%3Dy", token); a.code != 200 {
+					t.Errorf("valid token under a flood of selectors: %d %s", a.code, a.body)
 				}
 			}))
 		}
@@ -108,7 +112,7 @@ func TestDoorAdmissionAPIServer(t *testing.T) {
 		attacker.CloseIdleConnections()
 		valid.CloseIdleConnections()
 		after := settle(t, before, 40)
-		t.Logf("varying selectors, 200 at a time: answers %v; 5 new valid tokens answered within %v; heap %.1f → %.1f → %.1f MiB",
+		t.Logf("varying selectors, 200 at a time: answers %v; 5 new valid tokens and 1 seen before answered within %v; heap %.1f → %.1f → %.1f MiB",
 			got, worst, before.heapMiB, during.heapMiB, after.heapMiB)
 	})
 
