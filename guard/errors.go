@@ -68,6 +68,6 @@ func errPermissionDenied(p *Peer) error {
 // watches of one client.
 func errTooManyClientWatches(client string, p *Peer, limit int) error {
 	return errinfo.New(connect.CodeResourceExhausted, errinfo.TooManyWatches,
-		fmt.Errorf("client %s (uid %d) has too many watches open (its share: %d, the smaller of the per-client bound and half the total): close some, or share one watch", client, peerUID(p), limit),
+		fmt.Errorf("client %s (uid %d) has too many watches open (limit %d per client, at most half the server's): close some, or share one watch", client, peerUID(p), limit),
 		map[string]string{"limit": strconv.Itoa(limit), "uid": strconv.FormatUint(uint64(peerUID(p)), 10), "client": client})
 }
