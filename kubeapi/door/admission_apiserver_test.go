@@ -132,8 +132,10 @@ func TestDoorAdmissionAPIServer(t *testing.T) {
 		}
 		stop := make(chan struct{})
 		var throttled atomic.Int64
-		attacker := s.http1From(source, 64)
-		codes := flood(ctx, throttledCounting(attacker, &throttled), 64, 400, func(i int64) *http.Request {
+		// 512 connections, so that the refusals' second of delay does not
+		// slow the flood below its rate.
+		attacker := s.http1From(source, 512)
+		codes := flood(ctx, throttledCounting(attacker, &throttled), 512, 400, func(i int64) *http.Request {
 			req, _ := http.NewRequest(http.MethodGet, "https://"+s.addr+pods, nil)
 			req.Header.Set("Authorization", fmt.Sprintf("Bearer garbage-%d", i))
 			return req
