@@ -163,11 +163,15 @@ func parseClientCA(data [][]byte) (x509.VerifyOptions, error) {
 	return opts, nil
 }
 
-// Check asks the API server whether podsapi's own account may create the
+// Check reads the keys of the cluster's service-account issuer, so that
+// the first tokens are checked against them without waiting for them, then
+// asks the API server whether podsapi's own account may create the
 // TokenReviews and SubjectAccessReviews that Auth sends (the ClusterRole
 // system:auth-delegator), and returns an error that says what it lacks:
-// without them every caller is refused 401 or 503.
+// without them every caller is refused 401 or 503. Without the keys, every
+// token is reviewed within the budget of its address.
 func (a *Auth) Check(ctx context.Context) error {
+	a.budget.keys.current(ctx, false)
 	var missing []string
 	for _, r := range []struct{ group, resource string }{
 		{"authentication.k8s.io", "tokenreviews"}, {"authorization.k8s.io", "subjectaccessreviews"},
