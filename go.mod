@@ -10,6 +10,7 @@ require (
 	github.com/containerd/nri v0.12.5
 	github.com/containerd/ttrpc v1.2.7
 	github.com/fsnotify/fsnotify v1.10.1
+	github.com/go-jose/go-jose/v4 v4.1.4
 	github.com/go-logr/logr v1.4.4
 	github.com/prometheus/client_golang v1.25.0
 	github.com/prometheus/client_model v0.6.3

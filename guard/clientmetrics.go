@@ -5,6 +5,8 @@ import (
 	"slices"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/podsapi/podsapi/internal/admit"
 )
 
 // MaxClientSeries bounds the series of podsapi_client_watches: the clients
@@ -14,7 +16,7 @@ const MaxClientSeries = 20
 
 // clientWatches is the collector of podsapi_client_watches.
 type clientWatches struct {
-	limit *WatchLimit
+	limit *admit.Slots
 	desc  *prometheus.Desc
 }
 
@@ -22,11 +24,11 @@ type clientWatches struct {
 // (podsapi_client_watches{client}), by the name of Peer.Client: an operator
 // sees which pod or unit holds the watches of the node. Its cardinality is
 // bounded by MaxClientSeries (plus "other"), whatever the number of
-// clients. It reports nothing unless w counts watches per client.
-func NewClientWatches(w *WatchLimit) prometheus.Collector {
+// clients.
+func NewClientWatches(w *admit.Slots) prometheus.Collector {
 	return clientWatches{limit: w, desc: prometheus.NewDesc("podsapi_client_watches",
 		"Number of WatchPods streams open by each client, named by its pod (pod/UID), its systemd unit (unit/NAME), its cgroup (cgroup/PATH) or its UID (uid/N): the "+
-			"20 clients with most watches, the others summed as client=\"other\". Each client's share is --max-watchers-per-client.",
+			"20 clients with most watches, the others summed as client=\"other\". Each client's share is --max-watchers-per-client, at most half of --max-watchers.",
 		[]string{"client"}, nil)}
 }
 
@@ -38,7 +40,7 @@ func (c clientWatches) Collect(ch chan<- prometheus.Metric) {
 		n      int
 	}
 	var counts []count
-	c.limit.ByClient(func(client string, n int) { counts = append(counts, count{client, n}) })
+	c.limit.ByKey(func(client string, n int) { counts = append(counts, count{client, n}) })
 	slices.SortFunc(counts, func(a, b count) int {
 		return cmp.Or(cmp.Compare(b.n, a.n), cmp.Compare(a.client, b.client))
 	})

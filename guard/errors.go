@@ -8,6 +8,7 @@ import (
 	"connectrpc.com/connect"
 
 	"github.com/podsapi/podsapi/errinfo"
+	"github.com/podsapi/podsapi/internal/admit"
 )
 
 // The errors the guards answer with are all built here, each with a
@@ -39,6 +40,19 @@ func errTooManyWatches(limit int64) error {
 		map[string]string{"limit": strconv.FormatInt(limit, 10)})
 }
 
+// errWatchSlots is the refusal of a watch that Slots.Acquire refused with
+// err, for peer p.
+func errWatchSlots(err error, p *Peer) error {
+	var full *admit.SlotsFull
+	if !errors.As(err, &full) {
+		return err
+	}
+	if full.Key != "" {
+		return errTooManyClientWatches(full.Key, p, full.Limit)
+	}
+	return errTooManyWatches(int64(full.Limit))
+}
+
 // errPermissionDenied is returned to a peer the access policy does not allow.
 func errPermissionDenied(p *Peer) error {
 	if p == nil || !p.Known {
@@ -54,6 +68,6 @@ func errPermissionDenied(p *Peer) error {
 // watches of one client.
 func errTooManyClientWatches(client string, p *Peer, limit int) error {
 	return errinfo.New(connect.CodeResourceExhausted, errinfo.TooManyWatches,
-		fmt.Errorf("client %s (uid %d) has too many watches open (limit %d per client): close some, or share one watch", client, peerUID(p), limit),
+		fmt.Errorf("client %s (uid %d) has too many watches open (limit %d per client, at most half the server's): close some, or share one watch", client, peerUID(p), limit),
 		map[string]string{"limit": strconv.Itoa(limit), "uid": strconv.FormatUint(uint64(peerUID(p)), 10), "client": client})
 }

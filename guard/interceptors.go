@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"connectrpc.com/connect"
+
+	"github.com/podsapi/podsapi/internal/admit"
 )
 
 // Limiter decides whether a request may proceed now. *rate.Limiter from
@@ -34,18 +36,19 @@ const (
 type Guards struct {
 	// Ready reports whether the pod sources have synced.
 	Ready func() bool
-	// PerClient is the rate limit of each peer UID, applied before the
-	// shared Limiter so that a client over its own limit does not spend the
-	// shared bucket.
-	PerClient *PerClientLimiter
+	// PerClient is the rate limit of each client (Peer.Client), applied
+	// before the shared Limiter so that a client over its own limit does
+	// not spend the shared bucket. Peers without credentials share one
+	// client.
+	PerClient *admit.KeyedLimiter
 	// Limiter is the rate limit shared by ListPods and GetPod of both
 	// wires.
 	Limiter Limiter
 	// Tarpit delays the answers to calls refused by PerClient or Limiter,
 	// and those of watches refused before their first message.
 	Tarpit *Tarpit
-	// Watches bounds the watches open at once.
-	Watches *WatchLimit
+	// Watches bounds the watches open at once, and each client's share.
+	Watches *admit.Slots
 }
 
 // Chain returns the interceptors of g, outermost first: the tarpit of
@@ -64,7 +67,7 @@ func Chain(g Guards) []Named {
 	}
 	if g.PerClient != nil {
 		is = append(is, Named{NameClientRateLimit, rateLimit(g.Tarpit, errClientRateLimited,
-			func(ctx context.Context) bool { return g.PerClient.Allow(ctx, PeerFrom(ctx)) })})
+			func(ctx context.Context) bool { return g.PerClient.Allow(PeerFrom(ctx).Client(ctx)) })})
 	}
 	if g.Limiter != nil {
 		is = append(is, Named{NameRateLimit, rateLimit(g.Tarpit, errRateLimited,
@@ -76,8 +79,9 @@ func Chain(g Guards) []Named {
 	return is
 }
 
-// watchLimit refuses a watch beyond the limit of open watches.
-type watchLimit struct{ limit *WatchLimit }
+// watchLimit refuses a watch beyond the limit of open watches, or beyond
+// its client's share of them.
+type watchLimit struct{ slots *admit.Slots }
 
 func (w watchLimit) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc { return next }
 
@@ -89,10 +93,11 @@ func (w watchLimit) WrapStreamingHandler(next connect.StreamingHandlerFunc) conn
 	return func(ctx context.Context, conn connect.StreamingHandlerConn) error {
 		p := PeerFrom(ctx)
 		client := p.Client(ctx)
-		if err := w.limit.acquire(client, p); err != nil {
-			return err
+		release, err := w.slots.Acquire(client)
+		if err != nil {
+			return errWatchSlots(err, p)
 		}
-		defer w.limit.release(client)
+		defer release()
 		return next(ctx, conn)
 	}
 }

@@ -5,11 +5,9 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"golang.org/x/time/rate"
 
 	"github.com/podsapi/podsapi/internal/loglimit"
 )
@@ -167,153 +165,6 @@ func (l *LogLimiter) Warn(p *Peer, msg string, args ...any) {
 		attrs = append(attrs, "suppressed", suppressed)
 	}
 	l.logger.Warn(msg, attrs...)
-}
-
-// maxClientLimiters bounds the per-client limiters kept; beyond it, those
-// with a full bucket (indistinguishable from new ones) are forgotten.
-const maxClientLimiters = 1024
-
-// PerClientLimiter keeps one token bucket per client (Peer.Client): of a
-// fixed rate (NewPerClientLimiter), or of a fair share of the shared rate
-// among the clients calling (NewFairShareLimiter, fairshare.go).
-type PerClientLimiter struct {
-	qps   rate.Limit
-	burst int
-	// fair makes the buckets the shares of qps and burst among the
-	// clients that called within fairWindow; now is the clock.
-	fair bool
-	now  func() time.Time
-
-	mu       sync.Mutex
-	limiters map[string]*clientBucket
-}
-
-// clientBucket is one client's bucket, and when it last called.
-type clientBucket struct {
-	lim  *rate.Limiter
-	last time.Time
-}
-
-// NewPerClientLimiter returns per-client buckets of qps and burst.
-func NewPerClientLimiter(qps float64, burst int) *PerClientLimiter {
-	return &PerClientLimiter{qps: rate.Limit(qps), burst: burst, now: time.Now, limiters: make(map[string]*clientBucket)}
-}
-
-// Allow reports whether the client of ctx, peer p, may make a request now,
-// taking a token of its bucket if so. Peers without credentials share one
-// bucket.
-func (l *PerClientLimiter) Allow(ctx context.Context, p *Peer) bool {
-	client := p.Client(ctx)
-	now := l.now()
-	l.mu.Lock()
-	b, ok := l.limiters[client]
-	if !ok {
-		if len(l.limiters) >= maxClientLimiters {
-			for k, v := range l.limiters {
-				if v.lim.TokensAt(now) >= float64(v.lim.Burst()) && (!l.fair || now.Sub(v.last) >= fairWindow) {
-					delete(l.limiters, k)
-				}
-			}
-		}
-		b = &clientBucket{lim: rate.NewLimiter(l.qps, l.burst)}
-		l.limiters[client] = b
-	}
-	b.last = now
-	if l.fair && !l.share(now, b) {
-		l.mu.Unlock()
-		return true
-	}
-	l.mu.Unlock()
-	return b.lim.AllowN(now, 1)
-}
-
-// WatchLimit bounds the number of watches open at once on a server, and
-// the share of them one client (Peer.Client) may hold.
-type WatchLimit struct {
-	max       int64
-	perClient int
-	open      atomic.Int64
-
-	mu       sync.Mutex
-	byClient map[string]int
-}
-
-// NewWatchLimit returns a limit of max open watches; max <= 0 means none.
-func NewWatchLimit(max int) *WatchLimit {
-	return &WatchLimit{max: int64(max)}
-}
-
-// PerClient bounds the watches one client may hold open at once (peers
-// without credentials share one client); perClient <= 0 means no share,
-// the default. It returns w.
-func (w *WatchLimit) PerClient(perClient int) *WatchLimit {
-	w.perClient = perClient
-	if perClient > 0 {
-		w.byClient = make(map[string]int)
-	}
-	return w
-}
-
-// Open returns the number of watches open now.
-func (w *WatchLimit) Open() int64 {
-	if w == nil {
-		return 0
-	}
-	return w.open.Load()
-}
-
-// ByClient calls f for each client holding watches, with their number,
-// while w's lock is held: f must not call w.
-func (w *WatchLimit) ByClient(f func(client string, n int)) {
-	if w == nil {
-		return
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for c, n := range w.byClient {
-		f(c, n)
-	}
-}
-
-// acquire takes a slot for a watch of client, peer p, or returns the error
-// that refuses it.
-func (w *WatchLimit) acquire(client string, p *Peer) error {
-	if w == nil {
-		return nil
-	}
-	if n := w.open.Add(1); w.max > 0 && n > w.max {
-		w.open.Add(-1)
-		return errTooManyWatches(w.max)
-	}
-	if w.perClient > 0 {
-		w.mu.Lock()
-		n := w.byClient[client]
-		if n >= w.perClient {
-			w.mu.Unlock()
-			w.open.Add(-1)
-			return errTooManyClientWatches(client, p, w.perClient)
-		}
-		w.byClient[client] = n + 1
-		w.mu.Unlock()
-	}
-	return nil
-}
-
-// release frees the slot of a watch of client.
-func (w *WatchLimit) release(client string) {
-	if w == nil {
-		return
-	}
-	if w.perClient > 0 {
-		w.mu.Lock()
-		if n := w.byClient[client] - 1; n > 0 {
-			w.byClient[client] = n
-		} else {
-			delete(w.byClient, client)
-		}
-		w.mu.Unlock()
-	}
-	w.open.Add(-1)
 }
 
 // peerUID returns the UID p is counted under: peers without credentials

@@ -6,6 +6,8 @@ import (
 
 	"connectrpc.com/connect"
 	"golang.org/x/time/rate"
+
+	"github.com/podsapi/podsapi/internal/admit"
 )
 
 // unaryChain applies the interceptors of g to a handler that succeeds.
@@ -25,7 +27,7 @@ func unaryChain(g Guards) connect.UnaryFunc {
 // is still served.
 func TestPerClientFairness(t *testing.T) {
 	shared := rate.NewLimiter(1e-9, 10)
-	call := unaryChain(Guards{PerClient: NewPerClientLimiter(1e-9, 3), Limiter: shared})
+	call := unaryChain(Guards{PerClient: admit.NewKeyedLimiter(1e-9, 3), Limiter: shared})
 	flooder := WithPeer(context.Background(), &Peer{Known: true, UID: 1000})
 	other := WithPeer(context.Background(), &Peer{Known: true, UID: 1001})
 	req := connect.NewRequest(&struct{}{})
@@ -71,16 +73,5 @@ func TestAccessPolicy(t *testing.T) {
 	}
 	if !(&AccessPolicy{AnyPeer: true}).Allows(nil) {
 		t.Error("AnyPeer denies")
-	}
-}
-
-// TestPerClientLimiterBounded: the map of buckets stays bounded.
-func TestPerClientLimiterBounded(t *testing.T) {
-	l := NewPerClientLimiter(1e9, 1)
-	for uid := range uint32(10 * maxClientLimiters) {
-		l.Allow(t.Context(), &Peer{Known: true, UID: uid})
-	}
-	if n := len(l.limiters); n > maxClientLimiters+1 {
-		t.Fatalf("%d buckets kept, want at most %d", n, maxClientLimiters+1)
 	}
 }

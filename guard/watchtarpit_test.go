@@ -11,6 +11,7 @@ import (
 
 	"github.com/podsapi/podsapi/errinfo"
 	"github.com/podsapi/podsapi/guard"
+	"github.com/podsapi/podsapi/internal/admit"
 )
 
 // fakeStream is the handler side of a watch whose messages go nowhere.
@@ -76,7 +77,7 @@ func TestWatchRefusalsTarpitted(t *testing.T) {
 // TestWatchesNotRateLimited: the rate limit of ListPods and GetPod leaves
 // watches alone, as the seed's rule says, even with its bucket empty.
 func TestWatchesNotRateLimited(t *testing.T) {
-	chain := guard.Chain(guard.Guards{Limiter: never{}, PerClient: guard.NewPerClientLimiter(1e-9, 0), Tarpit: guard.NewTarpit(time.Hour, 8)})
+	chain := guard.Chain(guard.Guards{Limiter: never{}, PerClient: admit.NewKeyedLimiter(1e-9, 0), Tarpit: guard.NewTarpit(time.Hour, 8)})
 	var h connect.StreamingHandlerFunc = func(context.Context, connect.StreamingHandlerConn) error { return nil }
 	for i := len(chain) - 1; i >= 0; i-- {
 		h = chain[i].WrapStreamingHandler(h)

@@ -248,8 +248,10 @@ type LimitsConfig struct {
 	// MaxWatchers bounds the watches open at once (RESOURCE_EXHAUSTED
 	// beyond it), MaxWatchersPerClient those of one client (its pod, systemd
 	// unit, or else its UID: guard.Peer.Client), so that one
-	// client cannot take every watch slot. Defaults DefaultMaxWatchers and
-	// DefaultMaxWatchersPerClient; negative means no limit.
+	// client cannot take every watch slot; a client's share is at most half
+	// of MaxWatchers (internal/admit.Slots). Defaults DefaultMaxWatchers and
+	// DefaultMaxWatchersPerClient; negative means no limit (as 0 does on
+	// the command line).
 	MaxWatchers          int
 	MaxWatchersPerClient int
 	// MaxConnections bounds the open connections (more are closed as soon
@@ -270,7 +272,8 @@ type LimitsConfig struct {
 	// service.DefaultMaxFindWaiters and
 	// service.DefaultMaxFindWaitersPerClient; a negative MaxFindWait turns
 	// waiting off (every FindPods answers at once), a negative bound means
-	// no limit.
+	// no limit (as 0 does on the command line), and a client's share is at
+	// most half of MaxFindWaiters.
 	MaxFindWait             time.Duration
 	MaxFindWaiters          int
 	MaxFindWaitersPerClient int

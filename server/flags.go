@@ -18,8 +18,10 @@ import (
 // podsapi-server's users type: the one table of the server's settings, each
 // default and help written here once (docs/server.md's table is generated
 // from it). The defaults are the Default constants; 0 means the default
-// for every numeric flag, and Validate refuses a negative value where it
-// turns nothing off. The allowed UIDs start as DefaultAllowedUIDs.
+// for every numeric flag but the bounds of the admission toolkit
+// (limitFlag: --max-watchers, --max-find-waiters and their per-client
+// shares), where 0, as a negative value, is no bound; Validate refuses a
+// negative value where it turns nothing off. The allowed UIDs start as DefaultAllowedUIDs.
 func (c *Config) AddFlags(fs *pflag.FlagSet) {
 	if c.Access.AllowedUIDs == nil {
 		c.Access.AllowedUIDs = DefaultAllowedUIDs()
@@ -39,14 +41,14 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 	fs.Float64Var(&c.Limits.PerClientQPS, "per-client-qps", 0, "requests per second allowed to ListPods and GetPod per client (its pod, systemd unit, or else its UID), before the shared limit; 0: a fair share of --qps and --burst among the clients calling (a client alone has them all); negative disables it")
 	fs.IntVar(&c.Limits.PerClientBurst, "per-client-burst", DefaultPerClientBurst, "burst of each client's rate limit")
 	fs.DurationVar(&c.Limits.RateLimitDelay, "rate-limit-delay", DefaultRateLimitDelay, "how long a call refused by a rate limit, or a watch refused before its first message, waits before it is answered (at most half its deadline), so that clients retrying at once cannot take the CPUs from the watchers; negative answers at once")
-	fs.IntVar(&c.Limits.MaxWatchers, "max-watchers", DefaultMaxWatchers, "watches open at once; beyond it WatchPods returns RESOURCE_EXHAUSTED; the Kubernetes API (--kube-api-address, --kube-api-socket) bounds its watches of the node's pods to as many more (429 beyond); negative disables the limit")
-	fs.IntVar(&c.Limits.MaxWatchersPerClient, "max-watchers-per-client", DefaultMaxWatchersPerClient, "watches one client (its pod, systemd unit, or else its UID) may hold open at once; beyond it WatchPods returns RESOURCE_EXHAUSTED; also each caller's share of the Kubernetes API's local watches (an authenticated user, by name), 429 beyond it; negative disables the share")
+	limitVar(fs, &c.Limits.MaxWatchers, DefaultMaxWatchers, "max-watchers", "watches open at once; beyond it WatchPods returns RESOURCE_EXHAUSTED; the Kubernetes API (--kube-api-address, --kube-api-socket) bounds its watches, local and passed through, to as many more (429 beyond); 0 or negative: no limit")
+	limitVar(fs, &c.Limits.MaxWatchersPerClient, DefaultMaxWatchersPerClient, "max-watchers-per-client", "watches one client (its pod, systemd unit, or else its UID) may hold open at once, and at most half of --max-watchers; beyond it WatchPods returns RESOURCE_EXHAUSTED; also each caller's share of the Kubernetes API's watches (an authenticated user, by name), 429 beyond it; 0 or negative: no share")
 	fs.IntVar(&c.Limits.MaxConnections, "max-connections", DefaultMaxConnections, "connections open at once; more are closed as soon as accepted; negative disables the limit")
 	fs.IntVar(&c.Limits.MaxStreams, "max-streams", DefaultMaxStreams, "concurrent calls and watches per connection")
 	fs.Int64Var(&c.Store.MemoryBudgetBytes, "memory-budget-bytes", 0, "bytes the server may keep on behalf of its clients (masked views, cached lists, snapshots, replays of resumed watches, history); 0: half the memory limit (cgroup memory.max or GOMEMLIMIT), 512 MiB without one; negative: no budget")
 	fs.DurationVar(&c.Limits.MaxFindWait, "max-find-wait", service.DefaultMaxFindWait, "longest wait a FindPods request may ask for (its wait) for a key that matches no pod yet; longer waits are cut to it; negative turns waiting off")
-	fs.IntVar(&c.Limits.MaxFindWaiters, "max-find-waiters", service.DefaultMaxFindWaiters, "FindPods calls that may wait at once; beyond it FindPods with a wait returns RESOURCE_EXHAUSTED; negative disables the limit")
-	fs.IntVar(&c.Limits.MaxFindWaitersPerClient, "max-find-waiters-per-client", service.DefaultMaxFindWaitersPerClient, "FindPods calls one client (its pod, systemd unit, or else its UID) may have waiting at once; beyond it FindPods with a wait returns RESOURCE_EXHAUSTED; negative disables the share")
+	limitVar(fs, &c.Limits.MaxFindWaiters, service.DefaultMaxFindWaiters, "max-find-waiters", "FindPods calls that may wait at once; beyond it FindPods with a wait returns RESOURCE_EXHAUSTED; 0 or negative: no limit")
+	limitVar(fs, &c.Limits.MaxFindWaitersPerClient, service.DefaultMaxFindWaitersPerClient, "max-find-waiters-per-client", "FindPods calls one client (its pod, systemd unit, or else its UID) may have waiting at once, and at most half of --max-find-waiters; beyond it FindPods with a wait returns RESOURCE_EXHAUSTED; 0 or negative: no share")
 	fs.IntVar(&c.Limits.MaxPendingPerClient, "max-pending-per-client", DefaultMaxPendingPerClient, "calls of one client (its pod, systemd unit, or else its UID) that may wait for their request at once; more are refused RESOURCE_EXHAUSTED; negative disables the limit")
 
 	// The names these two flags had when the shares were per UID.
@@ -74,6 +76,45 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&c.Store.DeletedRetention, "deleted-pod-retention", store.DefaultDeletedRetention, "how long a deleted pod stays findable by FindPods with include_deleted; negative keeps none")
 	fs.IntVar(&c.Store.MaxDeletedPods, "max-deleted-pods", store.DefaultDeletedPods, "deleted pods kept findable at once; the oldest deletions go first; negative keeps none")
 	fs.Int64Var(&c.Store.MaxDeletedPodsBytes, "max-deleted-pods-bytes", store.DefaultDeletedPodsBytes, "bytes (pod encodings and overhead) the deleted pods kept may hold; negative keeps none")
+}
+
+// limitFlag is a flag of a bound of the admission toolkit (internal/admit):
+// 0 or negative is no bound, on the command line as in the toolkit. In a
+// Config, whose zero value means the default as for every field, no bound
+// is kept as -1.
+type limitFlag struct {
+	p   *int
+	def int
+}
+
+// limitVar defines the limitFlag name of p, with the default def.
+func limitVar(fs *pflag.FlagSet, p *int, def int, name, usage string) {
+	*p = def
+	fs.Var(limitFlag{p, def}, name, usage)
+}
+
+func (f limitFlag) String() string {
+	if f.p == nil {
+		return strconv.Itoa(f.def)
+	}
+	if *f.p < 0 {
+		return "0"
+	}
+	return strconv.Itoa(*f.p)
+}
+
+func (f limitFlag) Type() string { return "int" }
+
+func (f limitFlag) Set(v string) error {
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return fmt.Errorf("%q is not a number", v)
+	}
+	if n <= 0 {
+		n = -1
+	}
+	*f.p = n
+	return nil
 }
 
 // idsFlag is a flag of comma-separated user or group IDs; with anyPeer, "*"

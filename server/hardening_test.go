@@ -31,11 +31,12 @@ func TestPerClientRateLimit(t *testing.T) {
 	}
 }
 
-// TestMaxWatchers opens watches up to the limit: one more is
-// RESOURCE_EXHAUSTED, and ending one makes room again.
+// TestMaxWatchers opens watches up to the limit (one client, with no share
+// of its own): one more is RESOURCE_EXHAUSTED, and ending one makes room
+// again.
 func TestMaxWatchers(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	f := start(t, server.Config{Registry: reg, Limits: server.LimitsConfig{MaxWatchers: 2}}, false, podstest.SamplePods()...)
+	f := start(t, server.Config{Registry: reg, Limits: server.LimitsConfig{MaxWatchers: 2, MaxWatchersPerClient: -1}}, false, podstest.SamplePods()...)
 	c := podstest.ClientKinds[0].Dial(t, f.socket)
 	wctx, cancel := context.WithCancel(ctx(t))
 	for range 2 {

@@ -25,6 +25,7 @@ import (
 	"github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1/v1alpha1connect"
 	"github.com/podsapi/podsapi/gen/podsapi/pods/v1alpha1/podsv1alpha1connect"
 	"github.com/podsapi/podsapi/guard"
+	"github.com/podsapi/podsapi/internal/admit"
 	"github.com/podsapi/podsapi/internal/buildinfo"
 	"github.com/podsapi/podsapi/nri"
 	"github.com/podsapi/podsapi/podcgroup"
@@ -250,16 +251,16 @@ func newGuards(cfg Config, st Pods) guard.Guards {
 	g := guard.Guards{
 		Ready:   st.Synced,
 		Tarpit:  guard.NewTarpit(cfg.Limits.RateLimitDelay, guard.DefaultTarpitCapacity),
-		Watches: guard.NewWatchLimit(cfg.Limits.MaxWatchers).PerClient(cfg.Limits.MaxWatchersPerClient),
+		Watches: admit.NewSlots(cfg.Limits.MaxWatchers, cfg.Limits.MaxWatchersPerClient),
 	}
 	if cfg.Limits.QPS >= 0 {
 		g.Limiter = rate.NewLimiter(rate.Limit(cfg.Limits.QPS), cfg.Limits.Burst)
 	}
 	switch {
 	case cfg.Limits.PerClientQPS > 0:
-		g.PerClient = guard.NewPerClientLimiter(cfg.Limits.PerClientQPS, cfg.Limits.PerClientBurst)
+		g.PerClient = admit.NewKeyedLimiter(cfg.Limits.PerClientQPS, cfg.Limits.PerClientBurst)
 	case cfg.Limits.PerClientQPS == 0 && cfg.Limits.QPS >= 0:
-		g.PerClient = guard.NewFairShareLimiter(cfg.Limits.QPS, cfg.Limits.Burst)
+		g.PerClient = admit.NewFairShareLimiter(cfg.Limits.QPS, cfg.Limits.Burst)
 	}
 	cfg.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "podsapi_rate_limit_delayed",
@@ -269,7 +270,7 @@ func newGuards(cfg Config, st Pods) guard.Guards {
 	cfg.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "podsapi_watches_open",
 		Help: "Number of WatchPods streams open (bounded by --max-watchers).",
-	}, func() float64 { return float64(g.Watches.Open()) }))
+	}, func() float64 { return float64(g.Watches.Held()) }))
 	return g
 }
 

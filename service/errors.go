@@ -180,7 +180,7 @@ func errTooManyFindWaiters(limit int, client string) error {
 	}
 	md["client"] = client
 	return errinfo.New(connect.CodeResourceExhausted, errinfo.TooManyFindWaiters,
-		fmt.Errorf("this client (%s) already has %d FindPods calls waiting (--max-find-waiters-per-client): wait in fewer calls at once, or retry with backoff", client, limit), md)
+		fmt.Errorf("this client (%s) already has %d FindPods calls waiting, its share (the smaller of --max-find-waiters-per-client and half --max-find-waiters): wait in fewer calls at once, or retry with backoff", client, limit), md)
 }
 
 // errWaiterMemory refuses a FindPods wait that does not fit in the

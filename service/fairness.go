@@ -5,6 +5,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/podsapi/podsapi/internal/admit"
 )
 
 // Defaults of the shares of snapshot and projection work each client gets.
@@ -168,15 +170,26 @@ func (t *snapshotTurns) unref(client string, c *clientTurns) {
 // client and in all, under bounds: every change is projected once per mask
 // in use (twice for MODIFIED, to tell whether the view changed), so the
 // masks bound the projection work of a change, and each client's share of
-// it.
+// it. The bounds are admit.Slots: one slot per mask a client uses (its
+// share the smaller of perClient and half the total), one per mask in use
+// by any client.
 type watchMasks struct {
 	perClient, total int
 
 	mu sync.Mutex
-	// byClient counts the watches of each client by mask; all counts the
-	// clients using each mask.
-	byClient map[string]map[string]int
-	all      map[string]int
+	// byClient counts the watches of each client by mask, and the release
+	// of the client's slot of each mask; all counts the clients using each
+	// mask, and the release of its slot of the total.
+	byClient map[string]map[string]*maskUse
+	all      map[string]*maskUse
+	// ofClients holds a slot per (client, mask), distinct one per mask.
+	ofClients, distinct *admit.Slots
+}
+
+// maskUse is how many use a mask, and how to give back its slot.
+type maskUse struct {
+	n       int
+	release func()
 }
 
 // acquire counts a watch of client with the mask of key, or returns the
@@ -186,23 +199,36 @@ func (m *watchMasks) acquire(client, key string) (func(), error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.byClient == nil {
-		m.byClient, m.all = make(map[string]map[string]int), make(map[string]int)
+		m.byClient, m.all = make(map[string]map[string]*maskUse), make(map[string]*maskUse)
+		m.ofClients = admit.NewSlots(0, admit.Share(m.total, m.perClient))
+		m.distinct = admit.NewSlots(m.total, 0)
 	}
 	masks := m.byClient[client]
-	if masks[key] == 0 {
-		if len(masks) >= m.perClient {
-			return nil, errTooManyMasks(client, m.perClient)
+	use := masks[key]
+	if use == nil {
+		mine, err := m.ofClients.Acquire(client)
+		if err != nil {
+			return nil, errTooManyMasks(client, m.ofClients.Share())
 		}
-		if m.all[key] == 0 && len(m.all) >= m.total {
-			return nil, errTooManyMasks("", m.total)
+		all := m.all[key]
+		if all == nil {
+			release, err := m.distinct.Acquire("")
+			if err != nil {
+				mine()
+				return nil, errTooManyMasks("", m.total)
+			}
+			all = &maskUse{release: release}
+			m.all[key] = all
 		}
+		all.n++
 		if masks == nil {
-			masks = make(map[string]int)
+			masks = make(map[string]*maskUse)
 			m.byClient[client] = masks
 		}
-		m.all[key]++
+		use = &maskUse{release: mine}
+		masks[key] = use
 	}
-	masks[key]++
+	use.n++
 	var once sync.Once
 	return func() { once.Do(func() { m.release(client, key) }) }, nil
 }
@@ -212,14 +238,18 @@ func (m *watchMasks) release(client, key string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	masks := m.byClient[client]
-	if masks[key]--; masks[key] > 0 {
+	use := masks[key]
+	if use.n--; use.n > 0 {
 		return
 	}
+	use.release()
 	delete(masks, key)
 	if len(masks) == 0 {
 		delete(m.byClient, client)
 	}
-	if m.all[key]--; m.all[key] == 0 {
+	all := m.all[key]
+	if all.n--; all.n == 0 {
+		all.release()
 		delete(m.all, key)
 	}
 }

@@ -127,7 +127,7 @@ func TestSnapshotTurns(t *testing.T) {
 // ends frees its mask. Before, 900 watchers with distinct masks cost 0.86
 // core at 100 changes/s.
 func TestWatchMasks(t *testing.T) {
-	m := &watchMasks{perClient: 2, total: 3}
+	m := &watchMasks{perClient: 2, total: 4}
 	release := map[string]func(){}
 	acquire := func(client, key, wantReason string) {
 		t.Helper()
@@ -144,17 +144,19 @@ func TestWatchMasks(t *testing.T) {
 	acquire("a", "m3", errinfo.TooManyMasks) // a's share
 	acquire("b", "m1", "")                   // in use: counts once in all
 	acquire("b", "m3", "")
-	acquire("c", "m4", errinfo.TooManyMasks) // every client's
+	acquire("c", "m4", "")
+	acquire("c", "m5", errinfo.TooManyMasks) // every client's
 	acquire("c", "m2", "")                   // in use
+	acquire("c", "m1", errinfo.TooManyMasks) // c's share
 	release["a"+"m2"]()
 	acquire("a", "m3", "") // a's second mask again
 	release["c"+"m2"]()
-	acquire("c", "m4", "") // m2 is used by no watch now
-	acquire("d", "m5", errinfo.TooManyMasks)
+	acquire("d", "m5", "") // m2 is used by no watch now
+	acquire("e", "m6", errinfo.TooManyMasks)
 	for _, r := range release {
 		r()
 	}
-	if len(m.byClient) != 0 || len(m.all) != 0 {
+	if len(m.byClient) != 0 || len(m.all) != 0 || m.ofClients.Held() != 0 || m.distinct.Held() != 0 {
 		t.Fatalf("masks counted after every watch ended: %v, %v", m.byClient, m.all)
 	}
 }

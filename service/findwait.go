@@ -3,13 +3,13 @@ package service
 import (
 	"context"
 	"errors"
-	"sync"
 	"time"
 
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/podsapi/podsapi/budget"
+	"github.com/podsapi/podsapi/internal/admit"
 	"github.com/podsapi/podsapi/store"
 )
 
@@ -35,55 +35,38 @@ const FindWaiterBytes = 32 << 10
 // a wait waits out), or err, a failure a wait cannot change.
 type findLookup func() (version uint64, ms []store.Match, miss, err error)
 
-// findWaiters bounds the FindPods calls that wait, in all and per client,
-// and counts them against the memory budget.
+// findWaiters bounds the FindPods calls that wait, in all and per client
+// (admit.Slots: a client's share is the smaller of its bound and half the
+// total), and counts them against the memory budget.
 type findWaiters struct {
-	max       time.Duration
-	total     int
-	perClient int
-	budget    *budget.Budget
-
-	mu      sync.Mutex
-	n       int
-	clients map[string]int
+	max    time.Duration
+	slots  *admit.Slots
+	budget *budget.Budget
 }
 
 // admit takes a waiter's slot for client, or fails with
 // TOO_MANY_FIND_WAITERS or MEMORY_BUDGET_EXCEEDED; release frees it.
 func (w *findWaiters) admit(client string) (release func(), err error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.total >= 0 && w.n >= w.total {
-		return nil, errTooManyFindWaiters(w.total, "")
-	}
-	if w.perClient >= 0 && w.clients[client] >= w.perClient {
-		return nil, errTooManyFindWaiters(w.perClient, client)
+	free, err := w.slots.Acquire(client)
+	if err != nil {
+		var full *admit.SlotsFull
+		if errors.As(err, &full) {
+			return nil, errTooManyFindWaiters(full.Limit, full.Key)
+		}
+		return nil, err
 	}
 	if err := w.budget.ReserveFor(client, budget.Waiters, FindWaiterBytes); err != nil {
+		free()
 		return nil, errWaiterMemory(client)
 	}
-	w.n++
-	if w.clients == nil {
-		w.clients = make(map[string]int)
-	}
-	w.clients[client]++
 	return func() {
 		w.budget.ReleaseFor(client, budget.Waiters, FindWaiterBytes)
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		w.n--
-		if w.clients[client]--; w.clients[client] == 0 {
-			delete(w.clients, client)
-		}
+		free()
 	}, nil
 }
 
 // waiting returns how many calls wait.
-func (w *findWaiters) waiting() int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.n
-}
+func (w *findWaiters) waiting() int { return w.slots.Held() }
 
 // findWait returns how long a request with wait may wait: at most the
 // server's cap, 0 for none.

@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -246,13 +247,22 @@ func TestFindWaitersBounded(t *testing.T) {
 		client           string
 	}{
 		{"per client", 10, 2, "agent"},
+		{"share follows the total", 4, 10, "agent"},
 		{"in all", 2, 10, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			st := podstest.NewWaited(synced(nil))
 			b := budget.New(64 << 20)
+			// One client; in all, a client per call.
+			var calls atomic.Int64
+			client := func(context.Context) string {
+				if tc.client == "" {
+					return fmt.Sprint("agent-", calls.Add(1))
+				}
+				return tc.client
+			}
 			h := newHarnessOf(t, st.Store, st, false, service.WithFindWait(time.Hour, tc.total, tc.perClient), service.WithBudget(b),
-				service.WithClient(func(context.Context) string { return "agent" }))
+				service.WithClient(client))
 			c := podsv1alpha1connect.NewPodsClient(h.http, baseURL)
 			req := func(i int) *podsv1alpha1.PodFindRequest {
 				return &podsv1alpha1.PodFindRequest{Key: &podsv1alpha1.PodFindRequest_Ip{Ip: fmt.Sprintf("10.1.0.%d", i)}, Wait: durationpb.New(time.Hour)}
@@ -313,7 +323,7 @@ func TestFindWaitersMemory(t *testing.T) {
 	}
 	const n = 1000
 	st := podstest.NewWaited(synced(nil))
-	h := newHarnessOf(t, st.Store, st, false, service.WithFindWait(time.Hour, n, n))
+	h := newHarnessOf(t, st.Store, st, false, service.WithFindWait(time.Hour, n, 0))
 	c := podsv1alpha1connect.NewPodsClient(h.http, baseURL)
 	// A first call warms the connection up.
 	if _, err := c.FindPods(t.Context(), connect.NewRequest(&podsv1alpha1.PodFindRequest{Key: &podsv1alpha1.PodFindRequest_Ip{Ip: "10.2.0.0"}})); podstest.ErrorCode(err) != connect.CodeNotFound {

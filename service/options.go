@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/podsapi/podsapi/budget"
+	"github.com/podsapi/podsapi/internal/admit"
 )
 
 // Option configures the handler New returns.
@@ -118,11 +119,12 @@ func WithStreams(streams func(context.Context) Stream) Option {
 // WithFindWait sets the cap of the wait a FindPods request may ask for
 // (limit; 0 or negative turns waiting off: every call answers at once), and
 // how many calls may wait at once, in all (total) and per client
-// (perClient), a negative bound meaning no bound. The defaults are
-// DefaultMaxFindWait, DefaultMaxFindWaiters and
+// (perClient; a client's share is the smaller of perClient and half the
+// total), 0 or a negative bound meaning no bound (admit.Slots). The
+// defaults are DefaultMaxFindWait, DefaultMaxFindWaiters and
 // DefaultMaxFindWaitersPerClient.
 func WithFindWait(limit time.Duration, total, perClient int) Option {
 	return func(h *handler) {
-		h.waiters.max, h.waiters.total, h.waiters.perClient = max(limit, 0), total, perClient
+		h.waiters.max, h.waiters.slots = max(limit, 0), admit.NewSlots(total, perClient)
 	}
 }

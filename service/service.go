@@ -14,6 +14,7 @@ import (
 	"github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1/v1alpha1connect"
 	podsv1alpha1 "github.com/podsapi/podsapi/gen/podsapi/pods/v1alpha1"
 	"github.com/podsapi/podsapi/gen/podsapi/pods/v1alpha1/podsv1alpha1connect"
+	"github.com/podsapi/podsapi/internal/admit"
 	"github.com/podsapi/podsapi/podcgroup"
 	"github.com/podsapi/podsapi/store"
 )
@@ -72,7 +73,7 @@ func newHandler(s PodReader, opts []Option) *handler {
 	h := &handler{store: s, queue: DefaultWatchQueue, logger: slog.Default(), progress: &progressClock{interval: DefaultProgressInterval}, projections: newMaskCache(), processes: podcgroup.NewReader(""),
 		turns:   snapshotTurns{perClient: DefaultSnapshotsPerClient, slice: DefaultSnapshotTurn},
 		masks:   watchMasks{perClient: DefaultMasksPerClient, total: DefaultMaxWatchMasks},
-		waiters: findWaiters{max: DefaultMaxFindWait, total: DefaultMaxFindWaiters, perClient: DefaultMaxFindWaitersPerClient}}
+		waiters: findWaiters{max: DefaultMaxFindWait, slots: admit.NewSlots(DefaultMaxFindWaiters, DefaultMaxFindWaitersPerClient)}}
 	for _, opt := range opts {
 		opt(h)
 	}

@@ -1,10 +1,12 @@
 package door
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -14,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/client-go/rest"
+
+	"github.com/podsapi/podsapi/internal/admit"
 )
 
 // accessCacheSize is how many answers of SubjectAccessReviews are cached,
@@ -33,24 +37,30 @@ const maxCachedAttrs = 10000
 // delegating authorizer does (authorizerfactory.DelegatingAuthorizerConfig:
 // the webhook authorizer given a client, no match conditions, no opinion on
 // errors).
+//
+// A review that is not cached is sent within its user's budget (perUser,
+// by name): an account asking reviews in a loop spends its own budget and
+// gets errReviewThrottled, never another's.
 type accessReviews struct {
 	client            rest.Interface
 	backoff           wait.Backoff
 	timeout           time.Duration
 	allowTTL, denyTTL time.Duration
 	answers           *cache.LRUExpireCache
+	perUser           *admit.KeyedLimiter
 }
 
 var _ authorizer.UnconditionalAuthorizer = (*accessReviews)(nil)
 
-func newAccessReviews(client rest.Interface, backoff wait.Backoff, timeout, allowTTL, denyTTL time.Duration) *accessReviews {
+func newAccessReviews(client rest.Interface, backoff wait.Backoff, timeout, allowTTL, denyTTL time.Duration, perUser *admit.KeyedLimiter) *accessReviews {
 	return &accessReviews{client: client, backoff: backoff, timeout: timeout, allowTTL: allowTTL, denyTTL: denyTTL,
-		answers: cache.NewLRUExpireCache(accessCacheSize)}
+		answers: cache.NewLRUExpireCache(accessCacheSize), perUser: perUser}
 }
 
 // Authorize implements authorizer.UnconditionalAuthorizer: allowed or
 // denied as the API server answers, no opinion when it has none, and no
-// opinion with an error wrapping errReview when it could not be asked.
+// opinion with an error wrapping errReview when it could not be asked, or
+// errReviewThrottled when its user's budget is spent.
 func (a *accessReviews) Authorize(ctx context.Context, attrs authorizer.Attributes) (authorizer.Decision, string, error) {
 	spec := accessReviewSpec(attrs)
 	key, err := json.Marshal(spec)
@@ -61,6 +71,9 @@ func (a *accessReviews) Authorize(ctx context.Context, attrs authorizer.Attribut
 	if cached, ok := a.answers.Get(string(key)); ok {
 		st = cached.(authorizationv1.SubjectAccessReviewStatus)
 	} else {
+		if !a.perUser.Allow(spec.User) {
+			return authorizer.DecisionNoOpinion, "", fmt.Errorf("%w: SubjectAccessReviews of %s", errReviewThrottled, spec.User)
+		}
 		rctx, cancel := withTimeout(ctx, a.timeout)
 		defer cancel()
 		var result authorizationv1.SubjectAccessReview
@@ -133,10 +146,11 @@ func accessReviewSpec(attrs authorizer.Attributes) authorizationv1.SubjectAccess
 }
 
 // fieldRequirements are the requirements of attrs' field selector that a
-// SubjectAccessReview can carry. Those it cannot are left out: the
-// requirements are ANDed, so fewer ask for a broader access, never a
-// narrower one. Requirements parsed before an error are kept, for the
-// same reason.
+// SubjectAccessReview can carry, sorted and without repeats: they are
+// ANDed, so their order and repeats change no decision, and a caller
+// reordering them gets the cached one. Those a review cannot carry are
+// left out: fewer ask for a broader access, never a narrower one.
+// Requirements parsed before an error are kept, for the same reason.
 func fieldRequirements(attrs authorizer.Attributes) []metav1.FieldSelectorRequirement {
 	reqs, _ := attrs.GetFieldSelector()
 	var out []metav1.FieldSelectorRequirement
@@ -152,11 +166,17 @@ func fieldRequirements(attrs authorizer.Attributes) []metav1.FieldSelectorRequir
 		}
 		out = append(out, metav1.FieldSelectorRequirement{Key: r.Field, Operator: op, Values: []string{r.Value}})
 	}
-	return out
+	slices.SortFunc(out, func(a, b metav1.FieldSelectorRequirement) int {
+		return cmp.Or(cmp.Compare(a.Key, b.Key), cmp.Compare(a.Operator, b.Operator), slices.Compare(a.Values, b.Values))
+	})
+	return slices.CompactFunc(out, func(a, b metav1.FieldSelectorRequirement) bool {
+		return a.Key == b.Key && a.Operator == b.Operator && slices.Equal(a.Values, b.Values)
+	})
 }
 
 // labelRequirements are the requirements of attrs' label selector that a
-// SubjectAccessReview can carry, as fieldRequirements.
+// SubjectAccessReview can carry, sorted and without repeats (each one's
+// values too), as fieldRequirements.
 func labelRequirements(attrs authorizer.Attributes) []metav1.LabelSelectorRequirement {
 	reqs, _ := attrs.GetLabelSelector()
 	var out []metav1.LabelSelectorRequirement
@@ -176,9 +196,15 @@ func labelRequirements(attrs authorizer.Attributes) []metav1.LabelSelectorRequir
 		}
 		req := metav1.LabelSelectorRequirement{Key: r.Key(), Operator: op}
 		if values := r.ValuesUnsorted(); len(values) > 0 {
-			req.Values = values
+			slices.Sort(values)
+			req.Values = slices.Compact(values)
 		}
 		out = append(out, req)
 	}
-	return out
+	slices.SortFunc(out, func(a, b metav1.LabelSelectorRequirement) int {
+		return cmp.Or(cmp.Compare(a.Key, b.Key), cmp.Compare(a.Operator, b.Operator), slices.Compare(a.Values, b.Values))
+	})
+	return slices.CompactFunc(out, func(a, b metav1.LabelSelectorRequirement) bool {
+		return a.Key == b.Key && a.Operator == b.Operator && slices.Equal(a.Values, b.Values)
+	})
 }

@@ -19,6 +19,8 @@ import (
 	tokencache "k8s.io/apiserver/pkg/authentication/token/cache"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/client-go/rest"
+
+	"github.com/podsapi/podsapi/internal/admit"
 )
 
 // The kubelet's defaults for its own cached TokenReviews and
@@ -72,6 +74,12 @@ type Auth struct {
 	budget *reviewBudget
 }
 
+// errReviewThrottled marks a review not sent for lack of budget (its
+// user's, its source's) or because the review client's own rate limit
+// would wait past the deadline: the caller is answered 429, to retry, not
+// 401 or 503.
+var errReviewThrottled = errors.New("too many reviews to send now")
+
 // AuthOption configures NewAuth.
 type AuthOption func(*authConfig)
 
@@ -122,6 +130,7 @@ func NewAuth(cfg *rest.Config, opts ...AuthOption) (*Auth, error) {
 		return nil, err
 	}
 	tokens := &tokenReviews{client: clients.authentication, backoff: reviewBackoff(), timeout: c.reviewTimeout}
+	perUser := admit.NewKeyedLimiter(DefaultReviewsPerUserQPS, DefaultReviewsPerUserBurst)
 	// Answers cached for the TTL, rejections too; errors (the API server
 	// unreachable) are not.
 	cached := tokencache.New(tokens, false, c.tokenTTL, c.tokenTTL)
@@ -136,9 +145,9 @@ func NewAuth(cfg *rest.Config, opts ...AuthOption) (*Auth, error) {
 	chain = append(chain, bearertoken.New(cached), websocket.NewProtocolAuthenticator(cached))
 	return &Auth{
 		authenticator: group.NewAuthenticatedGroupAdder(union.New(chain...)),
-		authorizer:    newAccessReviews(clients.authorization, reviewBackoff(), c.reviewTimeout, c.allow, c.deny),
+		authorizer:    newAccessReviews(clients.authorization, reviewBackoff(), c.reviewTimeout, c.allow, c.deny, perUser),
 		reviews:       clients.authorization,
-		budget:        newReviewBudget(c.tokenTTL),
+		budget:        newReviewBudget(c.tokenTTL, newIssuerKeys(clients.authentication), perUser),
 	}, nil
 }
 
@@ -154,11 +163,15 @@ func parseClientCA(data [][]byte) (x509.VerifyOptions, error) {
 	return opts, nil
 }
 
-// Check asks the API server whether podsapi's own account may create the
+// Check reads the keys of the cluster's service-account issuer, so that
+// the first tokens are checked against them without waiting for them, then
+// asks the API server whether podsapi's own account may create the
 // TokenReviews and SubjectAccessReviews that Auth sends (the ClusterRole
 // system:auth-delegator), and returns an error that says what it lacks:
-// without them every caller is refused 401 or 503.
+// without them every caller is refused 401 or 503. Without the keys, every
+// token is reviewed within the budget of its address.
 func (a *Auth) Check(ctx context.Context) error {
+	a.budget.keys.current(ctx, false)
 	var missing []string
 	for _, r := range []struct{ group, resource string }{
 		{"authentication.k8s.io", "tokenreviews"}, {"authorization.k8s.io", "subjectaccessreviews"},

@@ -1,18 +1,15 @@
 package door
 
 import (
-	"errors"
 	"log/slog"
 	"net/http"
 	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apiserver/pkg/authorization/authorizer"
 
 	"github.com/podsapi/podsapi/guard"
+	"github.com/podsapi/podsapi/internal/admit"
 	"github.com/podsapi/podsapi/internal/loglimit"
 	"github.com/podsapi/podsapi/kubeapi"
 )
@@ -42,16 +39,24 @@ type Door struct {
 	peers   *guard.AccessPolicy
 	metrics *metrics
 	logger  *slog.Logger
-	// watches bounds the local watches open, and each caller's share.
-	watches watchSlots
+	// watches bounds the watches open, local and passed through, and
+	// each caller's share of them.
+	watches *admit.Slots
+	// handler is the filter chain (buildChain).
+	handler http.Handler
 	// warnings limits the warnings of failed reviews to one per kind every
 	// 10 s.
 	warnings *loglimit.Limiter[string]
 }
 
-// DefaultMaxWatches is the number of local watches open at once by
-// default: the gRPC socket's default (server.DefaultMaxWatchers).
+// DefaultMaxWatches is the number of watches open at once by default: the
+// gRPC socket's default (server.DefaultMaxWatchers).
 const DefaultMaxWatches = 10000
+
+// DefaultMaxWatchesPerCaller is the share of the door's watches one caller
+// may hold open at once by default: the gRPC socket's per-client share
+// (server.DefaultMaxWatchersPerClient).
+const DefaultMaxWatchesPerCaller = 1000
 
 // Option configures New.
 type Option func(*Door)
@@ -75,33 +80,22 @@ func WithRegisterer(reg prometheus.Registerer) Option {
 	return func(d *Door) { d.metrics = newMetrics(reg) }
 }
 
-// WithMaxWatches bounds the watches of the node's pods open at once
-// (default DefaultMaxWatches; negative: no bound). Beyond it a watch is
+// WithMaxWatches bounds the watches open at once, local and passed
+// through (default DefaultMaxWatches), and the share of them one caller
+// holds (default DefaultMaxWatchesPerCaller; a caller's share is the
+// smaller of perCaller and half of max), so that one account cannot take
+// every watch and lock the others out. 0 or negative: no bound (a caller
+// with no bound of its own may hold every watch). Beyond them a watch is
 // refused 429 TooManyRequests with Retry-After, which client-go retries,
-// as the API server's priority and fairness refuses it. Passed-through
-// watches are the API server's to bound.
-func WithMaxWatches(n int) Option {
-	return func(d *Door) {
-		if n == 0 {
-			n = DefaultMaxWatches
-		}
-		d.watches.max = n
-	}
-}
-
-// WithMaxWatchesPerCaller bounds the watches of the node's pods that one
-// caller (an authenticated user, by name; a peer of the UNIX socket, by
-// its pod, unit or UID as the gRPC socket names it) holds open at once
-// (default DefaultMaxWatchesPerCaller; negative: no share), so that one
-// account cannot take every watch of WithMaxWatches. Beyond it a watch is
-// refused 429 with Retry-After.
-func WithMaxWatchesPerCaller(n int) Option {
-	return func(d *Door) {
-		if n == 0 {
-			n = DefaultMaxWatchesPerCaller
-		}
-		d.watches.perCaller = n
-	}
+// as the API server's priority and fairness refuses it.
+//
+// A caller is an authenticated user, by name; a peer of the UNIX socket,
+// by its pod, unit or UID as the gRPC socket names it; for a passed-through
+// watch, which the door does not authenticate, the user its token was seen
+// authenticated as or the subject of a token signed by the cluster's
+// issuer, else its token (withPassedCaller).
+func WithMaxWatches(max, perCaller int) Option {
+	return func(d *Door) { d.watches = admit.NewSlots(max, perCaller) }
 }
 
 // WithLogger sets the logger of the failures the door logs (authentication
@@ -110,7 +104,7 @@ func WithLogger(l *slog.Logger) Option { return func(d *Door) { d.logger = l } }
 
 // New returns the door in front of local.
 func New(local Local, opts ...Option) *Door {
-	d := &Door{local: local, peers: &guard.AccessPolicy{UIDs: []uint32{0}}, watches: watchSlots{max: DefaultMaxWatches, perCaller: DefaultMaxWatchesPerCaller}}
+	d := &Door{local: local, peers: &guard.AccessPolicy{UIDs: []uint32{0}}, watches: admit.NewSlots(DefaultMaxWatches, DefaultMaxWatchesPerCaller)}
 	for _, o := range opts {
 		o(d)
 	}
@@ -121,6 +115,7 @@ func New(local Local, opts ...Option) *Door {
 		d.logger = slog.New(slog.DiscardHandler)
 	}
 	d.warnings = loglimit.New[string](10 * time.Second)
+	d.handler = d.buildChain()
 	return d
 }
 
@@ -148,147 +143,66 @@ var watchEndWhy = map[kubeapi.WatchEnd]string{
 	kubeapi.WatchFailed:     "an event could not be written",
 }
 
-// ServeHTTP answers r: a socket peer that the policy refuses gets 403; a
-// request the Local side claims (and that asks for no impersonation) is
-// authenticated, authorized and served by it; every other request is
-// passed through.
-func (d *Door) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	accesses, local := d.local.Local(r)
-	if local && impersonates(r) {
-		// Impersonation is the API server's to check and apply.
-		local = false
-	}
-	rec := &recorder{ResponseWriter: w}
-	route := routeProxied
-	if local {
-		route = routeLocal
-	}
-	done := d.metrics.start(route)
-	defer func() { done(verbOf(r), rec.status()) }()
-	if peer := guard.PeerFrom(r.Context()); peer != nil && !d.peers.Allows(peer) {
-		unauthenticated(rec, r)
-		writeStatus(rec, errPeerForbidden(peer.UID, peer.Known))
-		return
-	}
-	if !local {
-		d.passThrough(rec, r)
-		return
-	}
-	caller, ok := d.allowed(rec, r, accesses)
-	if !ok {
-		return
-	}
-	authenticated(r)
-	if len(accesses) > 0 && accesses[0].Verb == "watch" {
-		release, err := d.watches.acquire(caller)
-		if err != nil {
-			writeStatus(rec, err)
+// ServeHTTP answers r through the door's filter chain (handler).
+func (d *Door) ServeHTTP(w http.ResponseWriter, r *http.Request) { d.handler.ServeHTTP(w, r) }
+
+// buildChain composes the door's filters, outermost first, each a wrapper
+// of the next as in k8s.io/apiserver's DefaultBuildHandlerChain: what the
+// request is (withRequestInfo: its route, the accesses it needs, whether
+// it watches), its metrics (withMetrics), the socket's peer policy
+// (withPeerPolicy), then by route: for the node's pods, authentication
+// (withAuthentication), authorization (withAuthorization), the watch slots
+// (withWatchSlots) and the Local side; for anything else, the caller's
+// name (withPassedCaller), the watch slots and the pass-through.
+func (d *Door) buildChain() http.Handler {
+	local := d.withAuthentication(d.withAuthorization(d.withWatchSlots(d.local)))
+	passed := d.withPassedCaller(d.withWatchSlots(http.HandlerFunc(d.passThrough)))
+	return d.withRequestInfo(d.withMetrics(d.withPeerPolicy(d.route(local, passed))))
+}
+
+// route sends a request to the local chain or the passed one: a request
+// the Local side claims (and that asks for no impersonation) to local;
+// without an API server, a read of pods that it does not claim to local
+// too (withRequestInfo), and anything else is refused 503.
+func (d *Door) route(local, passed http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch info := infoFrom(r.Context()); {
+		case info.local:
+			local.ServeHTTP(w, r)
+		case d.pass != nil:
+			passed.ServeHTTP(w, r)
+		default:
+			writeStatus(w, errNoUpstream())
+		}
+	})
+}
+
+// withMetrics counts each request by its route, verb and code.
+func (d *Door) withMetrics(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := &recorder{ResponseWriter: w}
+		done := d.metrics.start(infoFrom(r.Context()).route)
+		defer func() { done(verbOf(r), rec.status()) }()
+		next.ServeHTTP(rec, r)
+	})
+}
+
+// withPeerPolicy refuses 403 a peer of the UNIX socket that the access
+// policy does not allow, whatever it asks.
+func (d *Door) withPeerPolicy(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if peer := guard.PeerFrom(r.Context()); peer != nil && !d.peers.Allows(peer) {
+			unauthenticated(w, r)
+			writeStatus(w, errPeerForbidden(peer.UID, peer.Known))
 			return
 		}
-		defer release()
-	}
-	d.local.ServeHTTP(rec, r)
+		next.ServeHTTP(w, r)
+	})
 }
 
-// allowed authenticates and authorizes a request for the node's pods, and
-// writes the refusal when it is not allowed; it returns the caller by
-// which its watches are counted. A peer of the UNIX socket that the policy
-// allows needs neither. A request refused for lack of valid credentials
-// ends its HTTP/2 connection (unauthenticated).
-func (d *Door) allowed(w http.ResponseWriter, r *http.Request, accesses []kubeapi.Access) (string, bool) {
-	if peer := guard.PeerFrom(r.Context()); peer != nil {
-		return "peer/" + peer.Client(r.Context()), true
-	}
-	if d.auth == nil {
-		if len(accesses) == 1 && accesses[0].Path != "" {
-			// The discovery of a door with no API server lists pods alone
-			// and the version: public, as the API server's /version is.
-			// Served to anyone, so that kubectl gets to the request it
-			// came for and shows the refusal's message (a 401 of
-			// discovery reaches it as "You must be logged in" alone); the
-			// connection is still one without credentials.
-			unauthenticated(w, r)
-			return "", true
-		}
-		unauthenticated(w, r)
-		writeStatus(w, errNoAuth())
-		return "", false
-	}
-	token := bearerToken(r)
-	if token != "" && !d.auth.budget.allow(sourceOf(r), token) {
-		d.auth.budget.tarpit(r.Context())
-		writeStatus(w, errReviewBudget())
-		return "", false
-	}
-	resp, ok, err := d.auth.authenticator.AuthenticateRequest(r)
-	if errors.Is(err, errReviewThrottled) {
-		writeStatus(w, errReviewBudget())
-		return "", false
-	}
-	if err != nil || !ok {
-		unauthenticated(w, r)
-		switch {
-		case errors.Is(err, errReview):
-			if ok, suppressed := d.warnings.Allow("authentication"); ok {
-				d.logger.Warn("Kubernetes API: a TokenReview failed; the caller is refused 401", "path", r.URL.Path, "error", err, "suppressed", suppressed)
-			}
-		case err != nil:
-			d.logger.Debug("kube API: unauthenticated request", "path", r.URL.Path, "error", err)
-		}
-		writeStatus(w, errUnauthorized())
-		return "", false
-	}
-	if token != "" {
-		d.auth.budget.authenticated(token)
-	}
-	caller := "user/" + resp.User.GetName()
-	if len(accesses) == 0 {
-		return caller, true
-	}
-	var (
-		unavailable bool
-		reason      string
-	)
-	for i, a := range accesses {
-		attrs := authorizer.AttributesRecord{User: resp.User, Verb: a.Verb, Path: a.Path}
-		if a.Path == "" {
-			attrs.Namespace, attrs.APIVersion, attrs.Resource, attrs.Subresource, attrs.Name =
-				a.Namespace, "v1", a.Resource, a.Subresource, a.Name
-			attrs.ResourceRequest, attrs.Path = true, r.URL.Path
-			selectors(&attrs, a)
-		}
-		decision, why, err := d.auth.authorizer.Authorize(r.Context(), attrs)
-		if decision == authorizer.DecisionAllow {
-			return caller, true
-		}
-		if err != nil {
-			unavailable = true
-			if ok, suppressed := d.warnings.Allow("authorization"); ok {
-				d.logger.Warn("Kubernetes API: a SubjectAccessReview failed; the request is refused 503", "user", resp.User.GetName(),
-					"verb", a.Verb, "resource", a.Resource, "error", err, "suppressed", suppressed)
-			}
-		}
-		if i == 0 {
-			reason = why
-		}
-	}
-	if unavailable {
-		// One of the accesses might have been allowed: the API server could
-		// not say.
-		writeStatus(w, errAuthorizationUnavailable())
-		return "", false
-	}
-	writeStatus(w, errForbidden(resp.User.GetName(), accesses[0], reason))
-	return "", false
-}
-
-// passThrough passes r to the API server, or refuses it when there is none
-// or when its caller's credentials cannot be passed.
+// passThrough passes r to the API server, or refuses it when its caller's
+// credentials cannot be passed.
 func (d *Door) passThrough(w http.ResponseWriter, r *http.Request) {
-	if d.pass == nil {
-		d.withoutUpstream(w, r)
-		return
-	}
 	if r.TLS != nil && len(r.TLS.PeerCertificates) > 0 && !hasToken(r) {
 		// A certificate not verified here.
 		unauthenticated(w, r)
@@ -313,24 +227,6 @@ func (d *Door) passThrough(w http.ResponseWriter, r *http.Request) {
 	d.pass.ServeHTTP(w, r)
 }
 
-// withoutUpstream answers a request that only an API server could answer,
-// on a door that has none: a read of pods (a pod the node does not hold, a
-// list or watch not pinned to the node) is authorized as a local one and
-// answered by the Local side (404 NotFound; 503 that names the field
-// selector to add), and anything else is refused 503.
-func (d *Door) withoutUpstream(w http.ResponseWriter, r *http.Request) {
-	accesses, ok := d.local.Pods(r)
-	if !ok || impersonates(r) {
-		writeStatus(w, errNoUpstream())
-		return
-	}
-	if _, ok := d.allowed(w, r, accesses); !ok {
-		return
-	}
-	authenticated(r)
-	d.local.ServeHTTP(w, r)
-}
-
 // impersonates reports whether r asks to act as another user.
 func impersonates(r *http.Request) bool {
 	for name := range r.Header {
@@ -353,26 +249,4 @@ func hasToken(r *http.Request) bool {
 		}
 	}
 	return false
-}
-
-// selectors gives attrs the field and label selectors of a list or watch,
-// parsed as the API server parses them for its own authorizers, so that a
-// SubjectAccessReview carries them (KEP-4601): an authorizer that allows a
-// caller only the pods of its node (the Node authorizer, a webhook) allows
-// it here as it would there.
-func selectors(attrs *authorizer.AttributesRecord, a kubeapi.Access) {
-	if a.FieldSelector != "" {
-		if sel, err := fields.ParseSelector(a.FieldSelector); err != nil {
-			attrs.FieldSelectorParsingErr = err
-		} else {
-			attrs.FieldSelectorRequirements = sel.Requirements()
-		}
-	}
-	if a.LabelSelector != "" {
-		if sel, err := labels.Parse(a.LabelSelector); err != nil {
-			attrs.LabelSelectorParsingErr = err
-		} else {
-			attrs.LabelSelectorRequirements, _ = sel.Requirements()
-		}
-	}
 }

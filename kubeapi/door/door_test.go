@@ -164,7 +164,7 @@ func TestDoorShutdownEndsWatches(t *testing.T) {
 // served again once a watch has ended.
 func TestDoorMaxWatches(t *testing.T) {
 	local := newLocalDouble()
-	d := door.New(local, door.WithPeerPolicy(&guard.AccessPolicy{UIDs: []uint32{uint32(os.Geteuid())}}), door.WithMaxWatches(1))
+	d := door.New(local, door.WithPeerPolicy(&guard.AccessPolicy{UIDs: []uint32{uint32(os.Geteuid())}}), door.WithMaxWatches(1, 0))
 	s := serve(t, d, door.Config{Socket: filepath.Join(t.TempDir(), "kube.sock")})
 	const url = "http://podsapi/api/v1/namespaces/a/pods?watch=true"
 	// watch opens a watch and returns its code, and what ends it.

@@ -22,7 +22,8 @@ import (
 
 // localDouble is a test double of the door's Local side only (the real one
 // is kubeapi.Handler): it claims GET /api/v1/namespaces/{ns}/pods, needing
-// the right to list pods in ns, and answers an empty PodList, or, for a
+// the right to list pods in ns (with the request's selectors, as
+// kubeapi.Handler names them), and answers an empty PodList, or, for a
 // watch, holds the request open until it is cancelled.
 type localDouble struct {
 	// watchEnded receives the error of each watch's context when it ends.
@@ -34,11 +35,12 @@ func newLocalDouble() *localDouble { return &localDouble{watchEnded: make(chan e
 func (*localDouble) Local(r *http.Request) ([]kubeapi.Access, bool) {
 	p := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
 	if r.Method == http.MethodGet && len(p) == 5 && p[0] == "api" && p[1] == "v1" && p[2] == "namespaces" && p[4] == "pods" {
+		q := r.URL.Query()
 		verb := "list"
-		if r.URL.Query().Get("watch") == "true" {
+		if q.Get("watch") == "true" {
 			verb = "watch"
 		}
-		return []kubeapi.Access{{Verb: verb, Namespace: p[3], Resource: "pods"}}, true
+		return []kubeapi.Access{{Verb: verb, Namespace: p[3], Resource: "pods", FieldSelector: q.Get("fieldSelector"), LabelSelector: q.Get("labelSelector")}}, true
 	}
 	return nil, false
 }

@@ -33,8 +33,9 @@ type Env struct {
 	Peers *guard.AccessPolicy
 	// SocketOptions set the socket's mode and group, as the gRPC socket's.
 	SocketOptions []socket.Option
-	// MaxWatches bounds the local watches open at once (WithMaxWatches),
-	// MaxWatchesPerCaller those of one caller (WithMaxWatchesPerCaller).
+	// MaxWatches bounds the watches open at once, local and passed
+	// through, MaxWatchesPerCaller those of one caller (WithMaxWatches; 0
+	// or negative: no bound).
 	MaxWatches, MaxWatchesPerCaller int
 	// ShutdownTimeout bounds a graceful shutdown (Config).
 	ShutdownTimeout time.Duration
@@ -131,7 +132,7 @@ func (s Settings) Open(env Env) (*API, error) {
 	if env.Peers != nil {
 		opts = append(opts, WithPeerPolicy(env.Peers))
 	}
-	opts = append(opts, WithRegisterer(env.Registerer), WithLogger(env.Logger), WithMaxWatches(env.MaxWatches), WithMaxWatchesPerCaller(env.MaxWatchesPerCaller))
+	opts = append(opts, WithRegisterer(env.Registerer), WithLogger(env.Logger), WithMaxWatches(env.MaxWatches, env.MaxWatchesPerCaller))
 	// The Local side tells the door how its watches end, for its metrics
 	// and logs.
 	var d *Door

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"sync"
 
 	"k8s.io/client-go/rest"
 )
@@ -24,9 +25,29 @@ const DefaultMaxRequestBytes = 3 << 20
 // attach, port-forward: SPDY or WebSocket) are passed through too, so that
 // the API server authorizes them as it authorizes the caller.
 type PassThrough struct {
-	proxy    *httputil.ReverseProxy
-	maxBytes int64
+	// proxy passes requests, watchProxy watches: the same, copying with
+	// small buffers (watchBuffers).
+	proxy, watchProxy *httputil.ReverseProxy
+	maxBytes          int64
 }
+
+// watchBufferBytes is the size of the buffer a passed-through watch's
+// events are copied through, for as long as the watch lasts: its events
+// are small, and a caller's share of watches (WithMaxWatches) holds a
+// thousand of them, so the proxy's default 32 KiB would be 32 MiB of them.
+const watchBufferBytes = 4 << 10
+
+// watchBuffers are the copy buffers of passed-through watches.
+type watchBuffers struct{ pool sync.Pool }
+
+func (b *watchBuffers) Get() []byte {
+	if buf, ok := b.pool.Get().(*[]byte); ok {
+		return *buf
+	}
+	return make([]byte, watchBufferBytes)
+}
+
+func (b *watchBuffers) Put(buf []byte) { b.pool.Put(&buf) }
 
 // PassThroughOption configures NewPassThrough.
 type PassThroughOption func(*PassThrough)
@@ -66,6 +87,9 @@ func NewPassThrough(cfg *rest.Config, opts ...PassThroughOption) (*PassThrough, 
 		FlushInterval: -1, // Watch events go out as they come.
 		ErrorHandler:  p.failed,
 	}
+	watch := *p.proxy
+	watch.BufferPool = &watchBuffers{}
+	p.watchProxy = &watch
 	return p, nil
 }
 
@@ -77,6 +101,10 @@ func (p *PassThrough) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if r.Body != nil && r.Body != http.NoBody {
 		r.Body = http.MaxBytesReader(w, r.Body, p.maxBytes)
+	}
+	if watches(r) {
+		p.watchProxy.ServeHTTP(w, r)
+		return
 	}
 	p.proxy.ServeHTTP(w, r)
 }

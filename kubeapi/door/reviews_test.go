@@ -205,6 +205,13 @@ func newReviewer(t *testing.T, v *reviewer) *reviewClients {
 	return c
 }
 
+// decide answers a SubjectAccessReview with a decision, "because".
+func decide(allowed, denied bool) func(http.ResponseWriter, []byte) {
+	return answer(func(r *authorizationv1.SubjectAccessReview) {
+		r.Status = authorizationv1.SubjectAccessReviewStatus{Allowed: allowed, Denied: denied, Reason: "because"}
+	})
+}
+
 // fastBackoff retries as reviewBackoff does, without its delays.
 var fastBackoff = wait.Backoff{Duration: time.Microsecond, Factor: 1, Steps: 5}
 
@@ -277,11 +284,6 @@ func TestTokenReviews(t *testing.T) {
 }
 
 func TestAccessReviews(t *testing.T) {
-	decide := func(allowed, denied bool) func(http.ResponseWriter, []byte) {
-		return answer(func(r *authorizationv1.SubjectAccessReview) {
-			r.Status = authorizationv1.SubjectAccessReviewStatus{Allowed: allowed, Denied: denied, Reason: "because"}
-		})
-	}
 	pods := authorizer.AttributesRecord{User: &user.DefaultInfo{Name: "agent"}, Verb: "list", APIVersion: "v1", Resource: "pods", ResourceRequest: true}
 	for _, tc := range []struct {
 		name     string
@@ -309,7 +311,7 @@ func TestAccessReviews(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			v := &reviewer{answers: tc.answers}
-			a := newAccessReviews(newReviewer(t, v).authorization, fastBackoff, time.Minute, time.Hour, time.Hour)
+			a := newAccessReviews(newReviewer(t, v).authorization, fastBackoff, time.Minute, time.Hour, time.Hour, nil)
 			for range 2 {
 				d, reason, err := a.Authorize(context.Background(), tc.attrs)
 				if d != tc.want || (err != nil) != tc.wantErr {

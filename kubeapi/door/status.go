@@ -91,12 +91,13 @@ func errTooManyWatches(n int, perCaller bool) *apierrors.StatusError {
 	return apierrors.NewTooManyRequests(fmt.Sprintf("podsapi serves at most %d watches of the node's pods at once; try again", n), retryAfterSeconds)
 }
 
-// errReviewBudget is a request whose token could not be reviewed now: its
-// source has sent too many tokens the door has not seen authenticated, or
-// the reviews of all sources are at their bound. The API server was not
-// asked: the caller may retry (client-go does, after Retry-After).
-func errReviewBudget() *apierrors.StatusError {
-	return apierrors.NewTooManyRequests("podsapi is verifying too many unknown tokens from this address (TokenReviews); try again", 1)
+// errReviewThrottledStatus is a request that could not be authenticated or
+// authorized now for lack of budget: its caller's reviews (TokenReviews of
+// its tokens, SubjectAccessReviews of its user), or those of the unknown
+// tokens of its address, are spent. The API server was not asked: the
+// caller may retry (client-go does, after Retry-After).
+func errReviewThrottledStatus() *apierrors.StatusError {
+	return apierrors.NewTooManyRequests("podsapi has asked the API server as many reviews (TokenReviews, SubjectAccessReviews) for this caller, or for the unknown tokens of its address, as it may for now; try again", retryAfterSeconds)
 }
 
 // errNoUpstream is a request that podsapi does not answer itself and has no

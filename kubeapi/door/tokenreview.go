@@ -31,10 +31,6 @@ var _ authenticator.Token = (*tokenReviews)(nil)
 // (unreachable, or failing), as opposed to its refusals.
 var errReview = errors.New("the API server did not answer the review")
 
-// errReviewThrottled marks a review that the client's own rate limit kept
-// from being sent: the caller is answered 429, to retry, not 401.
-var errReviewThrottled = errors.New("too many reviews to send now")
-
 // AuthenticateToken implements authenticator.Token: the user the API
 // server names for token, no user when it does not authenticate it (with
 // the API server's reason as the error, if it gave one), or an error

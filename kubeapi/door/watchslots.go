@@ -1,50 +1,33 @@
 package door
 
 import (
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"sync"
+	"errors"
+	"net/http"
+
+	"github.com/podsapi/podsapi/internal/admit"
 )
 
-// DefaultMaxWatchesPerCaller is the share of the door's watches one caller
-// may hold open at once by default: the gRPC socket's per-client share
-// (server.DefaultMaxWatchersPerClient).
-const DefaultMaxWatchesPerCaller = 1000
-
-// watchSlots bounds the local watches open at once, and the share of them
-// one caller holds (an authenticated user, by name; a peer of the UNIX
-// socket, by guard.Peer.Client), as the gRPC socket's guard.WatchLimit
-// does: one account's watches cannot fill the door and lock others out.
-type watchSlots struct {
-	max, perCaller int // <= 0: no bound
-
-	mu       sync.Mutex
-	open     int
-	byCaller map[string]int
-}
-
-// acquire takes a slot for a watch of caller, returning how to give it
-// back, or the error that refuses it: the door's bound, or the caller's
-// share.
-func (s *watchSlots) acquire(caller string) (release func(), err *apierrors.StatusError) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.max > 0 && s.open >= s.max {
-		return nil, errTooManyWatches(s.max, false)
-	}
-	if s.perCaller > 0 && s.byCaller[caller] >= s.perCaller {
-		return nil, errTooManyWatches(s.perCaller, true)
-	}
-	s.open++
-	if s.byCaller == nil {
-		s.byCaller = make(map[string]int)
-	}
-	s.byCaller[caller]++
-	return sync.OnceFunc(func() {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		s.open--
-		if s.byCaller[caller]--; s.byCaller[caller] <= 0 {
-			delete(s.byCaller, caller)
+// withWatchSlots holds a slot of the door's watches (WithMaxWatches) for
+// each watch, local or passed through, for as long as it is served, in the
+// name of its caller (named by withAuthentication or withPassedCaller): one
+// account's watches cannot fill the door and lock others out, nor hold
+// connections and memory beyond its share. A watch beyond the total or its
+// caller's share is refused 429 with Retry-After.
+func (d *Door) withWatchSlots(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		info := infoFrom(r.Context())
+		if !info.watch {
+			next.ServeHTTP(w, r)
+			return
 		}
-	}), nil
+		release, err := d.watches.Acquire(info.caller)
+		if err != nil {
+			var full *admit.SlotsFull
+			errors.As(err, &full)
+			writeStatus(w, errTooManyWatches(full.Limit, full.Key != ""))
+			return
+		}
+		defer release()
+		next.ServeHTTP(w, r)
+	})
 }

@@ -63,6 +63,7 @@ var leaves = map[string][]string{
 	"internal/h2c":       nil,
 	"internal/loglimit":  nil,
 	"internal/retry":     nil,
+	"internal/admit":     nil,
 	"internal/hooks":     {"guard", "socket", "gen"},
 }
 

@@ -1,4 +1,4 @@
-package guard
+package admit
 
 import (
 	"time"
@@ -17,18 +17,22 @@ const fairWindow = time.Second
 // shared bucket and no more, and leaves the others theirs. A client alone
 // is not limited by its bucket at all: the shared bucket of qps and burst,
 // checked after this one, is its limit, as without a share.
-func NewFairShareLimiter(qps float64, burst int) *PerClientLimiter {
-	l := NewPerClientLimiter(qps, burst)
-	l.fair = true
+// A qps of 0 or less means no limit: it returns nil, which allows
+// everything.
+func NewFairShareLimiter(qps float64, burst int, opts ...KeyedOption) *KeyedLimiter {
+	l := NewKeyedLimiter(qps, burst, opts...)
+	if l != nil {
+		l.fair = true
+	}
 	return l
 }
 
-// share sets b's bucket to its client's fair share at now and reports
-// whether the share applies: false while its client is the only one that
+// share sets b's bucket to its key's fair share at now and reports
+// whether the share applies: false while its key is the only one that
 // called within fairWindow. l.mu is held.
-func (l *PerClientLimiter) share(now time.Time, b *clientBucket) bool {
+func (l *KeyedLimiter) share(now time.Time, b *keyBucket) bool {
 	n := 0
-	for _, o := range l.limiters {
+	for _, o := range l.buckets {
 		if now.Sub(o.last) < fairWindow {
 			n++
 		}
