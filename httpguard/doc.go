@@ -8,7 +8,8 @@
 //     no work in flight for an authenticated caller, those on which no
 //     caller ever authenticated first, the one that has made no progress
 //     for longest first, skipping those whose bytes wait unread (a client
-//     whose request has not been read yet is no slowloris); a shed
+//     whose request has not been read yet is no slowloris) unless they
+//     carried only requests without valid credentials; a shed
 //     connection's socket is closed a little later, so that an attacker
 //     reopening it at once cannot spin the server;
 //   - the requests on them (Track): which are an authenticated caller's

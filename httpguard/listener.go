@@ -32,8 +32,9 @@ const maxDelayedSheds = 1024
 // authenticated and a request ended without one, then one new or slow to
 // send its first request, then the others; of each, the one that has read
 // nothing for longest (a silent connection's last read is its accept),
-// skipping those whose bytes wait unread in the socket. When none can be shed, the new connection is
-// closed as soon as accepted (refused). So neither idle connections, nor
+// skipping those whose bytes wait unread in the socket, unless they have
+// carried only requests without valid credentials. When none can be shed,
+// the new connection is closed as soon as accepted (refused). So neither idle connections, nor
 // slow ones, nor a flood of requests without valid credentials (held in a
 // tarpit, or waiting for a body never sent) can hold out a caller.
 type Listener struct {
@@ -159,7 +160,12 @@ func (l *Listener) shed() bool {
 		if best == nil {
 			break
 		}
-		if !hasUnread(best.Conn) {
+		// Bytes waiting unread spare a connection whose next request may
+		// be a caller's, but not one that has carried only requests
+		// without valid credentials: its bytes are more of the same, and
+		// a server slow to read a flood of them (a busy machine) would
+		// otherwise spare the whole flood and refuse the valid caller.
+		if best.shedRank() == 0 || !hasUnread(best.Conn) {
 			victim = best
 			break
 		}

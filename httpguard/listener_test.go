@@ -87,7 +87,8 @@ func stillOpen(t *testing.T, c net.Conn) {
 
 // At the bound, a new connection sheds one without an authenticated
 // caller's work in flight, never-authenticated ones first, the idlest first,
-// skipping those with unread bytes; it is refused when every connection is
+// skipping those with unread bytes unless they carried only requests without
+// valid credentials; it is refused when every connection is
 // held. A shed socket is closed shedCloseDelay later, on the real clock.
 func TestListenerSheds(t *testing.T) {
 	for _, tc := range []struct {
@@ -119,6 +120,17 @@ func TestListenerSheds(t *testing.T) {
 				time.Sleep(time.Millisecond)
 			}
 			return 1
+		}},
+		{name: "unread bytes do not spare requests without valid credentials", prepare: func(t *testing.T, a, b *Conn, ca, _ net.Conn) int {
+			a.anonymous.Store(true)
+			b.anonymous.Store(true)
+			if _, err := ca.Write([]byte("GET")); err != nil {
+				t.Fatal(err)
+			}
+			for !hasUnread(a.Conn) {
+				time.Sleep(time.Millisecond)
+			}
+			return 0
 		}},
 		{name: "every connection held: refused", prepare: func(_ *testing.T, a, b *Conn, _, _ net.Conn) int {
 			a.Hold()
