@@ -133,7 +133,7 @@ func (h *Handler) Local(r *http.Request) ([]Access, bool) {
 		}
 		return []Access{{Verb: "get", Path: rt.path}}, true
 	case kindGet:
-		if isTrue(r.URL.Query(), "watch") {
+		if IsTrue(r.URL.Query(), "watch") {
 			return nil, false // the API server's deprecated watch of one object
 		}
 		if _, ok := h.resources["pods"].find(rt.namespace, rt.name); !ok {
@@ -158,7 +158,7 @@ func (h *Handler) localKind(r *http.Request, rt route) ([]Access, bool) {
 	}
 	switch rt.kind {
 	case kindGet:
-		if isTrue(r.URL.Query(), "watch") {
+		if IsTrue(r.URL.Query(), "watch") {
 			return nil, false
 		}
 		if _, ok := res.find("", rt.name); !ok {
@@ -186,7 +186,7 @@ func (h *Handler) localKind(r *http.Request, rt route) ([]Access, bool) {
 func listAccess(r *http.Request, rt route) Access {
 	q := r.URL.Query()
 	verb := "list"
-	if isTrue(q, "watch") {
+	if IsTrue(q, "watch") {
 		verb = "watch"
 	}
 	return Access{
@@ -238,10 +238,10 @@ func requires(text, value string, fieldNames ...string) bool {
 	return false
 }
 
-// isTrue reports whether the boolean query parameter key is set, as the API
+// IsTrue reports whether the boolean query parameter key is set, as the API
 // server's parameter codec reads it (runtime.Convert_Slice_string_To_bool):
 // present, and neither "0" nor "false".
-func isTrue(q url.Values, key string) bool {
+func IsTrue(q url.Values, key string) bool {
 	v, ok := q[key]
 	return ok && len(v) > 0 && v[0] != "0" && !strings.EqualFold(v[0], "false")
 }
@@ -259,7 +259,7 @@ func (h *Handler) Pods(r *http.Request) ([]Access, bool) {
 	}
 	switch rt.kind {
 	case kindGet:
-		if isTrue(r.URL.Query(), "watch") {
+		if IsTrue(r.URL.Query(), "watch") {
 			return nil, false
 		}
 		return []Access{{Verb: "get", Namespace: rt.namespace, Resource: "pods", Name: rt.name}}, true

@@ -73,7 +73,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		h.serveDiscovery(w, r, rt.path)
 	case kindGet:
-		if isTrue(r.URL.Query(), "watch") {
+		if IsTrue(r.URL.Query(), "watch") {
 			h.writeError(w, r, errNotServed())
 			return
 		}

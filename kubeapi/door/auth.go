@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"time"
 
@@ -142,7 +143,7 @@ func NewAuth(cfg *rest.Config, opts ...AuthOption) (*Auth, error) {
 		}
 		chain = append(chain, x509request.NewDynamic(func() (x509.VerifyOptions, bool) { return ca.get(), true }, x509request.CommonNameUserConversion))
 	}
-	chain = append(chain, bearertoken.New(cached), websocket.NewProtocolAuthenticator(cached))
+	chain = append(chain, bearertoken.New(cached), withoutAuthorization(websocket.NewProtocolAuthenticator(cached)))
 	return &Auth{
 		authenticator: group.NewAuthenticatedGroupAdder(union.New(chain...)),
 		authorizer:    newAccessReviews(clients.authorization, reviewBackoff(), c.reviewTimeout, c.allow, c.deny, perUser),
@@ -190,4 +191,18 @@ func (a *Auth) Check(ctx context.Context) error {
 		return fmt.Errorf("podsapi's account may not %s: bind it to the ClusterRole system:auth-delegator (deploy/components/kube-api)", strings.Join(missing, " or "))
 	}
 	return nil
+}
+
+// withoutAuthorization consults a only for requests without an
+// Authorization header: the token a review is sent for is then always the
+// one bearerToken names and the review budget charged (budget.go), so that
+// a request with another scheme in its Authorization header cannot have a
+// WebSocket subprotocol's token reviewed outside the budget.
+func withoutAuthorization(a authenticator.Request) authenticator.Request {
+	return authenticator.RequestFunc(func(r *http.Request) (*authenticator.Response, bool, error) {
+		if r.Header.Get("Authorization") != "" {
+			return nil, false, nil
+		}
+		return a.AuthenticateRequest(r)
+	})
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 
@@ -25,6 +26,11 @@ func TestWatches(t *testing.T) {
 		{"WatchTrue", "GET", "/api/v1/namespaces?watch=true", true},
 		{"WatchOne", "GET", "/apis/apps/v1/deployments?watch=1", true},
 		{"WatchFalse", "GET", "/api/v1/namespaces?watch=false", false},
+		{"WatchFALSE", "GET", "/api/v1/namespaces?watch=FALSE", false},
+		{"WatchZero", "GET", "/api/v1/namespaces?watch=0", false},
+		{"WatchYes", "GET", "/api/v1/namespaces?watch=yes", true},
+		{"WatchTitle", "GET", "/api/v1/namespaces?watch=True", true},
+		{"WatchEmpty", "GET", "/api/v1/namespaces?watch=", true},
 		{"LegacyCore", "GET", "/api/v1/watch/namespaces", true},
 		{"LegacyGroup", "GET", "/apis/apps/v1/watch/namespaces/a/deployments", true},
 		{"List", "GET", "/api/v1/namespaces", false},
@@ -205,5 +211,45 @@ func TestReviewBudget(t *testing.T) {
 	}
 	if user := b.callerOf(t.Context(), signed("system:serviceaccount:a:third")); user != "system:serviceaccount:a:third" {
 		t.Fatalf("the caller of a signed token: %q, want its subject", user)
+	}
+}
+
+// A WebSocket subprotocol's token is read only from a request without an
+// Authorization header, so that the token a review is sent for is always
+// the one the review budget was charged for (bearerToken).
+func TestWebSocketTokenOnlyWithoutAuthorization(t *testing.T) {
+	const wsToken = "base64url.bearer.authorization.k8s.io.Z2FyYmFnZQ"
+	for _, tc := range []struct {
+		name          string
+		authorization string
+		consulted     bool
+	}{
+		{name: "no Authorization", consulted: true},
+		{name: "another scheme", authorization: "Basic eDp5"},
+		{name: "a bearer token", authorization: "Bearer abc"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			consulted := false
+			a := withoutAuthorization(authenticator.RequestFunc(func(*http.Request) (*authenticator.Response, bool, error) {
+				consulted = true
+				return nil, false, nil
+			}))
+			r := httptest.NewRequest(http.MethodGet, "/api/v1/namespaces/a/pods/p/exec", nil)
+			r.Header.Set("Connection", "Upgrade")
+			r.Header.Set("Upgrade", "websocket")
+			r.Header.Set("Sec-WebSocket-Protocol", wsToken)
+			if tc.authorization != "" {
+				r.Header.Set("Authorization", tc.authorization)
+			}
+			if _, _, err := a.AuthenticateRequest(r); err != nil {
+				t.Fatal(err)
+			}
+			if consulted != tc.consulted {
+				t.Errorf("the WebSocket authenticator consulted: %v, want %v", consulted, tc.consulted)
+			}
+			if want := map[bool]string{true: wsToken, false: ""}[tc.consulted]; tc.authorization != "Bearer abc" && bearerToken(r) != want {
+				t.Errorf("bearerToken = %q, want %q: the budget must be charged for the token reviewed", bearerToken(r), want)
+			}
+		})
 	}
 }

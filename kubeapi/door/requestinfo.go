@@ -66,14 +66,14 @@ func (d *Door) withRequestInfo(next http.Handler) http.Handler {
 	})
 }
 
-// watches reports whether r asks the API server for a watch: with
-// ?watch=true (or 1), or on a legacy /watch/ path.
+// watches reports whether r asks the API server for a watch: with a watch
+// parameter the API server reads as true (any value but "0" and "false",
+// kubeapi.IsTrue), or on a legacy /watch/ path.
 func watches(r *http.Request) bool {
 	if r.Method != http.MethodGet {
 		return false
 	}
-	switch r.URL.Query().Get("watch") {
-	case "true", "1":
+	if kubeapi.IsTrue(r.URL.Query(), "watch") {
 		return true
 	}
 	p := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
