@@ -167,7 +167,9 @@ func TestDoorAPIServerNodeView(t *testing.T) {
 	// podsapi's pod source and workload resolution, as podsapi-server
 	// wires them: the resolver sees every pod the store takes.
 	reg := prometheus.NewRegistry()
-	getter, err := workload.NewObjectGetter(cp.Config(kubetest.AdminUser, cp.Host()))
+	own := cp.Config(kubetest.AdminUser, cp.Host())
+	own.QPS, own.Burst = 100, 200 // Every object asked again every second.
+	getter, err := workload.NewObjectGetter(own)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -357,7 +359,7 @@ func TestDoorAPIServerNodeView(t *testing.T) {
 	t.Run("through an outage", func(t *testing.T) {
 		cp.StopAPIServer(t)
 		waitUntil(t, "the slice's age to grow", func() bool {
-			return counted(t, reg, "podsapi_workload_slice_age_seconds", "", "") > 2
+			return counted(t, reg, "podsapi_workload_slice_age_seconds", "", "") > 3
 		})
 		if names := listed("/apis/apps/v1/replicasets"); !slices.Equal(names, []string{"shop/web-1"}) {
 			t.Errorf("during the outage the node view lists %q, want what it held", names)
