@@ -170,8 +170,11 @@ func groupRouteOf(rest string) route {
 // are the API server's.
 //
 // With WithNodeView, a list or watch of pods or nodes is local without the
-// field selector that pins it to the node, and a get of an object the
-// store does not hold is local too (ServeHTTP answers it 404 NotFound).
+// field selector that pins it to the node, a get of an object the
+// store does not hold is local too (ServeHTTP answers it 404 NotFound),
+// and a request of a kind whose store has not synced is local too
+// (ServeHTTP answers it 503 with Retry-After, as pods): the API server's
+// answer would be the cluster's, not the node's slice.
 func (h *Handler) Local(r *http.Request) ([]Access, bool) {
 	rt := routeOf(r)
 	if rt.resource != "" && rt.groupResource() != podsGR {
@@ -209,7 +212,7 @@ func (h *Handler) Local(r *http.Request) ([]Access, bool) {
 // localKind is Local for a request of a kind other than pods.
 func (h *Handler) localKind(r *http.Request, rt route) ([]Access, bool) {
 	res := h.resources[rt.groupResource()]
-	if res == nil || !res.reader.Synced() {
+	if res == nil || (!res.reader.Synced() && !h.nodeView) {
 		return nil, false
 	}
 	switch rt.kind {

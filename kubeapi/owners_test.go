@@ -122,7 +122,7 @@ func TestOwnersLocal(t *testing.T) {
 		})
 	}
 	// Before its store syncs, a kind is the API server's.
-	unsynced := handler(newStore(), kubeapi.WithResource(jobsGVR, kindstore.NewJobs()), kubeapi.WithNodeView())
+	unsynced := handler(newStore(), kubeapi.WithResource(jobsGVR, kindstore.NewJobs()))
 	if _, ok := unsynced.Local(httptest.NewRequest("GET", "/apis/batch/v1/jobs", nil)); ok {
 		t.Error("a list of jobs is local before the store synced")
 	}
