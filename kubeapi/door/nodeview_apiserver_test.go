@@ -515,13 +515,8 @@ func kubectlSlice(t *testing.T, cp *kubetest.ControlPlane, s *served) {
 	if err := os.WriteFile(ca, s.ca, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	kc := filepath.Join(dir, "kubeconfig")
-	cfg := "apiVersion: v1\nkind: Config\nclusters:\n- name: node\n  cluster:\n    server: https://" + s.addr + door.NodeViewPath +
-		"\n    certificate-authority: " + ca + "\nusers:\n- name: admin\n  user:\n    token: " + cp.Token(kubetest.AdminUser) +
-		"\ncontexts:\n- name: node\n  context: {cluster: node, user: admin}\ncurrent-context: node\n"
-	if err := os.WriteFile(kc, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	kc := kubetest.WriteKubeconfig(t, filepath.Join(dir, "kubeconfig"), kubetest.AdminUser, cp.Token(kubetest.AdminUser),
+		kubetest.Server{Name: "node", Host: s.addr + door.NodeViewPath, CAFile: ca})
 	for _, c := range []struct {
 		args []string
 		want string
