@@ -437,11 +437,7 @@ func content(t *testing.T, body []byte) map[string]any {
 // verb LIST, apiserver_longrunning_requests with verb WATCH.
 func ownerRequests(t *testing.T, cp *kubetest.ControlPlane) map[string]float64 {
 	t.Helper()
-	client, err := rest.HTTPClientFor(cp.AdminConfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	families := scrapeMetrics(t, client, "https://"+cp.Host()+"/metrics")
+	families := apiserverMetrics(t, cp)
 	kinds := map[string]bool{}
 	for _, p := range ownerPaths {
 		kinds[p[strings.LastIndexByte(p, '/')+1:]] = true
