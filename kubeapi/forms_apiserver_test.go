@@ -114,8 +114,14 @@ func comparableAt(t *testing.T, body []byte, ages ...int) any {
 // returns it as JSON.
 func protobufAsJSON(t *testing.T, body []byte, into runtime.Object) []byte {
 	t.Helper()
-	s := protobuf.NewSerializer(metainternalversionscheme.Scheme, metainternalversionscheme.Scheme)
-	obj, _, err := s.Decode(body, nil, into)
+	return decodedAsJSON(t, protobuf.NewSerializer(metainternalversionscheme.Scheme, metainternalversionscheme.Scheme), body, into)
+}
+
+// decodedAsJSON decodes body with d (into into, or nil for the type its
+// kind names) and returns it as JSON.
+func decodedAsJSON(t *testing.T, d runtime.Decoder, body []byte, into runtime.Object) []byte {
+	t.Helper()
+	obj, _, err := d.Decode(body, nil, into)
 	if err != nil {
 		t.Fatalf("decode protobuf: %v", err)
 	}

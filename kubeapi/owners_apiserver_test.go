@@ -232,7 +232,9 @@ func TestAPIServerOwners(t *testing.T) {
 	for _, k := range kinds {
 		list, inNS, get := k.path("", ""), k.path(k.namespace, ""), k.path(k.namespace, k.name)
 		type decodeFunc func(t *testing.T, body []byte) []byte
-		typed := func(t *testing.T, body []byte) []byte { return typedProtobufAsJSON(t, body) }
+		typed := func(t *testing.T, body []byte) []byte {
+			return decodedAsJSON(t, scheme.Codecs.UniversalDeserializer(), body, nil)
+		}
 		meta := func(t *testing.T, body []byte) []byte {
 			if bytes.Contains(body[:min(len(body), 64)], []byte("PartialObjectMetadataList")) {
 				return protobufAsJSON(t, body, &metav1.PartialObjectMetadataList{})
@@ -410,19 +412,4 @@ func metaOf(t *testing.T, obj any) metav1.Object {
 		t.Fatalf("an event's object %T has no metadata", obj)
 	}
 	return m
-}
-
-// typedProtobufAsJSON decodes a protobuf body of a kind of client-go's
-// scheme (an apps/v1 or batch/v1 object or list) and returns it as JSON.
-func typedProtobufAsJSON(t *testing.T, body []byte) []byte {
-	t.Helper()
-	obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(body, nil, nil)
-	if err != nil {
-		t.Fatalf("decode protobuf: %v", err)
-	}
-	b, err := json.Marshal(obj)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
 }

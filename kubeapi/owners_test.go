@@ -2,7 +2,6 @@ package kubeapi_test
 
 import (
 	"context"
-	"encoding/json"
 	"net/http/httptest"
 	"reflect"
 	"strings"
@@ -249,15 +248,7 @@ func TestOwnersForms(t *testing.T) {
 			if err != nil || len(ml.Items) == 0 || ml.Items[0].Labels["app"] == "" || ml.Items[0].ResourceVersion == "" {
 				t.Fatalf("metadata list: %v %+v", err, ml)
 			}
-			resp, body := s.get(t, c.get, "application/json;as=Table;g=meta.k8s.io;v=v1")
-			var table metav1.Table
-			if err := json.Unmarshal(body, &table); resp.StatusCode != 200 || err != nil {
-				t.Fatalf("%s: %d %v %s", c.get, resp.StatusCode, err, body)
-			}
-			var cols []string
-			for _, d := range table.ColumnDefinitions {
-				cols = append(cols, d.Name)
-			}
+			table, cols := s.table(t, c.get)
 			if !reflect.DeepEqual(cols, c.cols) || len(table.Rows) != 1 || len(table.Rows[0].Cells) != len(cols) {
 				t.Fatalf("%s: columns %v, rows %+v", c.get, cols, table.Rows)
 			}
