@@ -20,8 +20,6 @@ import (
 	tokencache "k8s.io/apiserver/pkg/authentication/token/cache"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/client-go/rest"
-
-	"github.com/podsapi/podsapi/internal/admit"
 )
 
 // The kubelet's defaults for its own cached TokenReviews and
@@ -88,6 +86,7 @@ type authConfig struct {
 	clientCAFile          string
 	tokenTTL, allow, deny time.Duration
 	reviewTimeout         time.Duration
+	budgets               ReviewBudgets
 }
 
 // WithClientCAFile accepts client certificates signed by a CA of the PEM
@@ -114,12 +113,17 @@ func WithCacheTTLs(token, allow, deny time.Duration) AuthOption {
 	}
 }
 
+// WithReviewBudgets sets the budgets of the reviews sent for the callers
+// (default DefaultReviewBudgets); a rate of 0 or less is no bound.
+func WithReviewBudgets(b ReviewBudgets) AuthOption { return func(c *authConfig) { c.budgets = b } }
+
 // NewAuth returns the authentication and authorization of the door, asking
 // the API server of cfg, with cfg's credentials (podsapi's own, which need
 // the rights of the ClusterRole system:auth-delegator), for TokenReviews
 // and SubjectAccessReviews.
 func NewAuth(cfg *rest.Config, opts ...AuthOption) (*Auth, error) {
-	c := authConfig{tokenTTL: DefaultTokenCacheTTL, allow: DefaultAllowCacheTTL, deny: DefaultDenyCacheTTL, reviewTimeout: DefaultReviewTimeout}
+	c := authConfig{tokenTTL: DefaultTokenCacheTTL, allow: DefaultAllowCacheTTL, deny: DefaultDenyCacheTTL, reviewTimeout: DefaultReviewTimeout,
+		budgets: DefaultReviewBudgets()}
 	for _, o := range opts {
 		o(&c)
 	}
@@ -131,7 +135,7 @@ func NewAuth(cfg *rest.Config, opts ...AuthOption) (*Auth, error) {
 		return nil, err
 	}
 	tokens := &tokenReviews{client: clients.authentication, backoff: reviewBackoff(), timeout: c.reviewTimeout}
-	perUser := admit.NewKeyedLimiter(DefaultReviewsPerUserQPS, DefaultReviewsPerUserBurst)
+	budget := newReviewBudget(c.tokenTTL, newIssuerKeys(clients.authentication), c.budgets)
 	// Answers cached for the TTL, rejections too; errors (the API server
 	// unreachable) are not.
 	cached := tokencache.New(tokens, false, c.tokenTTL, c.tokenTTL)
@@ -146,9 +150,9 @@ func NewAuth(cfg *rest.Config, opts ...AuthOption) (*Auth, error) {
 	chain = append(chain, bearertoken.New(cached), withoutAuthorization(websocket.NewProtocolAuthenticator(cached)))
 	return &Auth{
 		authenticator: group.NewAuthenticatedGroupAdder(union.New(chain...)),
-		authorizer:    newAccessReviews(clients.authorization, reviewBackoff(), c.reviewTimeout, c.allow, c.deny, perUser),
+		authorizer:    newAccessReviews(clients.authorization, reviewBackoff(), c.reviewTimeout, c.allow, c.deny, budget),
 		reviews:       clients.authorization,
-		budget:        newReviewBudget(c.tokenTTL, newIssuerKeys(clients.authentication), perUser),
+		budget:        budget,
 	}, nil
 }
 

@@ -130,8 +130,9 @@ func TestWatchSlotsCountPassedThrough(t *testing.T) {
 		<-release
 	})
 	chain := d.withPassedCaller(d.withWatchSlots(next))
-	serve := func(url, token string) *httptest.ResponseRecorder {
+	serve := func(url, token, source string) *httptest.ResponseRecorder {
 		r := httptest.NewRequest("GET", url, nil)
+		r.RemoteAddr = source + ":40000"
 		if token != "" {
 			r.Header.Set("Authorization", "Bearer "+token)
 		}
