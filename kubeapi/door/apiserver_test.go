@@ -339,7 +339,9 @@ func TestDoorAPIServerClientCertificate(t *testing.T) {
 	cp := kubetest.Start(t, nsReader, nsLister, nobody)
 	grantRoles(t, cp)
 	caFile, cert := clientCert(t, nsReader)
-	s := serve(t, newDoor(t, cp, cp.Host(), door.WithClientCAFile(caFile)), door.Config{ClientCertificates: true})
+	// One review of an unknown token for the address of the test.
+	budgets := door.ReviewBudgets{PerAddress: 1e-9}
+	s := serve(t, newDoor(t, cp, cp.Host(), door.WithClientCAFile(caFile), door.WithReviewBudgets(budgets)), door.Config{ClientCertificates: true})
 	c := s.client(cert)
 	for _, tc := range []struct {
 		name, path string
@@ -364,6 +366,25 @@ func TestDoorAPIServerClientCertificate(t *testing.T) {
 	_, stranger := clientCert(t, nsReader)
 	if a := get(t, s.client(stranger), "https://"+s.addr+"/api/v1/namespaces/a/pods", ""); a.code != 401 {
 		t.Fatalf("a certificate of another CA: %d %s, want 401", a.code, a.body)
+	}
+	// A certificate names its caller whatever token comes with it, as the
+	// API server tries the certificate first: the token is neither
+	// charged to the review budget (one review) nor remembered as
+	// authenticated.
+	for _, step := range []struct {
+		what   string
+		client *http.Client
+		token  string
+		code   int
+	}{
+		{"a certificate with a token", c, "garbage-1", 200},
+		{"a certificate with another token", c, "garbage-2", 200},
+		{"a token alone, the address's one review", s.client(), "garbage-3", 401},
+		{"the token that came with the certificate, alone", s.client(), "garbage-1", 429},
+	} {
+		if a := get(t, step.client, "https://"+s.addr+"/api/v1/namespaces/a/pods", step.token); a.code != step.code {
+			t.Fatalf("%s: %d %s, want %d", step.what, a.code, a.body, step.code)
+		}
 	}
 }
 

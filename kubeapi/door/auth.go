@@ -65,6 +65,10 @@ func reviewBackoff() wait.Backoff {
 // OpenTelemetry and CEL into every podsapi-server, door or not: twice its
 // binary and 20 MB more of idle memory (docs/kubeapi-door.md).
 type Auth struct {
+	// certs authenticates client certificates (nil: none are accepted);
+	// authenticator, bearer tokens. A certificate is tried first, as the
+	// API server's union tries it (withAuthentication).
+	certs         authenticator.Request
 	authenticator authenticator.Request
 	authorizer    authorizer.UnconditionalAuthorizer
 	// reviews asks the API server what podsapi itself may do (Check).
@@ -139,17 +143,17 @@ func NewAuth(cfg *rest.Config, opts ...AuthOption) (*Auth, error) {
 	// Answers cached for the TTL, rejections too; errors (the API server
 	// unreachable) are not.
 	cached := tokencache.New(tokens, false, c.tokenTTL, c.tokenTTL)
-	var chain []authenticator.Request
+	var certs authenticator.Request
 	if c.clientCAFile != "" {
 		ca, err := newReloaded(parseClientCA, c.clientCAFile)
 		if err != nil {
 			return nil, fmt.Errorf("client CA: %w", err)
 		}
-		chain = append(chain, x509request.NewDynamic(func() (x509.VerifyOptions, bool) { return ca.get(), true }, x509request.CommonNameUserConversion))
+		certs = group.NewAuthenticatedGroupAdder(x509request.NewDynamic(func() (x509.VerifyOptions, bool) { return ca.get(), true }, x509request.CommonNameUserConversion))
 	}
-	chain = append(chain, bearertoken.New(cached), withoutAuthorization(websocket.NewProtocolAuthenticator(cached)))
 	return &Auth{
-		authenticator: group.NewAuthenticatedGroupAdder(union.New(chain...)),
+		certs:         certs,
+		authenticator: group.NewAuthenticatedGroupAdder(union.New(bearertoken.New(cached), withoutAuthorization(websocket.NewProtocolAuthenticator(cached)))),
 		authorizer:    newAccessReviews(clients.authorization, reviewBackoff(), c.reviewTimeout, c.allow, c.deny, budget),
 		reviews:       clients.authorization,
 		budget:        budget,
