@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -158,6 +159,11 @@ func TestWatchSlotsCountPassedThrough(t *testing.T) {
 		case w := <-refused:
 			if w.Code != http.StatusTooManyRequests {
 				t.Fatalf("a watch beyond the share of its address, token %q: %d, want 429", token, w.Code)
+			}
+			// A watch of namespaces: the refusal names the watches it
+			// counts among, not the node's pods alone.
+			if !strings.Contains(w.Body.String(), "watches through its Kubernetes API") {
+				t.Fatalf("the refusal of a watch of namespaces says %s", w.Body)
 			}
 		}
 	}
