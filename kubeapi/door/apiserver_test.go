@@ -1,6 +1,7 @@
 package door_test
 
 import (
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -8,6 +9,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"io"
 	"math/big"
 	"net/http"
 	"os"
@@ -483,4 +485,31 @@ func TestDoorAPIServerOutage(t *testing.T) {
 		_, err := clientOf(cp, long, lister).CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
 		return err == nil
 	})
+}
+
+// direct returns a valid caller's request sent straight to the API server
+// of cp, timed's control: a GET of path with token, on a new connection.
+// Its answer is not the test's business, only its time.
+func direct(t *testing.T, cp *kubetest.ControlPlane, path, token string) func() {
+	t.Helper()
+	ca, err := os.ReadFile(cp.CAFile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(ca)
+	return func() {
+		c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true, TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
+		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+		defer cancel()
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+cp.Host()+path, nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Errorf("the API server, for the control: %v", err)
+			return
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
 }

@@ -24,9 +24,7 @@ import (
 // is kubeapi.Handler): it claims GET /api/v1/namespaces/{ns}/pods, needing
 // the right to list pods in ns (with the request's selectors, as
 // kubeapi.Handler names them), and answers an empty PodList, or, for a
-// watch, holds the request open until it is cancelled; and GET /version,
-// needing the right to get that path, which a door without an API server
-// serves to anyone, as kubeapi.Handler's discovery.
+// watch, holds the request open until it is cancelled.
 type localDouble struct {
 	// watchEnded receives the error of each watch's context when it ends.
 	watchEnded chan error
@@ -35,9 +33,6 @@ type localDouble struct {
 func newLocalDouble() *localDouble { return &localDouble{watchEnded: make(chan error, 16)} }
 
 func (*localDouble) Local(r *http.Request) ([]kubeapi.Access, bool) {
-	if r.Method == http.MethodGet && r.URL.Path == "/version" {
-		return []kubeapi.Access{{Verb: "get", Path: "/version"}}, true
-	}
 	p := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
 	if r.Method == http.MethodGet && len(p) == 5 && p[0] == "api" && p[1] == "v1" && p[2] == "namespaces" && p[4] == "pods" {
 		q := r.URL.Query()
@@ -54,10 +49,6 @@ func (*localDouble) Pods(*http.Request) ([]kubeapi.Access, bool) { return nil, f
 
 func (l *localDouble) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
-	if r.URL.Path == "/version" {
-		_, _ = io.WriteString(w, `{"major":"1","minor":"37"}`)
-		return
-	}
 	if r.URL.Query().Get("watch") == "true" {
 		w.WriteHeader(http.StatusOK)
 		w.(http.Flusher).Flush()

@@ -15,8 +15,29 @@ import (
 
 	"k8s.io/client-go/rest"
 
+	"github.com/podsapi/podsapi/kubeapi"
 	"github.com/podsapi/podsapi/kubeapi/door"
 )
+
+// publicVersion is the local double that also claims GET /version, needing
+// the right to get that path, which a door without an API server serves to
+// anyone, as kubeapi.Handler's discovery.
+type publicVersion struct{ *localDouble }
+
+func (v publicVersion) Local(r *http.Request) ([]kubeapi.Access, bool) {
+	if r.Method == http.MethodGet && r.URL.Path == "/version" {
+		return []kubeapi.Access{{Verb: "get", Path: "/version"}}, true
+	}
+	return v.localDouble.Local(r)
+}
+
+func (v publicVersion) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == "/version" {
+		_, _ = io.WriteString(w, `{"major":"1","minor":"37"}`)
+		return
+	}
+	v.localDouble.ServeHTTP(w, r)
+}
 
 // A connection counts as an authenticated caller's (shed last at the
 // connection bound) only when a caller authenticated on it: when the API
@@ -61,7 +82,7 @@ func TestConnectionAuthenticatedOnlyByCredentials(t *testing.T) {
 				}
 				opts = append(opts, door.WithPassThrough(pass))
 			}
-			s := serve(t, door.New(newLocalDouble(), opts...), door.Config{MaxConnections: 2})
+			s := serve(t, door.New(publicVersion{newLocalDouble()}, opts...), door.Config{MaxConnections: 2})
 			pool := x509.NewCertPool()
 			pool.AppendCertsFromPEM(s.ca)
 			dial := func() net.Conn {
