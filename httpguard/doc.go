@@ -12,6 +12,9 @@
 //     carried only requests without valid credentials; a shed
 //     connection's socket is closed a little later, so that an attacker
 //     reopening it at once cannot spin the server;
+//   - the deadline of request bodies (BodyDeadlines): one timer for all
+//     the requests whose body is awaited, the socket's (its calls' request,
+//     a reflection stream's first message) and Track's alike;
 //   - the requests on them (Track): which are an authenticated caller's
 //     work (Authenticated), a deadline for each request's body, a deadline
 //     for the end of each response, and the end of a connection that

@@ -49,6 +49,7 @@ type RequestTimeouts struct {
 // its handler takes over (an upgrade) is not bounded by them, and is held
 // (never shed) until the handler returns.
 func Track(h http.Handler, t RequestTimeouts) http.Handler {
+	bodies := NewBodyDeadlines(t.Body)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c := ConnFrom(r.Context())
 		if c == nil {
@@ -65,9 +66,10 @@ func Track(h http.Handler, t RequestTimeouts) http.Handler {
 		req := &request{w: w, cancel: cancel}
 		ctx = context.WithValue(ctx, requestKey{}, req)
 		r = r.WithContext(ctx)
-		if t.Body > 0 && r.Body != nil && r.Body != http.NoBody && r.ContentLength != 0 {
-			_ = rc.SetReadDeadline(time.Now().Add(t.Body))
-			r.Body = &boundBody{ReadCloser: r.Body, rc: rc}
+		if bodies != nil && r.Body != nil && r.Body != http.NoBody && r.ContentLength != 0 {
+			clock := bodies.Start(w)
+			defer clock.HandlerDone()
+			r.Body = &boundBody{ReadCloser: r.Body, clock: clock}
 		}
 		c.track(req)
 		tw := &trackedWriter{ResponseWriter: w, req: req, c: c}
@@ -241,19 +243,17 @@ func (w *trackedWriter) FlushError() error {
 // Unwrap returns the writer below, for http.ResponseController.
 func (w *trackedWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// boundBody is a request body under Track's body deadline, lifted once the
-// body has arrived whole.
+// boundBody is a request body under Track's body deadline, stopped once
+// the body has arrived whole.
 type boundBody struct {
 	io.ReadCloser
-	rc     *http.ResponseController
-	lifted bool
+	clock *BodyClock
 }
 
 func (b *boundBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
-	if errors.Is(err, io.EOF) && !b.lifted {
-		b.lifted = true
-		_ = b.rc.SetReadDeadline(time.Time{})
+	if errors.Is(err, io.EOF) {
+		b.clock.Stop()
 	}
 	if errors.Is(err, os.ErrDeadlineExceeded) {
 		err = ErrBodyTimeout

@@ -258,12 +258,13 @@ type LimitsConfig struct {
 	// as accepted); MaxStreams is the number of concurrent HTTP/2 streams
 	// (calls, watches included) per connection. Defaults
 	// DefaultMaxConnections and DefaultMaxStreams; a negative
-	// MaxConnections means no limit.
+	// MaxConnections means no limit (as 0 does on the command line).
 	MaxConnections int
 	MaxStreams     int
 	// MaxPendingPerClient bounds the calls of one client (as above) waiting for their
 	// request at once; more are refused RESOURCE_EXHAUSTED before anything
-	// is read. Default DefaultMaxPendingPerClient; negative means no limit.
+	// is read. Default DefaultMaxPendingPerClient; negative means no limit
+	// (as 0 does on the command line).
 	MaxPendingPerClient int
 	// MaxFindWait caps the wait a FindPods request may ask for (its
 	// wait); MaxFindWaiters bounds the FindPods calls waiting at once, and

@@ -16,8 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/client-go/rest"
-
-	"github.com/podsapi/podsapi/internal/admit"
 )
 
 // accessCacheSize is how many answers of SubjectAccessReviews are cached,
@@ -38,8 +36,8 @@ const maxCachedAttrs = 10000
 // the webhook authorizer given a client, no match conditions, no opinion on
 // errors).
 //
-// A review that is not cached is sent within its user's budget (perUser,
-// by name): an account asking reviews in a loop spends its own budget and
+// A review that is not cached is sent within its user's budget (budget,
+// by name): an account asking reviews in a loop spends its own share and
 // gets errReviewThrottled, never another's.
 type accessReviews struct {
 	client            rest.Interface
@@ -47,14 +45,20 @@ type accessReviews struct {
 	timeout           time.Duration
 	allowTTL, denyTTL time.Duration
 	answers           *cache.LRUExpireCache
-	perUser           *admit.KeyedLimiter
+	budget            userBudget
+}
+
+// userBudget is the budget of the reviews sent for each user
+// (reviewBudget.allowUser); nil allows every review.
+type userBudget interface {
+	allowUser(user string) bool
 }
 
 var _ authorizer.UnconditionalAuthorizer = (*accessReviews)(nil)
 
-func newAccessReviews(client rest.Interface, backoff wait.Backoff, timeout, allowTTL, denyTTL time.Duration, perUser *admit.KeyedLimiter) *accessReviews {
+func newAccessReviews(client rest.Interface, backoff wait.Backoff, timeout, allowTTL, denyTTL time.Duration, budget userBudget) *accessReviews {
 	return &accessReviews{client: client, backoff: backoff, timeout: timeout, allowTTL: allowTTL, denyTTL: denyTTL,
-		answers: cache.NewLRUExpireCache(accessCacheSize), perUser: perUser}
+		answers: cache.NewLRUExpireCache(accessCacheSize), budget: budget}
 }
 
 // Authorize implements authorizer.UnconditionalAuthorizer: allowed or
@@ -71,7 +75,7 @@ func (a *accessReviews) Authorize(ctx context.Context, attrs authorizer.Attribut
 	if cached, ok := a.answers.Get(string(key)); ok {
 		st = cached.(authorizationv1.SubjectAccessReviewStatus)
 	} else {
-		if !a.perUser.Allow(spec.User) {
+		if a.budget != nil && !a.budget.allowUser(spec.User) {
 			return authorizer.DecisionNoOpinion, "", fmt.Errorf("%w: SubjectAccessReviews of %s", errReviewThrottled, spec.User)
 		}
 		rctx, cancel := withTimeout(ctx, a.timeout)

@@ -1,6 +1,7 @@
 package door_test
 
 import (
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -8,6 +9,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"io"
 	"math/big"
 	"net/http"
 	"os"
@@ -339,7 +341,9 @@ func TestDoorAPIServerClientCertificate(t *testing.T) {
 	cp := kubetest.Start(t, nsReader, nsLister, nobody)
 	grantRoles(t, cp)
 	caFile, cert := clientCert(t, nsReader)
-	s := serve(t, newDoor(t, cp, cp.Host(), door.WithClientCAFile(caFile)), door.Config{ClientCertificates: true})
+	// One review of an unknown token for the address of the test.
+	budgets := door.ReviewBudgets{PerAddress: 1e-9}
+	s := serve(t, newDoor(t, cp, cp.Host(), door.WithClientCAFile(caFile), door.WithReviewBudgets(budgets)), door.Config{ClientCertificates: true})
 	c := s.client(cert)
 	for _, tc := range []struct {
 		name, path string
@@ -364,6 +368,25 @@ func TestDoorAPIServerClientCertificate(t *testing.T) {
 	_, stranger := clientCert(t, nsReader)
 	if a := get(t, s.client(stranger), "https://"+s.addr+"/api/v1/namespaces/a/pods", ""); a.code != 401 {
 		t.Fatalf("a certificate of another CA: %d %s, want 401", a.code, a.body)
+	}
+	// A certificate names its caller whatever token comes with it, as the
+	// API server tries the certificate first: the token is neither
+	// charged to the review budget (one review) nor remembered as
+	// authenticated.
+	for _, step := range []struct {
+		what   string
+		client *http.Client
+		token  string
+		code   int
+	}{
+		{"a certificate with a token", c, "garbage-1", 200},
+		{"a certificate with another token", c, "garbage-2", 200},
+		{"a token alone, the address's one review", s.client(), "garbage-3", 401},
+		{"the token that came with the certificate, alone", s.client(), "garbage-1", 429},
+	} {
+		if a := get(t, step.client, "https://"+s.addr+"/api/v1/namespaces/a/pods", step.token); a.code != step.code {
+			t.Fatalf("%s: %d %s, want %d", step.what, a.code, a.body, step.code)
+		}
 	}
 }
 
@@ -462,4 +485,31 @@ func TestDoorAPIServerOutage(t *testing.T) {
 		_, err := clientOf(cp, long, lister).CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
 		return err == nil
 	})
+}
+
+// direct returns a valid caller's request sent straight to the API server
+// of cp, timed's control: a GET of path with token, on a new connection.
+// Its answer is not the test's business, only its time.
+func direct(t *testing.T, cp *kubetest.ControlPlane, path, token string) func() {
+	t.Helper()
+	ca, err := os.ReadFile(cp.CAFile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(ca)
+	return func() {
+		c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true, TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
+		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+		defer cancel()
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+cp.Host()+path, nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Errorf("the API server, for the control: %v", err)
+			return
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
 }

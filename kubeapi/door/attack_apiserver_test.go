@@ -152,7 +152,7 @@ func TestDoorAttacksAPIServer(t *testing.T) {
 		}
 		valid := dialZeroWindow(t, s, "")
 		held := valid.get(t, pods, cp.Token(nsReader))
-		took := timed(t, "a valid list", func() {
+		took := timed(t, "a valid list", direct(t, cp, pods, cp.Token(nsReader)), func() {
 			if a := get(t, reader, "https://"+s.addr+pods, cp.Token(nsReader)); a.code != 200 {
 				t.Errorf("valid caller under attack: %d %s", a.code, a.body)
 			}
@@ -230,7 +230,7 @@ func TestDoorAttacksAPIServer(t *testing.T) {
 		}
 		during := measure()
 		reader := s.client()
-		took := timed(t, "a valid list", func() {
+		took := timed(t, "a valid list", direct(t, cp, pods, cp.Token(nsReader)), func() {
 			if a := get(t, reader, "https://"+s.addr+pods, cp.Token(nsReader)); a.code != 200 {
 				t.Errorf("valid caller with the bound full of idle connections: %d %s", a.code, a.body)
 			}
@@ -302,7 +302,7 @@ func TestDoorAttacksAPIServer(t *testing.T) {
 		during := measure()
 		var worst time.Duration
 		for _, token := range fresh[:3] {
-			took := timed(t, "a fresh valid token", func() {
+			took := timed(t, "a fresh valid token", direct(t, cp, pods, token), func() {
 				if a := get(t, valid, "https://"+s.addr+pods, token); a.code != 200 {
 					t.Errorf("fresh valid token under attack: %d %s", a.code, a.body)
 				}
@@ -359,7 +359,7 @@ func TestDoorAttacksAPIServer(t *testing.T) {
 			t.Fatalf("one account's %d watches: %v, want %d served and the rest 429", maxWatches, codes, share)
 		}
 		var other *http.Response
-		took := timed(t, "another account's watch", func() { other = watch(fresh[3]) })
+		took := timed(t, "another account's watch", direct(t, cp, pods, fresh[3]), func() { other = watch(fresh[3]) })
 		t.Cleanup(func() { other.Body.Close() })
 		if other.StatusCode != 200 {
 			t.Fatalf("another account's watch: %d, want 200", other.StatusCode)

@@ -20,8 +20,6 @@ import (
 	tokencache "k8s.io/apiserver/pkg/authentication/token/cache"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/client-go/rest"
-
-	"github.com/podsapi/podsapi/internal/admit"
 )
 
 // The kubelet's defaults for its own cached TokenReviews and
@@ -67,6 +65,10 @@ func reviewBackoff() wait.Backoff {
 // OpenTelemetry and CEL into every podsapi-server, door or not: twice its
 // binary and 20 MB more of idle memory (docs/kubeapi-door.md).
 type Auth struct {
+	// certs authenticates client certificates (nil: none are accepted);
+	// authenticator, bearer tokens. A certificate is tried first, as the
+	// API server's union tries it (withAuthentication).
+	certs         authenticator.Request
 	authenticator authenticator.Request
 	authorizer    authorizer.UnconditionalAuthorizer
 	// reviews asks the API server what podsapi itself may do (Check).
@@ -88,6 +90,7 @@ type authConfig struct {
 	clientCAFile          string
 	tokenTTL, allow, deny time.Duration
 	reviewTimeout         time.Duration
+	budgets               ReviewBudgets
 }
 
 // WithClientCAFile accepts client certificates signed by a CA of the PEM
@@ -114,12 +117,17 @@ func WithCacheTTLs(token, allow, deny time.Duration) AuthOption {
 	}
 }
 
+// WithReviewBudgets sets the budgets of the reviews sent for the callers
+// (default DefaultReviewBudgets); a rate of 0 or less is no bound.
+func WithReviewBudgets(b ReviewBudgets) AuthOption { return func(c *authConfig) { c.budgets = b } }
+
 // NewAuth returns the authentication and authorization of the door, asking
 // the API server of cfg, with cfg's credentials (podsapi's own, which need
 // the rights of the ClusterRole system:auth-delegator), for TokenReviews
 // and SubjectAccessReviews.
 func NewAuth(cfg *rest.Config, opts ...AuthOption) (*Auth, error) {
-	c := authConfig{tokenTTL: DefaultTokenCacheTTL, allow: DefaultAllowCacheTTL, deny: DefaultDenyCacheTTL, reviewTimeout: DefaultReviewTimeout}
+	c := authConfig{tokenTTL: DefaultTokenCacheTTL, allow: DefaultAllowCacheTTL, deny: DefaultDenyCacheTTL, reviewTimeout: DefaultReviewTimeout,
+		budgets: DefaultReviewBudgets()}
 	for _, o := range opts {
 		o(&c)
 	}
@@ -131,24 +139,24 @@ func NewAuth(cfg *rest.Config, opts ...AuthOption) (*Auth, error) {
 		return nil, err
 	}
 	tokens := &tokenReviews{client: clients.authentication, backoff: reviewBackoff(), timeout: c.reviewTimeout}
-	perUser := admit.NewKeyedLimiter(DefaultReviewsPerUserQPS, DefaultReviewsPerUserBurst)
+	budget := newReviewBudget(c.tokenTTL, newIssuerKeys(clients.authentication), c.budgets)
 	// Answers cached for the TTL, rejections too; errors (the API server
 	// unreachable) are not.
 	cached := tokencache.New(tokens, false, c.tokenTTL, c.tokenTTL)
-	var chain []authenticator.Request
+	var certs authenticator.Request
 	if c.clientCAFile != "" {
 		ca, err := newReloaded(parseClientCA, c.clientCAFile)
 		if err != nil {
 			return nil, fmt.Errorf("client CA: %w", err)
 		}
-		chain = append(chain, x509request.NewDynamic(func() (x509.VerifyOptions, bool) { return ca.get(), true }, x509request.CommonNameUserConversion))
+		certs = group.NewAuthenticatedGroupAdder(x509request.NewDynamic(func() (x509.VerifyOptions, bool) { return ca.get(), true }, x509request.CommonNameUserConversion))
 	}
-	chain = append(chain, bearertoken.New(cached), withoutAuthorization(websocket.NewProtocolAuthenticator(cached)))
 	return &Auth{
-		authenticator: group.NewAuthenticatedGroupAdder(union.New(chain...)),
-		authorizer:    newAccessReviews(clients.authorization, reviewBackoff(), c.reviewTimeout, c.allow, c.deny, perUser),
+		certs:         certs,
+		authenticator: group.NewAuthenticatedGroupAdder(union.New(bearertoken.New(cached), withoutAuthorization(websocket.NewProtocolAuthenticator(cached)))),
+		authorizer:    newAccessReviews(clients.authorization, reviewBackoff(), c.reviewTimeout, c.allow, c.deny, budget),
 		reviews:       clients.authorization,
-		budget:        newReviewBudget(c.tokenTTL, newIssuerKeys(clients.authentication), perUser),
+		budget:        budget,
 	}, nil
 }
 

@@ -67,9 +67,14 @@ func (d *Door) withAuthorization(next http.Handler) http.Handler {
 }
 
 // served marks r as an authenticated caller's work, which keeps its
-// connection from being shed while it runs (httpguard), and serves r.
+// connection from being shed while it runs (httpguard), and serves r. A
+// request without a caller (the public discovery of a door without an API
+// server) is served unmarked: its connection is still one without
+// credentials.
 func (d *Door) served(w http.ResponseWriter, r *http.Request, next http.Handler) {
-	authenticated(r)
+	if infoFrom(r.Context()).caller != "" {
+		authenticated(r)
+	}
 	next.ServeHTTP(w, r)
 }
 

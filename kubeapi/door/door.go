@@ -219,16 +219,19 @@ func (d *Door) passThrough(w http.ResponseWriter, r *http.Request) {
 		// Anonymous: the API server ends the HTTP/2 connections of its
 		// anonymous requests (UnauthenticatedHTTP2DOSMitigation).
 		unauthenticated(w, r)
-	} else if rec, ok := w.(*recorder); ok {
+	} else {
 		// The API server refused the token: the connection ends, as it
-		// ends it; it accepted it: the connection carries a caller.
-		rec.onHeader = func(code int) {
+		// ends it; it took it: the connection carries a caller. Told by
+		// the API server's answer alone, never by the door's own (a body
+		// too large, the API server unreachable), which any token gets.
+		orig := r
+		r = WithAnswer(r, func(code int) {
 			if code == http.StatusUnauthorized {
-				unauthenticated(w, r)
+				unauthenticated(w, orig)
 			} else {
-				authenticated(r)
+				authenticated(orig)
 			}
-		}
+		})
 	}
 	d.pass.ServeHTTP(w, r)
 }

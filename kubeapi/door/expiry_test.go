@@ -57,7 +57,7 @@ func TestAccessDecisionsExpire(t *testing.T) {
 // errReviewThrottled without a review sent; another user does not.
 func TestAccessReviewsBudgetPerUser(t *testing.T) {
 	v := &reviewer{answers: []func(http.ResponseWriter, []byte){decide(false, false), decide(false, false), decide(true, false)}}
-	a := newAccessReviews(newReviewer(t, v).authorization, fastBackoff, time.Minute, time.Hour, time.Hour, admit.NewKeyedLimiter(1e-9, 2))
+	a := newAccessReviews(newReviewer(t, v).authorization, fastBackoff, time.Minute, time.Hour, time.Hour, userBudgetOf(admit.NewKeyedLimiter(1e-9, 2)))
 	ask := func(name, ns string) error {
 		attrs := authorizer.AttributesRecord{User: &user.DefaultInfo{Name: name}, Verb: "list", APIVersion: "v1", Resource: "pods", Namespace: ns, ResourceRequest: true}
 		_, _, err := a.Authorize(t.Context(), attrs)
@@ -81,8 +81,8 @@ func TestAccessReviewsBudgetPerUser(t *testing.T) {
 // the token cache's TTL, and its budget again after.
 func TestKnownTokensExpire(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := newReviewBudget(time.Minute, nil, nil)
-		b.sources = admit.NewKeyedLimiter(1e-9, 1)
+		b := newReviewBudget(time.Minute, nil, ReviewBudgets{})
+		b.perAddress = admit.NewKeyedLimiter(1e-9, 1)
 		if v, _ := b.admit(t.Context(), "10.0.0.1", "static"); v != tokenReviewed {
 			t.Fatalf("first sight: %v, want reviewed", v)
 		}
@@ -97,4 +97,11 @@ func TestKnownTokensExpire(t *testing.T) {
 			t.Fatalf("after the TTL, its address's budget spent: %v, want throttled", v)
 		}
 	})
+}
+
+// userBudgetOf returns a review budget of perUser alone.
+func userBudgetOf(perUser *admit.KeyedLimiter) *reviewBudget {
+	b := newReviewBudget(time.Minute, nil, ReviewBudgets{})
+	b.perUser = perUser
+	return b
 }

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -120,7 +121,10 @@ func TestSelectorsCachedOnce(t *testing.T) {
 
 // TestWatchSlotsCountPassedThrough: passed-through watches hold slots of
 // the door's watches in their caller's name, as local ones do, so that one
-// account's cannot refuse another's; other requests hold none.
+// caller's cannot refuse another's; the callers the door does not know (a
+// token neither seen authenticated nor signed, or none) are named by their
+// address, so that a new garbage token is not a new caller with a share of
+// its own; other requests hold none.
 func TestWatchSlotsCountPassedThrough(t *testing.T) {
 	d := New(nil, WithMaxWatches(4, 1000))
 	held := make(chan struct{})
@@ -130,8 +134,9 @@ func TestWatchSlotsCountPassedThrough(t *testing.T) {
 		<-release
 	})
 	chain := d.withPassedCaller(d.withWatchSlots(next))
-	serve := func(url, token string) *httptest.ResponseRecorder {
+	serve := func(url, token, source string) *httptest.ResponseRecorder {
 		r := httptest.NewRequest("GET", url, nil)
+		r.RemoteAddr = source + ":40000"
 		if token != "" {
 			r.Header.Set("Authorization", "Bearer "+token)
 		}
@@ -141,16 +146,30 @@ func TestWatchSlotsCountPassedThrough(t *testing.T) {
 		return w
 	}
 	done := make(chan *httptest.ResponseRecorder, 8)
-	for range 2 { // Its share: half the total.
-		go func() { done <- serve("/api/v1/namespaces?watch=true", "one") }()
+	for _, token := range []string{"garbage-1", "garbage-2"} { // Its share: half the total.
+		go func() { done <- serve("/api/v1/namespaces?watch=true", token, "10.0.0.1") }()
 		<-held
 	}
-	if w := serve("/api/v1/namespaces?watch=true", "one"); w.Code != http.StatusTooManyRequests {
-		t.Fatalf("a watch beyond the caller's share: %d, want 429", w.Code)
+	for _, token := range []string{"garbage-3", "garbage-1", ""} {
+		refused := make(chan *httptest.ResponseRecorder, 1)
+		go func() { refused <- serve("/api/v1/namespaces?watch=true", token, "10.0.0.1") }()
+		select {
+		case <-held:
+			t.Fatalf("a watch beyond the share of its address, token %q: served", token)
+		case w := <-refused:
+			if w.Code != http.StatusTooManyRequests {
+				t.Fatalf("a watch beyond the share of its address, token %q: %d, want 429", token, w.Code)
+			}
+			// A watch of namespaces: the refusal names the watches it
+			// counts among, not the node's pods alone.
+			if !strings.Contains(w.Body.String(), "watches through its Kubernetes API") {
+				t.Fatalf("the refusal of a watch of namespaces says %s", w.Body)
+			}
+		}
 	}
-	go func() { done <- serve("/api/v1/namespaces", "one") }() // Not a watch.
+	go func() { done <- serve("/api/v1/namespaces", "garbage-4", "10.0.0.1") }() // Not a watch.
 	<-held
-	go func() { done <- serve("/api/v1/namespaces?watch=true", "other") }()
+	go func() { done <- serve("/api/v1/namespaces?watch=true", "garbage-5", "10.0.0.2") }()
 	<-held
 	if n := d.watches.Held(); n != 3 {
 		t.Fatalf("%d watch slots held, want 3", n)
@@ -174,7 +193,8 @@ func TestReviewBudget(t *testing.T) {
 		return sign(t, is.key, is.kid, jwtClaims(sub, now.Add(time.Hour)))
 	}
 	forged := sign(t, mustKey(t), is.kid, jwtClaims("system:serviceaccount:a:x", now.Add(time.Hour)))
-	b := newReviewBudget(time.Minute, is.keys, admit.NewKeyedLimiter(1e-9, 2))
+	b := newReviewBudget(time.Minute, is.keys, ReviewBudgets{PerAddress: DefaultReviewQPSPerAddress})
+	b.perUser = admit.NewKeyedLimiter(1e-9, 2)
 	verdicts := func(source, token string, n int) map[tokenVerdict]int {
 		out := map[tokenVerdict]int{}
 		for range n {

@@ -46,16 +46,18 @@ type tokenKind int
 
 const (
 	// tokenOpaque is a token that is not a JWT of the cluster's issuer
-	// (a static or bootstrap token, a webhook's, another issuer's JWT), or
-	// any token while the issuer's keys are unknown: only a TokenReview
-	// can tell whether it is good.
+	// (a static or bootstrap token, a webhook's, another issuer's JWT), a
+	// JWT of the issuer for another audience or signed by a key the door
+	// does not know, or any token while the issuer's keys are unknown:
+	// only a TokenReview can tell whether it is good.
 	tokenOpaque tokenKind = iota
 	// tokenSigned is a JWT of the cluster's issuer, signed by one of its
 	// keys and not expired: a TokenReview still decides (the token may be
 	// revoked, its bound pod gone), and its subject is known already.
 	tokenSigned
-	// tokenForged is a JWT that names the cluster's issuer but is not
-	// signed by its keys, or has expired: the API server would refuse it.
+	// tokenForged is a JWT that names the cluster's issuer and a key of
+	// its but is not signed by it, or has expired: the API server would
+	// refuse it.
 	tokenForged
 )
 
@@ -99,25 +101,47 @@ func (k *issuerKeys) classify(ctx context.Context, token string) (tokenKind, str
 	if keys == nil || (unverified.Issuer != issuer && unverified.Issuer != legacyIssuer) {
 		return tokenOpaque, ""
 	}
+	// The cheap claims first, before a signature is checked or a budget
+	// charged. A token of another audience (one given to a vault, an
+	// STS) is not for the API server unless its --api-audiences say so,
+	// which only a review tells: opaque, within its address's budget,
+	// never its subject's, so that whoever it was given to cannot spend
+	// its subject's reviews. A token without an audience is for the API
+	// server's own, as the API server takes it (a legacy token).
+	if len(unverified.Audience) > 0 && !unverified.Audience.Contains(issuer) {
+		return tokenOpaque, ""
+	}
+	// Expired, or not yet valid: the API server refuses it, signed or not.
+	if err := unverified.ValidateWithLeeway(jwt.Expected{Time: k.now()}, jwt.DefaultLeeway); err != nil {
+		return tokenForged, ""
+	}
 	kid := tok.Headers[0].KeyID
-	found := keys.Key(kid)
-	if len(found) == 0 {
-		// A key rotated in since the last fetch, or a forged kid: fetched
-		// again at most every keysMinAge.
-		if _, keys = k.current(ctx, true); keys != nil {
-			found = keys.Key(kid)
+	// A token without a key ID is tried with every key, as the API server
+	// tries it.
+	found := keys.Keys
+	if kid != "" {
+		if found = keys.Key(kid); len(found) == 0 {
+			// A key rotated in since the last fetch, or a forged kid:
+			// fetched again at most every keysMinAge.
+			if _, keys = k.current(ctx, true); keys != nil {
+				found = keys.Key(kid)
+			}
 		}
 	}
 	for _, key := range found {
 		var verified jwt.Claims
-		if err := tok.Claims(key.Public().Key, &verified); err != nil {
-			continue
+		if err := tok.Claims(key.Public().Key, &verified); err == nil {
+			return tokenSigned, verified.Subject
 		}
-		if err := verified.ValidateWithLeeway(jwt.Expected{Time: k.now()}, jwt.DefaultLeeway); err != nil {
-			return tokenForged, ""
-		}
-		return tokenSigned, verified.Subject
 	}
+	if kid == "" || len(found) == 0 {
+		// No key of the issuer's that the door knows is named: one rotated
+		// in that it has not fetched yet (the fetch waits keysMinAge, or
+		// failed) would make a valid token of it, which the API server
+		// accepts: only a review tells, within the address's budget.
+		return tokenOpaque, ""
+	}
+	// The key named is the issuer's, and did not sign it.
 	return tokenForged, ""
 }
 

@@ -55,7 +55,11 @@ func newIssuer(t *testing.T) *issuer {
 // sign returns a token of claims signed by key under kid.
 func sign(t *testing.T, key *ecdsa.PrivateKey, kid string, claims jwt.Claims) string {
 	t.Helper()
-	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.ES256, Key: key}, (&jose.SignerOptions{}).WithHeader("kid", kid).WithType("JWT"))
+	opts := (&jose.SignerOptions{}).WithType("JWT")
+	if kid != "" {
+		opts = opts.WithHeader("kid", kid)
+	}
+	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.ES256, Key: key}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,8 +89,21 @@ func TestIssuerKeys(t *testing.T) {
 		{"Signed", sign(t, is.key, is.kid, sa), tokenSigned, sa.Subject},
 		{"SignedLegacy", sign(t, is.key, is.kid, with(func(c *jwt.Claims) { c.Issuer = legacyIssuer })), tokenSigned, sa.Subject},
 		{"OtherKey", sign(t, other, is.kid, sa), tokenForged, ""},
-		{"UnknownKid", sign(t, other, "key-2", sa), tokenForged, ""},
+		// A key rotated in since the keys were fetched, or a forged kid:
+		// only a review can tell.
+		{"UnknownKid", sign(t, other, "key-2", sa), tokenOpaque, ""},
+		// Without a kid, every key is tried, as the API server tries them.
+		{"NoKid", sign(t, is.key, "", sa), tokenSigned, sa.Subject},
+		{"NoKidOtherKey", sign(t, other, "", sa), tokenOpaque, ""},
 		{"Expired", sign(t, is.key, is.kid, with(func(c *jwt.Claims) { c.Expiry = jwt.NewNumericDate(now.Add(-time.Hour)) })), tokenForged, ""},
+		{"ExpiredUnknownKid", sign(t, other, "key-2", with(func(c *jwt.Claims) { c.Expiry = jwt.NewNumericDate(now.Add(-time.Hour)) })), tokenForged, ""},
+		{"NotYetValid", sign(t, is.key, is.kid, with(func(c *jwt.Claims) { c.NotBefore = jwt.NewNumericDate(now.Add(time.Hour)) })), tokenForged, ""},
+		// The API server's audience (by default its issuer), or none (a
+		// legacy token): its subject is known. Another audience (a token
+		// given to a vault): only a review can tell, whatever its
+		// signature.
+		{"OurAudience", sign(t, is.key, is.kid, with(func(c *jwt.Claims) { c.Audience = jwt.Audience{"vault", testIssuer} })), tokenSigned, sa.Subject},
+		{"OtherAudience", sign(t, is.key, is.kid, with(func(c *jwt.Claims) { c.Audience = jwt.Audience{"vault"} })), tokenOpaque, ""},
 		{"OtherIssuer", sign(t, other, is.kid, with(func(c *jwt.Claims) { c.Issuer = "https://idp.example" })), tokenOpaque, ""},
 		{"StaticToken", "31ada4fd-adec-460c-809a-9e56ceb75269", tokenOpaque, ""},
 		{"BootstrapToken", "abcdef.0123456789abcdef", tokenOpaque, ""},

@@ -147,6 +147,9 @@ func (k *Kinds) runInformer(ctx context.Context, resource string, st feed, lw *c
 	_ = inf.SetTransform(stripManagedFields)
 	reg, err := inf.AddEventHandler(st)
 	if err != nil {
+		// The store never syncs, and every request of the kind is passed
+		// to the API server: said, as the watch's failures are.
+		k.logger.Error("Kubernetes API: podsapi cannot follow its watch of "+resource+"; its requests are passed to the API server", "error", err)
 		return
 	}
 	go func() {

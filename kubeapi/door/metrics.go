@@ -100,9 +100,6 @@ func verbOf(r *http.Request) string {
 type recorder struct {
 	http.ResponseWriter
 	code int
-	// onHeader, if set, is called with the status of the response before
-	// it is written (once).
-	onHeader func(code int)
 }
 
 func (r *recorder) WriteHeader(code int) {
@@ -114,9 +111,6 @@ func (r *recorder) WriteHeader(code int) {
 	}
 	if r.code == 0 {
 		r.code = code
-		if r.onHeader != nil && code >= 200 {
-			r.onHeader(code)
-		}
 	}
 	if code == statusClientClosed {
 		return // Counted, never sent.

@@ -113,7 +113,7 @@ func (s Settings) Open(env Env) (*API, error) {
 		own := rest.CopyConfig(up)
 		own.UserAgent = "podsapi-server"
 		own.QPS, own.Burst = 50, 100
-		authOpts := []AuthOption{WithCacheTTLs(s.TokenCacheTTL, s.AllowCacheTTL, s.DenyCacheTTL)}
+		authOpts := []AuthOption{WithCacheTTLs(s.TokenCacheTTL, s.AllowCacheTTL, s.DenyCacheTTL), WithReviewBudgets(s.Reviews)}
 		if s.ClientCAFile != "" {
 			authOpts = append(authOpts, WithClientCAFile(s.ClientCAFile))
 		}

@@ -83,9 +83,10 @@ func NewPassThrough(cfg *rest.Config, opts ...PassThroughOption) (*PassThrough, 
 			pr.SetURL(target)
 			pr.Out.Host = "" // The API server's own name, as a client of it sends.
 		},
-		Transport:     rt,
-		FlushInterval: -1, // Watch events go out as they come.
-		ErrorHandler:  p.failed,
+		Transport:      rt,
+		FlushInterval:  -1, // Watch events go out as they come.
+		ErrorHandler:   p.failed,
+		ModifyResponse: answered,
 	}
 	watch := *p.proxy
 	watch.BufferPool = &watchBuffers{}
@@ -121,6 +122,28 @@ func (p *PassThrough) failed(w http.ResponseWriter, r *http.Request, err error) 
 	default:
 		writeStatus(w, errUpstreamUnreachable())
 	}
+}
+
+// answerKey carries, in the context of a passed request, what to do with
+// the API server's answer to it (WithAnswer).
+type answerKey struct{}
+
+// WithAnswer returns r with f called with the status of the API server's
+// final answer to it, before that answer is copied to the caller: never
+// with a status the pass-through makes itself (413 for a body too large,
+// 503 when the API server could not be reached), which says nothing of
+// whether the API server took its caller's credentials.
+func WithAnswer(r *http.Request, f func(code int)) *http.Request {
+	return r.WithContext(context.WithValue(r.Context(), answerKey{}, f))
+}
+
+// answered is the proxies' ModifyResponse: it tells the request's
+// WithAnswer of the API server's answer.
+func answered(resp *http.Response) error {
+	if f, ok := resp.Request.Context().Value(answerKey{}).(func(int)); ok && resp.StatusCode >= http.StatusOK {
+		f(resp.StatusCode)
+	}
+	return nil
 }
 
 // statusClientClosed is the code counted for a request whose caller left

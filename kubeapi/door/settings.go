@@ -44,6 +44,10 @@ type Settings struct {
 	// 404. AddFlags sets it to true; podsapi-server turns it off when the
 	// slice cannot be kept (NodeViewNeeds).
 	NodeView bool
+	// Reviews are the budgets of the reviews sent for the callers
+	// (WithReviewBudgets). AddFlags sets them to DefaultReviewBudgets; a
+	// rate of 0 or less is no bound.
+	Reviews ReviewBudgets
 }
 
 // NodeViewNeeds names what the node view needs besides its own flag, for
@@ -63,6 +67,9 @@ func (s *Settings) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&s.TokenCacheTTL, "kube-api-authentication-cache-ttl", DefaultTokenCacheTTL, "how long the API server's answer to a TokenReview is cached, and so keeps working while the API server is unreachable")
 	fs.DurationVar(&s.AllowCacheTTL, "kube-api-authorization-cache-authorized-ttl", DefaultAllowCacheTTL, "how long a SubjectAccessReview that allowed is cached, and so keeps working while the API server is unreachable")
 	fs.DurationVar(&s.DenyCacheTTL, "kube-api-authorization-cache-unauthorized-ttl", DefaultDenyCacheTTL, "how long a SubjectAccessReview that did not allow is cached")
+	fs.Float64Var(&s.Reviews.Total, "kube-api-review-qps", DefaultReviewQPS, "TokenReviews and SubjectAccessReviews a second sent to the API server for the callers, in all (burst twice as many), shared fairly among the users and addresses calling, the tokens only a review can tell taking at most half; beyond, 429; keep it below podsapi's own client limit (50 a second); 0: no bound")
+	fs.Float64Var(&s.Reviews.PerUser, "kube-api-review-qps-per-user", DefaultReviewQPSPerUser, "reviews a second sent for one user (its SubjectAccessReviews, the TokenReviews of tokens signed for it), even alone (burst twice as many); beyond, 429; 0: no bound but its fair share of --kube-api-review-qps")
+	fs.Float64Var(&s.Reviews.PerAddress, "kube-api-review-qps-per-address", DefaultReviewQPSPerAddress, "TokenReviews a second sent for the tokens of one source address that neither were seen authenticated nor are signed by the cluster's issuer (burst twice as many); beyond, 429; 0: no bound but its fair share of --kube-api-review-qps")
 	fs.BoolVar(&s.Kinds, "kube-api-shared-kinds", true, "answer lists, gets and watches of namespaces and of this node (/api/v1/nodes/<node>, or fieldSelector metadata.name=<node>) from one shared watch of each with podsapi's own credentials (RBAC: get, list, watch of namespaces and nodes), authorized for each caller as the API server would; false passes them to the API server (docs/kubeapi.md)")
 	fs.BoolVar(&s.NodeView, "kube-api-node-view", true, "serve the node view under "+NodeViewPath+" (podsctl kubeconfig --view node): every list and watch the node's slice (its pods, their namespaces, the node, their owners up the chain), each owner got once per --workload-refresh, never a cluster-wide watch; needs "+NodeViewNeeds+" (without them it is off, unless set explicitly, which is then an error) (docs/kubeapi.md, Two views)")
 }

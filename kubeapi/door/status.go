@@ -86,9 +86,9 @@ func errNoAuth() *apierrors.StatusError {
 // caller's share of it.
 func errTooManyWatches(n int, perCaller bool) *apierrors.StatusError {
 	if perCaller {
-		return apierrors.NewTooManyRequests(fmt.Sprintf("podsapi serves at most %d watches of the node's pods at once to one caller, and you hold them; close one or try again", n), retryAfterSeconds)
+		return apierrors.NewTooManyRequests(fmt.Sprintf("podsapi serves at most %d watches through its Kubernetes API at once to one caller (of the node's pods, and of anything it passes to the API server), and you hold them; close one or try again", n), retryAfterSeconds)
 	}
-	return apierrors.NewTooManyRequests(fmt.Sprintf("podsapi serves at most %d watches of the node's pods at once; try again", n), retryAfterSeconds)
+	return apierrors.NewTooManyRequests(fmt.Sprintf("podsapi serves at most %d watches through its Kubernetes API at once (of the node's pods, and of anything it passes to the API server); try again", n), retryAfterSeconds)
 }
 
 // errReviewThrottledStatus is a request that could not be authenticated or

@@ -1,7 +1,6 @@
 package transport
 
 import (
-	"container/list"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -11,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"connectrpc.com/connect"
@@ -20,6 +18,7 @@ import (
 
 	"github.com/podsapi/podsapi/errinfo"
 	"github.com/podsapi/podsapi/guard"
+	"github.com/podsapi/podsapi/httpguard"
 )
 
 // healthPrefix is the path prefix of the gRPC health service, open to
@@ -63,8 +62,8 @@ type gate struct {
 	readTimeout time.Duration      // <= 0: none
 	maxPending  int                // <= 0: no limit
 	pending     *clientCounter
-	reflecting  *clientCounter // open reflection streams, by client
-	deadlines   *readDeadlines // nil: no read timeout
+	reflecting  *clientCounter           // open reflection streams, by client
+	deadlines   *httpguard.BodyDeadlines // nil: no read timeout
 	errors      *connect.ErrorWriter
 	refused     *prometheus.CounterVec
 }
@@ -84,9 +83,7 @@ func newGate(access *guard.AccessGuard, readTimeout time.Duration, maxPending in
 			Help: "Number of calls to health and reflection answered with an error (an oversized, compressed-too-large or late request, a denied peer), by service and gRPC code. The Pods API counts its own in kubelet_pod_requests_total.",
 		}, []string{"service", "code"}),
 	}
-	if readTimeout > 0 {
-		g.deadlines = newReadDeadlines(readTimeout)
-	}
+	g.deadlines = httpguard.NewBodyDeadlines(readTimeout)
 	reg.MustRegister(g.refused)
 	return g
 }
@@ -121,15 +118,11 @@ func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		body := &deadlineBody{
 			body:        r.Body,
-			w:           w,
+			clock:       g.deadlines.Start(w),
 			timeout:     g.readTimeout,
 			firstOnly:   strings.HasSuffix(r.URL.Path, reflectionSuffix),
 			prefixBytes: make([]byte, 0, 5),
 			release:     func() { g.pending.release(client) },
-		}
-		if g.deadlines != nil {
-			body.deadlines = g.deadlines
-			g.deadlines.add(body)
 		}
 		defer body.lift()
 		r.Body = body
@@ -195,24 +188,16 @@ func codeName(code string) string {
 }
 
 // deadlineBody is a request body that must arrive within a timeout: it is
-// on the clock of deadlines (when set) until its body has ended or, with
+// on its clock (httpguard.BodyDeadlines) until its body has ended or, with
 // firstOnly, its first gRPC message has arrived; then it is lifted, and the
 // call no longer counts as pending (release). A read that the timeout ends
 // fails with a DEADLINE_EXCEEDED error naming the timeout.
 type deadlineBody struct {
 	body      io.ReadCloser
-	w         http.ResponseWriter // the call's, for the read deadline
-	deadlines *readDeadlines      // nil: no deadline
+	clock     *httpguard.BodyClock // of the request's deadline
 	timeout   time.Duration
 	firstOnly bool
 	release   func()
-
-	// started and elem belong to deadlines, under its lock.
-	started time.Time
-	elem    *list.Element
-
-	mu     sync.Mutex // orders lift and expire
-	lifted atomic.Bool
 
 	prefixBytes []byte // the 5-byte gRPC message prefix, as it arrives
 	remaining   int64  // bytes of the first message still to come
@@ -220,7 +205,7 @@ type deadlineBody struct {
 
 func (b *deadlineBody) Read(p []byte) (int, error) {
 	n, err := b.body.Read(p)
-	if b.lifted.Load() {
+	if b.clock.Stopped() {
 		return n, err
 	}
 	if b.firstOnly && b.firstMessageDone(p[:n]) || errors.Is(err, io.EOF) {
@@ -258,16 +243,8 @@ func (b *deadlineBody) firstMessageDone(p []byte) bool {
 // when the handler returns, which only releases the call if the body never
 // ended, and makes sure expire no longer touches the writer.
 func (b *deadlineBody) lift() {
-	b.mu.Lock()
-	if b.lifted.Load() {
-		b.mu.Unlock()
-		return
-	}
-	b.lifted.Store(true)
-	b.mu.Unlock()
-	b.release()
-	if b.deadlines != nil {
-		b.deadlines.remove(b)
+	if b.clock.Stop() {
+		b.release()
 	}
 }
 

@@ -1,4 +1,4 @@
-package transport
+package httpguard
 
 import (
 	"net/http"
@@ -28,18 +28,16 @@ func (w *deadlineWriter) set() []time.Time {
 	return append([]time.Time(nil), w.deadlines...)
 }
 
-// TestReadDeadlines runs the deadlines of calls on synctest's clock: only
+// TestBodyDeadlines runs the deadlines of bodies on synctest's clock: only
 // late requests are ended, each once and at its own timeout, and the timer
-// is armed only while calls wait.
-func TestReadDeadlines(t *testing.T) {
+// is armed only while requests wait.
+func TestBodyDeadlines(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const timeout = 10 * time.Second
-		d := newReadDeadlines(timeout)
-		call := func() (*deadlineBody, *deadlineWriter) {
+		d := NewBodyDeadlines(timeout)
+		call := func() (*BodyClock, *deadlineWriter) {
 			w := &deadlineWriter{}
-			b := &deadlineBody{w: w, deadlines: d, release: func() {}}
-			d.add(b)
-			return b, w
+			return d.Start(w), w
 		}
 		armed := func() bool {
 			d.mu.Lock()
@@ -53,11 +51,11 @@ func TestReadDeadlines(t *testing.T) {
 		var ws []*deadlineWriter
 		for range 100 {
 			b, w := call()
-			b.lift()
+			b.Stop()
 			ws = append(ws, w)
 		}
-		if !armed() || d.len() != 0 {
-			t.Fatalf("after 100 calls in time: armed %v, waiting %d; want armed, none waiting", armed(), d.len())
+		if !armed() || d.Waiting() != 0 {
+			t.Fatalf("after 100 calls in time: armed %v, waiting %d; want armed, none waiting", armed(), d.Waiting())
 		}
 		time.Sleep(timeout)
 		synctest.Wait()
@@ -85,8 +83,8 @@ func TestReadDeadlines(t *testing.T) {
 		if got1, got2 := w1.set(), w2.set(); len(got1) != 1 || !got1[0].Before(time.Now()) || len(got2) != 0 {
 			t.Fatalf("at the first call's timeout: deadlines %v and %v; want a past deadline on the first only", got1, got2)
 		}
-		if !armed() || d.len() != 1 {
-			t.Fatalf("armed %v, waiting %d; want the timer armed for the second call", armed(), d.len())
+		if !armed() || d.Waiting() != 1 {
+			t.Fatalf("armed %v, waiting %d; want the timer armed for the second call", armed(), d.Waiting())
 		}
 		time.Sleep(4*time.Second - time.Nanosecond)
 		synctest.Wait()
@@ -101,13 +99,13 @@ func TestReadDeadlines(t *testing.T) {
 		if armed() {
 			t.Fatal("the timer is armed with no call waiting")
 		}
-		first.lift()
-		second.lift()
+		first.Stop()
+		second.Stop()
 
 		// A call whose handler returned is never touched, even if it was
 		// taken off the list by a timer that fired at the same moment.
 		late, w3 := call()
-		late.lift()
+		late.Stop()
 		late.expire()
 		if got := w3.set(); len(got) != 0 {
 			t.Fatalf("a lifted call got read deadlines %v", got)
