@@ -39,17 +39,24 @@ const kindsNode = "node-1"
 // have synced.
 func openKinds(t *testing.T, cp *kubetest.ControlPlane, host string, reg *prometheus.Registry) (*door.API, *served) {
 	t.Helper()
-	dir := t.TempDir()
-	certFile, keyFile, ca := kubetest.ServingCert(t, dir)
 	st := store.New()
 	st.MarkSynced()
+	return openViews(t, cp, host, reg, st, nil)
+}
+
+// openViews is openKinds with the node's pods st and, when slice is not
+// nil, the node view of slice.
+func openViews(t *testing.T, cp *kubetest.ControlPlane, host string, reg *prometheus.Registry, st *store.Store, slice door.Slice) (*door.API, *served) {
+	t.Helper()
+	dir := t.TempDir()
+	certFile, keyFile, ca := kubetest.ServingCert(t, dir)
 	s := door.Settings{
 		Address: "127.0.0.1:0", CertFile: certFile, KeyFile: keyFile,
 		TokenCacheTTL: door.DefaultTokenCacheTTL, AllowCacheTTL: door.DefaultAllowCacheTTL, DenyCacheTTL: door.DefaultDenyCacheTTL,
-		Kinds: true,
+		Kinds: true, NodeView: slice != nil,
 	}
 	a, err := s.Open(door.Env{
-		Pods: st, Node: kindsNode, Kubeconfig: cp.Kubeconfig(t, kubetest.AdminUser, host),
+		Pods: st, Node: kindsNode, Kubeconfig: cp.Kubeconfig(t, kubetest.AdminUser, host), Slice: slice,
 		Logger: slog.New(slog.DiscardHandler), Registerer: reg,
 	})
 	if err != nil {

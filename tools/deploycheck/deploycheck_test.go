@@ -250,6 +250,30 @@ func TestVariants(t *testing.T) {
 			},
 		},
 		{
+			variant: deploycheck.Variant{Name: "node-view", Base: ".",
+				Components: []string{"components/kube-api", "components/kube-api-kinds", "components/workloads", "components/node-view"}},
+			check: func(t *testing.T, r rendering) {
+				checkKubeAPI(t, r)
+				if !slices.Contains(r.container().Args, "--workloads=apiserver") {
+					t.Errorf("args %q: want --workloads=apiserver", r.container().Args)
+				}
+				var rules []rbacv1.PolicyRule
+				for _, role := range r.roles {
+					if role.Name == "podsapi-node-view" {
+						rules = role.Rules
+					}
+				}
+				want := []rbacv1.PolicyRule{
+					{APIGroups: []string{"apps"}, Resources: []string{"replicasets", "deployments", "statefulsets", "daemonsets"}, Verbs: []string{"get"}},
+					{APIGroups: []string{"batch"}, Resources: []string{"jobs", "cronjobs"}, Verbs: []string{"get"}},
+					{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get"}},
+				}
+				if !reflect.DeepEqual(rules, want) {
+					t.Errorf("ClusterRole podsapi-node-view rules %+v, want get of the slice's kinds alone", rules)
+				}
+			},
+		},
+		{
 			variant: deploycheck.Variant{Name: "apiserver-kube-api", Base: "apiserver", Components: []string{"components/kube-api"}},
 			check: func(t *testing.T, r rendering) {
 				checkKubeAPI(t, r)
