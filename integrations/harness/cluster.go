@@ -25,11 +25,11 @@ const PodsapiUser = "podsapi"
 // so that its door answers the kinds an agent reads to describe a pod
 // itself (docs/kubeapi.md): what deploy/components/kube-api-kinds grants
 // (get, list and watch of namespaces and nodes: one shared watch of the
-// namespaces and one of its own Node, --kube-api-shared-kinds), and a get
-// of each owner kind a pod's chain can hold (ReplicaSet, Deployment,
-// StatefulSet, DaemonSet, Job, CronJob: one get per owner of the node's
-// pods, --workloads=apiserver and the node view), never a list or watch of
-// them.
+// namespaces and one of its own Node, --kube-api-shared-kinds), and what
+// deploy/components/node-view grants (a get of each owner kind a pod's
+// chain can hold: ReplicaSet, Deployment, StatefulSet, DaemonSet, Job,
+// CronJob; one get per owner of the node's pods, --workloads=apiserver
+// and the node view), never a list or watch of an owner kind.
 var PodsapiKindsRules = []rbacv1.PolicyRule{
 	{APIGroups: []string{""}, Resources: []string{"namespaces", "nodes"}, Verbs: []string{"get", "list", "watch"}},
 	{APIGroups: []string{"apps"}, Resources: []string{"replicasets", "deployments", "statefulsets", "daemonsets"}, Verbs: []string{"get"}},
