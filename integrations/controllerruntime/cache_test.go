@@ -290,8 +290,9 @@ func name(obj any) string {
 	return o.GetNamespace() + "/" + o.GetName()
 }
 
-// extraLabels returns the object's labels other than app, and "deleting"
-// when its deletion timestamp is set.
+// extraLabels returns the object's labels other than app and the API
+// server's own label of a namespace (kubernetes.io/metadata.name), and
+// "deleting" when its deletion timestamp is set.
 func extraLabels(obj any) string {
 	o, ok := obj.(metav1.Object)
 	if !ok {
@@ -299,7 +300,7 @@ func extraLabels(obj any) string {
 	}
 	var l []string
 	for k, v := range o.GetLabels() {
-		if k != "app" {
+		if k != "app" && k != corev1.LabelMetadataName {
 			l = append(l, k+"="+v)
 		}
 	}
@@ -316,7 +317,7 @@ func (r *recorder) OnAdd(obj any, _ bool) { r.record("add " + name(obj)) }
 
 // OnUpdate records an update.
 func (r *recorder) OnUpdate(_, obj any) {
-	r.record(strings.TrimSpace("update " + name(obj) + " " + extraLabels(obj)))
+	r.record(strings.Join(strings.Fields("update "+name(obj)+" "+extraLabels(obj)), " "))
 }
 
 // OnDelete records a delete.
