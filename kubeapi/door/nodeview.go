@@ -2,6 +2,7 @@ package door
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 
@@ -82,10 +83,9 @@ type Slice interface {
 }
 
 // nodeView is the node view's Local side (handler) and the stores it
-// answers from:
-// the node's pods (the full view's store), the node (the full view's
-// Kinds.Node), and, for each resource of workload.SliceResources, a
-// kindstore fed by the slice.
+// answers from: the node's pods (the full view's store), the node (the
+// full view's Kinds.Node), and, for each resource of
+// workload.SliceResources, a kindstore fed by the slice.
 type nodeView struct {
 	handler *kubeapi.Handler
 	slice   Slice
@@ -93,29 +93,44 @@ type nodeView struct {
 	stores map[schema.GroupVersionResource]sliceStore
 }
 
-// sliceStore is a kindstore as the slice feeds it.
+// sliceStore is a kindstore as the slice feeds it and the handler reads
+// it.
 type sliceStore interface {
+	kubeapi.PodReader
 	cache.ResourceEventHandler
 	MarkSynced()
+}
+
+// sliceStores make the store of each resource of the node's slice, by
+// resource (workload.SliceResources).
+var sliceStores = map[string]func(kindstore.Option) sliceStore{
+	"namespaces":   func(o kindstore.Option) sliceStore { return kindstore.NewNamespaces(o) },
+	"replicasets":  func(o kindstore.Option) sliceStore { return kindstore.NewReplicaSets(o) },
+	"deployments":  func(o kindstore.Option) sliceStore { return kindstore.NewDeployments(o) },
+	"statefulsets": func(o kindstore.Option) sliceStore { return kindstore.NewStatefulSets(o) },
+	"daemonsets":   func(o kindstore.Option) sliceStore { return kindstore.NewDaemonSets(o) },
+	"jobs":         func(o kindstore.Option) sliceStore { return kindstore.NewJobs(o) },
+	"cronjobs":     func(o kindstore.Option) sliceStore { return kindstore.NewCronJobs(o) },
 }
 
 // newNodeView returns the node view of node, answering its pods from pods,
 // the node from nodes and the rest of the node's slice from stores fed by
 // slice (Run); opts are the Local side's other options (the watch ends).
-func newNodeView(pods kubeapi.PodReader, node string, nodes *kindstore.Nodes, slice Slice, opts ...kubeapi.Option) *nodeView {
-	bounds := kindstore.WithStoreOptions(store.WithHistory(kindHistory, kindHistoryBytes), store.WithBudget(budget.New(kindViewBytes)))
+// Each store has the bounds of the Kinds' stores.
+func newNodeView(pods kubeapi.PodReader, node string, nodes *kindstore.Nodes, slice Slice, opts ...kubeapi.Option) (*nodeView, error) {
 	v := &nodeView{slice: slice, stores: map[schema.GroupVersionResource]sliceStore{}}
-	opts = append(opts, kubeapi.WithNode(nodes))
+	opts = append(opts, kubeapi.WithNodeView(), kubeapi.WithNode(nodes))
 	for _, res := range workload.SliceResources() {
-		switch res.Resource {
-		case "namespaces":
-			ns := kindstore.NewNamespaces(bounds)
-			v.stores[res] = ns
-			opts = append(opts, kubeapi.WithNamespaces(ns))
+		newStore, ok := sliceStores[res.Resource]
+		if !ok {
+			return nil, fmt.Errorf("the node view has no store of %s", res)
 		}
+		st := newStore(kindstore.WithStoreOptions(store.WithHistory(kindHistory, kindHistoryBytes), store.WithBudget(budget.New(kindViewBytes))))
+		v.stores[res] = st
+		opts = append(opts, kubeapi.WithResource(res, st))
 	}
 	v.handler = kubeapi.New(pods, node, opts...)
-	return v
+	return v, nil
 }
 
 // Run feeds the stores from the slice until ctx is done, and marks them

@@ -148,7 +148,9 @@ func (s Settings) Open(env Env) (*API, error) {
 		if a.Kinds == nil || env.Slice == nil {
 			return nil, fmt.Errorf("--kube-api-node-view needs %s", NodeViewNeeds)
 		}
-		a.nodeView = newNodeView(env.Pods, env.Node, a.Kinds.Node, env.Slice, watchEnded)
+		if a.nodeView, err = newNodeView(env.Pods, env.Node, a.Kinds.Node, env.Slice, watchEnded); err != nil {
+			return nil, err
+		}
 		opts = append(opts, WithNodeView(a.nodeView.handler))
 	}
 	d = New(kubeapi.New(env.Pods, env.Node, localOpts...), opts...)
