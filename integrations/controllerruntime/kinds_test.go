@@ -63,24 +63,27 @@ var kindWays = []struct{ name, context, label string }{
 func TestCacheKinds(t *testing.T) {
 	ctrllog.SetLogger(testr.New(t))
 	cluster := harness.StartCluster(t)
-	// A short refresh, so that a change of a ReplicaSet of the slice
-	// reaches the node view within the test's wait.
-	pa := cluster.StartPodsapi(t, "node-1", harness.WithNodeView(), harness.WithFlags("--workload-refresh", "1s"))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	k := kindsCluster{t: t, cluster: cluster, node: pa.Node}
+	k := kindsCluster{t: t, cluster: cluster}
+	const node = "node-1"
 
-	// The cluster before the caches start: a namespace with two pods of
-	// the node (one ReplicaSet's) and one of another node (another's), a
-	// namespace whose ReplicaSet has no pod yet, and a quiet one.
+	// The cluster before podsapi and the caches start: a namespace with two
+	// pods of the node (one ReplicaSet's) and one of another node
+	// (another's), a namespace whose ReplicaSet has no pod yet, and a
+	// quiet one. podsapi starts on it as on a running node: its node view
+	// has synced once it has got the owners of the pods it found.
 	k.namespace("apps", map[string]string{"team": "a"})
 	k.namespace("elsewhere", nil)
 	k.namespace("quiet", nil)
 	web1, web2 := k.replicaSet("apps", "web-1"), k.replicaSet("apps", "web-2")
 	batch1, idle := k.replicaSet("elsewhere", "batch-1"), k.replicaSet("quiet", "idle")
-	k.pod(web1, "p1", pa.Node)
-	k.pod(web1, "p2", pa.Node)
+	k.pod(web1, "p1", node)
+	k.pod(web1, "p2", node)
 	k.pod(web2, "away", "node-2")
+	// A short refresh, so that a change of a ReplicaSet of the slice
+	// reaches the node view within the test's wait.
+	pa := cluster.StartPodsapi(t, node, harness.WithNodeView(), harness.WithFlags("--workload-refresh", "1s"))
 	rules := []rbacv1.PolicyRule{
 		{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get", "list", "watch"}},
 		{APIGroups: []string{"apps"}, Resources: []string{"replicasets"}, Verbs: []string{"get", "list", "watch"}},
@@ -264,7 +267,6 @@ func TestCacheKinds(t *testing.T) {
 type kindsCluster struct {
 	t       *testing.T
 	cluster *harness.Cluster
-	node    string
 }
 
 func (k kindsCluster) namespace(name string, labels map[string]string) {
