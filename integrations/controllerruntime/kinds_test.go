@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/go-logr/logr/testr"
@@ -13,10 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	toolscache "k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -336,47 +331,11 @@ func (k kindsCluster) pod(rs *appsv1.ReplicaSet, name, node string) {
 }
 
 // startKindsCache starts a controller-runtime cache from the kubeconfig
-// with a typed informer of Namespaces and one of ReplicaSets, and stops it
-// when ctx ends and the test ends.
+// with a typed informer of Namespaces and one of ReplicaSets (startRun).
 func startKindsCache(ctx context.Context, t *testing.T, kubeconfig string) *run {
 	t.Helper()
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig) // What --kubeconfig does in controller-runtime's config.GetConfig.
-	if err != nil {
-		t.Fatal(err)
-	}
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	c, err := cache.New(cfg, cache.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &run{cache: c, inf: map[string]toolscache.SharedIndexInformer{}, events: map[string]*recorder{}, errs: make(chan error, 1)}
-	for kind, obj := range map[string]client.Object{kindNamespaces: &corev1.Namespace{}, kindReplicaSets: &appsv1.ReplicaSet{}} {
-		inf, err := c.GetInformer(ctx, obj, cache.BlockUntilSynced(false))
-		if err != nil {
-			t.Fatal(err)
-		}
-		rec := newRecorder()
-		if _, err := inf.AddEventHandler(rec); err != nil {
-			t.Fatal(err)
-		}
-		r.inf[kind] = inf.(toolscache.SharedIndexInformer)
-		r.events[kind] = rec
-	}
-	cctx, cancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		r.errs <- c.Start(cctx)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		wg.Wait()
-	})
-	return r
+	return startRun(ctx, t, newCache(t, kubeconfig, cache.Options{}),
+		map[string]client.Object{kindNamespaces: &corev1.Namespace{}, kindReplicaSets: &appsv1.ReplicaSet{}})
 }
 
 // heldObject is an object a cache holds: "NAMESPACE/NAME" (a namespace's
