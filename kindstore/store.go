@@ -3,11 +3,13 @@ package kindstore
 import (
 	"fmt"
 	"maps"
+	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/podsapi/podsapi/store"
@@ -34,6 +36,13 @@ type Store[T Object] struct {
 	fieldsOf  func(T) fields.Set
 	onError   func(error)
 	contact
+
+	// namesMu orders the changes of the store, so that names is its
+	// index.
+	namesMu sync.Mutex
+	// names are the UIDs of the objects held, by namespace and name: an
+	// object created again under a name replaces the one held (put).
+	names map[types.NamespacedName]types.UID
 }
 
 // Option configures New.
@@ -76,6 +85,7 @@ func New[T Object](resource string, newObject func() T, fieldsOf func(T) fields.
 		newObject: newObject,
 		fieldsOf:  fieldsOf,
 		onError:   set.onError,
+		names:     map[types.NamespacedName]types.UID{},
 	}
 	s.contact.init()
 	return s
@@ -87,7 +97,9 @@ func (s *Store[T]) Resource() string { return s.resource }
 // OnAdd takes obj, an object of the kind. It is cache.ResourceEventHandler's.
 func (s *Store[T]) OnAdd(obj any, _ bool) { s.put(obj) }
 
-// OnUpdate takes newObj, the object's new version.
+// OnUpdate takes newObj, the object's new version. An object of a new UID
+// (one deleted and created again under its name, which an informer, whose
+// cache is keyed by name, delivers so after a relist) replaces the old one.
 func (s *Store[T]) OnUpdate(_, newObj any) { s.put(newObj) }
 
 // OnDelete removes obj (or the object of a cache.DeletedFinalStateUnknown).
@@ -100,11 +112,20 @@ func (s *Store[T]) OnDelete(obj any) {
 		s.onError(fmt.Errorf("kindstore %s: deleted object of type %T", s.resource, obj))
 		return
 	}
+	s.namesMu.Lock()
+	defer s.namesMu.Unlock()
+	key := types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}
+	if s.names[key] == o.GetUID() {
+		delete(s.names, key)
+	}
 	s.Store.Delete(o.GetUID())
 }
 
 // put encodes a version of an object and stores it, without its
-// resourceVersion and managed fields.
+// resourceVersion and managed fields. An object held under the same
+// namespace and name with another UID is deleted first: the API server
+// holds one object of a name, and its feed may never say the old one went
+// (an informer's relist, a feed's add after a missed delete).
 func (s *Store[T]) put(obj any) {
 	o, ok := obj.(T)
 	if !ok {
@@ -125,6 +146,13 @@ func (s *Store[T]) put(obj any) {
 		s.onError(fmt.Errorf("kindstore %s: encode %s: %w", s.resource, c.GetName(), err))
 		return
 	}
+	s.namesMu.Lock()
+	defer s.namesMu.Unlock()
+	key := types.NamespacedName{Namespace: c.GetNamespace(), Name: c.GetName()}
+	if old, ok := s.names[key]; ok && old != c.GetUID() {
+		s.Store.Delete(old)
+	}
+	s.names[key] = c.GetUID()
 	s.Store.Put(store.Object{
 		UID: c.GetUID(), Namespace: c.GetNamespace(), Name: c.GetName(), Raw: raw,
 		Labels: labels.Set(maps.Clone(c.GetLabels())), Fields: s.fieldsOf(c),

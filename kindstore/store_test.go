@@ -105,3 +105,58 @@ func TestAge(t *testing.T) {
 	}
 	w.Stop()
 }
+
+// TestRecreated checks that an object deleted and created again under the
+// same name, which an informer delivers as an update with a new UID (its
+// cache is keyed by name, so after a relist it never says the old one was
+// deleted), or a feed as an add with no delete, replaces the old one:
+// watchers see the old UID DELETED and the new one ADDED, and lists and
+// gets hold the new one only.
+func TestRecreated(t *testing.T) {
+	recreated := func(name, uid, team string) *corev1.Namespace {
+		ns := namespace(name, "20", team)
+		ns.UID = types.UID(uid)
+		return ns
+	}
+	for _, tc := range []struct {
+		name string
+		feed func(s *kindstore.Namespaces, old, new *corev1.Namespace)
+	}{
+		{"update with a new UID", func(s *kindstore.Namespaces, old, new *corev1.Namespace) { s.OnUpdate(old, new) }},
+		{"relist's update, old unknown", func(s *kindstore.Namespaces, _, new *corev1.Namespace) { s.OnUpdate(nil, new) }},
+		{"add with no delete", func(s *kindstore.Namespaces, _, new *corev1.Namespace) { s.OnAdd(new, false) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := kindstore.NewNamespaces()
+			old := namespace("a", "10", "x")
+			s.OnAdd(old, true)
+			s.OnAdd(namespace("b", "11", "y"), true)
+			s.MarkSynced()
+			_, w := s.Watch(16, nil)
+			defer w.Stop()
+			tc.feed(s, old, recreated("a", "uid-a2", "z"))
+			<-w.Ready()
+			evs := w.Take(nil)
+			if len(evs) != 2 || evs[0].Type != store.Deleted || evs[0].Pod.UID != old.UID ||
+				evs[1].Type != store.Added || evs[1].Pod.UID != "uid-a2" {
+				t.Fatalf("events %+v, want DELETED uid-a and ADDED uid-a2", evs)
+			}
+			_, objs := s.List()
+			if len(objs) != 2 || objs[0].UID != "uid-a2" || objs[1].Name != "b" {
+				t.Fatalf("list %+v, want a (uid-a2) and b", objs)
+			}
+			if got, ok, err := s.Get("", "a"); err != nil || !ok || got.UID != "uid-a2" || got.Labels["team"] != "z" {
+				t.Fatalf("Get a: %v %v %+v", err, ok, got)
+			}
+			// The old one's delete, late, removes nothing.
+			s.OnDelete(old)
+			if _, objs := s.List(); len(objs) != 2 {
+				t.Fatalf("the old UID's delete removed %+v", objs)
+			}
+			s.OnDelete(recreated("a", "uid-a2", "z"))
+			if _, ok, _ := s.Get("", "a"); ok {
+				t.Fatal("a is held after its delete")
+			}
+		})
+	}
+}

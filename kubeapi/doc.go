@@ -7,11 +7,15 @@
 // node: a list or watch of pods whose field selector requires
 // spec.nodeName=<node>, a get of a pod the store holds, and the kubelet's
 // GET /pods; with WithDiscovery, also the discovery documents (/api,
-// /api/v1, /apis, /version); with WithNamespaces and WithNode, the lists,
-// gets and watches of the namespaces and of the node, from stores of their
-// own (package kindstore), served by the same code as the pods. Handler.Local tells the front door which
-// requests those are and what rights each needs; every other request is the
-// door's to pass through to the API server. It answers in the forms the
+// /api/v1, /apis, /version); with WithNamespaces, WithNode and
+// WithResource, the lists, gets and watches of the namespaces, of the node
+// and of the owner kinds of pods (apps/v1 ReplicaSets, Deployments,
+// StatefulSets, DaemonSets; batch/v1 Jobs, CronJobs), from stores of their
+// own (package kindstore), served by the same code as the pods; with
+// WithNodeView, every list as the stores hold it (the node's slice), with
+// no field selector pinning it to the node. Handler.Local tells the front
+// door which requests those are and what rights each needs; every other
+// request is the door's to pass through to the API server. It answers in the forms the
 // API server answers pods in, negotiated by the Accept header as the API
 // server negotiates it: pods in JSON or protobuf, PartialObjectMetadata
 // and PartialObjectMetadataList (metadata-only informers), and Tables of

@@ -100,6 +100,7 @@ func asPartialObject(obj object, gv schema.GroupVersion) *metav1.PartialObjectMe
 	partial := &metav1.PartialObjectMetadata{}
 	if m, ok := obj.GetObjectMeta().(*metav1.ObjectMeta); ok {
 		partial.ObjectMeta = *m
+		partial.Annotations = internalAnnotations(obj, m.Annotations)
 	}
 	partial.SetGroupVersionKind(gv.WithKind("PartialObjectMetadata"))
 	return partial

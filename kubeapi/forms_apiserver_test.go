@@ -68,8 +68,15 @@ func rawAccept(t *testing.T, cfg *rest.Config, target, accept string) rawAnswer 
 // comparable returns a JSON body as the two servers must agree on it:
 // without managed fields (podsapi's API server source drops them), with
 // every resourceVersion "RV" (podsapi's are its own) and every Table's AGE
-// cell "AGE" (the time of the answer).
+// cell "AGE" (the time of the answer; the fifth of the pod table).
 func comparable(t *testing.T, body []byte) any {
+	t.Helper()
+	return comparableAt(t, body, 4)
+}
+
+// comparableAt is comparable for a table whose cells at the indices ages
+// depend on the time of the answer.
+func comparableAt(t *testing.T, body []byte, ages ...int) any {
 	t.Helper()
 	var v any
 	if err := json.Unmarshal(body, &v); err != nil {
@@ -83,8 +90,12 @@ func comparable(t *testing.T, body []byte) any {
 			if _, ok := v["resourceVersion"]; ok {
 				v["resourceVersion"] = "RV"
 			}
-			if cells, ok := v["cells"].([]any); ok && len(cells) > 4 {
-				cells[4] = "AGE"
+			if cells, ok := v["cells"].([]any); ok {
+				for _, i := range ages {
+					if i < len(cells) {
+						cells[i] = "AGE"
+					}
+				}
 			}
 			for _, c := range v {
 				walk(c)
@@ -103,8 +114,14 @@ func comparable(t *testing.T, body []byte) any {
 // returns it as JSON.
 func protobufAsJSON(t *testing.T, body []byte, into runtime.Object) []byte {
 	t.Helper()
-	s := protobuf.NewSerializer(metainternalversionscheme.Scheme, metainternalversionscheme.Scheme)
-	obj, _, err := s.Decode(body, nil, into)
+	return decodedAsJSON(t, protobuf.NewSerializer(metainternalversionscheme.Scheme, metainternalversionscheme.Scheme), body, into)
+}
+
+// decodedAsJSON decodes body with d (into into, or nil for the type its
+// kind names) and returns it as JSON.
+func decodedAsJSON(t *testing.T, d runtime.Decoder, body []byte, into runtime.Object) []byte {
+	t.Helper()
+	obj, _, err := d.Decode(body, nil, into)
 	if err != nil {
 		t.Fatalf("decode protobuf: %v", err)
 	}

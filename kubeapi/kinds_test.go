@@ -182,15 +182,7 @@ func TestKindsForms(t *testing.T) {
 		{"/api/v1/nodes/" + node, []string{"Name", "Status", "Roles", "Age", "Version", "Internal-IP", "External-IP", "OS-Image", "Kernel-Version", "Container-Runtime"},
 			[]any{node, "Ready", "worker", "<unknown>", "v1.37.2", "10.0.0.1", "<none>", "<unknown>", "<unknown> (amd64)", "<unknown>"}},
 	} {
-		resp, body := s.get(t, c.target, "application/json;as=Table;g=meta.k8s.io;v=v1")
-		var table metav1.Table
-		if err := json.Unmarshal(body, &table); resp.StatusCode != 200 || err != nil {
-			t.Fatalf("%s: %d %v %s", c.target, resp.StatusCode, err, body)
-		}
-		var cols []string
-		for _, d := range table.ColumnDefinitions {
-			cols = append(cols, d.Name)
-		}
+		table, cols := s.table(t, c.target)
 		if !reflect.DeepEqual(cols, c.cols) || len(table.Rows) != 1 {
 			t.Fatalf("%s: columns %v, %d rows", c.target, cols, len(table.Rows))
 		}
@@ -208,6 +200,22 @@ func TestKindsForms(t *testing.T) {
 	if resp.StatusCode != 406 || !strings.Contains(string(body), "(*core.NamespaceList)") {
 		t.Errorf("metadata of a list: %d %s", resp.StatusCode, body)
 	}
+}
+
+// table gets target as a meta.k8s.io/v1 Table, and returns it and the
+// names of its columns.
+func (s *served) table(t *testing.T, target string) (metav1.Table, []string) {
+	t.Helper()
+	resp, body := s.get(t, target, "application/json;as=Table;g=meta.k8s.io;v=v1")
+	var table metav1.Table
+	if err := json.Unmarshal(body, &table); resp.StatusCode != 200 || err != nil {
+		t.Fatalf("%s: %d %v %s", target, resp.StatusCode, err, body)
+	}
+	var cols []string
+	for _, d := range table.ColumnDefinitions {
+		cols = append(cols, d.Name)
+	}
+	return table, cols
 }
 
 // TestKindsInformer runs client-go shared informers of the namespaces and

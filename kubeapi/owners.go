@@ -2,6 +2,7 @@ package kubeapi
 
 import (
 	"fmt"
+	"maps"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -72,4 +73,29 @@ func jobFieldLabel(label, value string) (string, string, error) {
 		return label, value, nil
 	}
 	return "", "", fmt.Errorf("field label %q not supported for Job", label)
+}
+
+// internalAnnotations returns the annotations of obj as the API server
+// holds them: without those its conversion to v1 adds from fields of the
+// internal version (k8s.io/kubernetes pkg/apis/apps/v1: a DaemonSet's
+// deprecated.daemonset.template.generation, a Deployment's
+// deprecated.deployment.rollback.to). The API server computes an object's
+// PartialObjectMetadata from its internal version, so its metadata lacks
+// them, though the object has them.
+func internalAnnotations(obj object, annotations map[string]string) map[string]string {
+	var added string
+	switch obj.(type) {
+	case *appsv1.DaemonSet:
+		added = appsv1.DeprecatedTemplateGeneration
+	case *appsv1.Deployment:
+		added = appsv1.DeprecatedRollbackTo
+	default:
+		return annotations
+	}
+	if _, ok := annotations[added]; !ok {
+		return annotations
+	}
+	out := maps.Clone(annotations)
+	delete(out, added)
+	return out
 }

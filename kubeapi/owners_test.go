@@ -2,7 +2,6 @@ package kubeapi_test
 
 import (
 	"context"
-	"encoding/json"
 	"net/http/httptest"
 	"reflect"
 	"strings"
@@ -67,7 +66,9 @@ func ownerStores() owners {
 	deps.OnAdd(&appsv1.Deployment{ObjectMeta: ownerMeta("default", "web", "web"),
 		Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](3), Selector: sel, Template: podTemplate}}, true)
 	sts.OnAdd(&appsv1.StatefulSet{ObjectMeta: ownerMeta("data", "db", "db"), Spec: appsv1.StatefulSetSpec{Replicas: ptr.To[int32](1)}}, true)
-	dss.OnAdd(&appsv1.DaemonSet{ObjectMeta: ownerMeta("kube-system", "agent", "agent")}, true)
+	agent := ownerMeta("kube-system", "agent", "agent")
+	agent.Annotations = map[string]string{appsv1.DeprecatedTemplateGeneration: "2", "note": "kept"}
+	dss.OnAdd(&appsv1.DaemonSet{ObjectMeta: agent}, true)
 	jobs.OnAdd(&batchv1.Job{ObjectMeta: ownerMeta("default", "done", "batch"), Status: batchv1.JobStatus{Succeeded: 1}}, true)
 	jobs.OnAdd(&batchv1.Job{ObjectMeta: ownerMeta("data", "run", "batch")}, true)
 	cjs.OnAdd(&batchv1.CronJob{ObjectMeta: ownerMeta("default", "nightly", "batch"), Spec: batchv1.CronJobSpec{Schedule: "0 3 * * *"}}, true)
@@ -247,15 +248,7 @@ func TestOwnersForms(t *testing.T) {
 			if err != nil || len(ml.Items) == 0 || ml.Items[0].Labels["app"] == "" || ml.Items[0].ResourceVersion == "" {
 				t.Fatalf("metadata list: %v %+v", err, ml)
 			}
-			resp, body := s.get(t, c.get, "application/json;as=Table;g=meta.k8s.io;v=v1")
-			var table metav1.Table
-			if err := json.Unmarshal(body, &table); resp.StatusCode != 200 || err != nil {
-				t.Fatalf("%s: %d %v %s", c.get, resp.StatusCode, err, body)
-			}
-			var cols []string
-			for _, d := range table.ColumnDefinitions {
-				cols = append(cols, d.Name)
-			}
+			table, cols := s.table(t, c.get)
 			if !reflect.DeepEqual(cols, c.cols) || len(table.Rows) != 1 || len(table.Rows[0].Cells) != len(cols) {
 				t.Fatalf("%s: columns %v, rows %+v", c.get, cols, table.Rows)
 			}
@@ -263,6 +256,16 @@ func TestOwnersForms(t *testing.T) {
 				t.Errorf("%s: cells %v, want %v first", c.get, table.Rows[0].Cells, c.cells3)
 			}
 		})
+	}
+	// A DaemonSet's metadata is the API server's internal version's: without
+	// the annotation its conversion to v1 adds, which the object has.
+	ds, err := client.Resource(daemonSetsGVR).Namespace("kube-system").Get(context.Background(), "agent", metav1.GetOptions{})
+	if err != nil || !reflect.DeepEqual(ds.Annotations, map[string]string{"note": "kept"}) {
+		t.Errorf("a DaemonSet's metadata: %v %+v", err, ds)
+	}
+	obj, err := s.clientset(t, "").AppsV1().DaemonSets("kube-system").Get(context.Background(), "agent", metav1.GetOptions{})
+	if err != nil || obj.Annotations[appsv1.DeprecatedTemplateGeneration] != "2" {
+		t.Errorf("a DaemonSet: %v %+v", err, obj)
 	}
 	resp, body := s.get(t, "/apis/batch/v1/namespaces/default/jobs/done", "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1")
 	if resp.StatusCode != 406 || !strings.Contains(string(body), "(*batch.Job)") {

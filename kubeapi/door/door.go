@@ -151,9 +151,10 @@ func (d *Door) ServeHTTP(w http.ResponseWriter, r *http.Request) { d.handler.Ser
 
 // buildChain composes the door's filters, outermost first, each a wrapper
 // of the next as in k8s.io/apiserver's DefaultBuildHandlerChain: what the
-// request is (withRequestInfo: its route, the accesses it needs, whether
-// it watches, and its view: the node view's path is stripped), its metrics (withMetrics), the socket's peer policy
-// (withPeerPolicy), then by route: for the node's pods, authentication
+// request is (withRequestInfo: its view, whose path it strips for the node
+// view, its route, the accesses it needs, whether it watches), its
+// metrics (withMetrics), the socket's peer policy (withPeerPolicy), then
+// by route: for the node's pods, authentication
 // (withAuthentication), authorization (withAuthorization), the watch slots
 // (withWatchSlots) and the Local side; for anything else, the caller's
 // name (withPassedCaller), the watch slots and the pass-through.

@@ -349,11 +349,7 @@ func summary(t *testing.T, body []byte) shape {
 // server has open (apiserver_longrunning_requests, verb WATCH).
 func watchesOpen(t *testing.T, cp *kubetest.ControlPlane) map[string]float64 {
 	t.Helper()
-	client, err := rest.HTTPClientFor(cp.AdminConfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	families := scrapeMetrics(t, client, "https://"+cp.Host()+"/metrics")
+	families := apiserverMetrics(t, cp)
 	open := map[string]float64{}
 	for _, m := range families["apiserver_longrunning_requests"].GetMetric() {
 		l := labelsOf(m)
@@ -362,6 +358,16 @@ func watchesOpen(t *testing.T, cp *kubetest.ControlPlane) map[string]float64 {
 		}
 	}
 	return open
+}
+
+// apiserverMetrics scrapes the API server's own metrics, as its admin.
+func apiserverMetrics(t *testing.T, cp *kubetest.ControlPlane) map[string]*dto.MetricFamily {
+	t.Helper()
+	client, err := rest.HTTPClientFor(cp.AdminConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return scrapeMetrics(t, client, "https://"+cp.Host()+"/metrics")
 }
 
 // counted returns the sum of the metric name of reg whose label key is

@@ -263,6 +263,27 @@ func TestDoorAPIServerNodeView(t *testing.T) {
 		}
 	})
 
+	t.Run("forms as the API server's", func(t *testing.T) {
+		// In these namespaces the slice holds every owner of its kind, so
+		// the node view's list is the API server's.
+		for _, path := range []string{
+			"/apis/apps/v1/namespaces/shop/replicasets", "/apis/apps/v1/namespaces/shop/deployments", "/apis/apps/v1/namespaces/shop/statefulsets",
+			"/apis/apps/v1/namespaces/ops/daemonsets", "/apis/batch/v1/namespaces/ops/jobs", "/apis/batch/v1/namespaces/ops/cronjobs",
+		} {
+			for _, accept := range []string{"", "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1", "application/json;as=Table;g=meta.k8s.io;v=v1"} {
+				got := viewGetAccept(t, doorClient, view+path, admin, accept)
+				want := getAccept(t, apiClient, api+path, admin, accept)
+				if got.code != 200 || want.code != 200 {
+					t.Errorf("%s as %q: node view %d %s; API server %d %s", path, accept, got.code, got.body, want.code, want.body)
+					continue
+				}
+				if g, w := summary(t, got.body), summary(t, want.body); !reflect.DeepEqual(g, w) {
+					t.Errorf("%s as %q: node view's %+v\nAPI server's %+v", path, accept, g, w)
+				}
+			}
+		}
+	})
+
 	t.Run("a get outside the slice is 404", func(t *testing.T) {
 		for _, c := range []struct{ path, name string }{
 			{"/api/v1/namespaces/away", "away"},
@@ -385,8 +406,14 @@ func TestDoorAPIServerNodeView(t *testing.T) {
 // accesses at once) is asked again after its Retry-After.
 func viewGet(t *testing.T, c *http.Client, url, token string) answer {
 	t.Helper()
+	return viewGetAccept(t, c, url, token, "")
+}
+
+// viewGetAccept is viewGet with an Accept header (none if empty).
+func viewGetAccept(t *testing.T, c *http.Client, url, token, accept string) answer {
+	t.Helper()
 	for {
-		a := get(t, c, url, token)
+		a := getAccept(t, c, url, token, accept)
 		if a.code != http.StatusTooManyRequests {
 			return a
 		}
@@ -437,11 +464,7 @@ func content(t *testing.T, body []byte) map[string]any {
 // verb LIST, apiserver_longrunning_requests with verb WATCH.
 func ownerRequests(t *testing.T, cp *kubetest.ControlPlane) map[string]float64 {
 	t.Helper()
-	client, err := rest.HTTPClientFor(cp.AdminConfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	families := scrapeMetrics(t, client, "https://"+cp.Host()+"/metrics")
+	families := apiserverMetrics(t, cp)
 	kinds := map[string]bool{}
 	for _, p := range ownerPaths {
 		kinds[p[strings.LastIndexByte(p, '/')+1:]] = true

@@ -47,9 +47,9 @@ func infoFrom(ctx context.Context) *doorRequest {
 // withRequestInfo learns what a request is before any other filter runs:
 // its view (the node view's for a path under NodeViewPath, which is
 // stripped from the request every later filter and the pass-through see;
-// else the full view's), whether the view's Local side claims it (never when it asks for impersonation,
-// which is the API server's to check and apply), the accesses it needs,
-// and whether it watches. On a door without an API server, a read of pods
+// else the full view's), whether the view's Local side claims it (never
+// when it asks for impersonation, which is the API server's to check and
+// apply), the accesses it needs, and whether it watches. On a door without an API server, a read of pods
 // that the Local side does not claim (a pod the node does not hold, a list
 // not pinned to the node) goes to the local chain too, to be authorized
 // and answered by it (404; 503 naming the field selector to add).
