@@ -130,7 +130,7 @@ func TestK8sAttributes(t *testing.T) {
 	}
 	admin := cluster.Admin
 	ctx := t.Context()
-	_, err := admin.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{
+	nodeObj, err := admin.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{
 		Name: node, Labels: map[string]string{"topology.kubernetes.io/zone": "zone-a"},
 	}}, metav1.CreateOptions{})
 	must(t, err)
@@ -166,6 +166,7 @@ func TestK8sAttributes(t *testing.T) {
 			"k8s.pod.uid":        string(p.UID),
 			"k8s.pod.start_time": startTime(t, p),
 			"k8s.node.name":      node,
+			"k8s.node.uid":       string(nodeObj.UID), // Added whenever the processor watches its Node.
 			"team":               "checkout",
 			"owner":              "payments",
 			"zone":               "zone-a",
