@@ -81,9 +81,6 @@ func routeOf(r *http.Request) route {
 		return route{}
 	}
 	p := r.URL.Path
-	if rest, ok := strings.CutPrefix(p, "/apis/"); ok {
-		return groupRouteOf(rest)
-	}
 	switch p {
 	case "/pods", "/pods/":
 		return route{kind: kindKubeletPods}
@@ -95,6 +92,9 @@ func routeOf(r *http.Request) route {
 		return route{kind: kindList, resource: "namespaces"}
 	case "/api/v1/nodes":
 		return route{kind: kindList, resource: "nodes"}
+	}
+	if rest, ok := strings.CutPrefix(p, "/apis/"); ok {
+		return groupRouteOf(rest)
 	}
 	if name, ok := strings.CutPrefix(p, "/api/v1/nodes/"); ok {
 		if name == "" || strings.Contains(name, "/") {

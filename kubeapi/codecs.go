@@ -39,9 +39,9 @@ type format struct {
 	// object encodes an object as v1 of its group, with its kind: a get's
 	// body, a watch event's object, a Status.
 	object runtime.Encoder
-	// events encode a metav1.WatchEvent, unframed, as one of the group
-	// version of the resource watched (the API server's watch encoder).
-	events map[schema.GroupVersion]runtime.Encoder
+	// event encodes a metav1.WatchEvent, unframed (a type with no kind of
+	// its own: the same for every group version watched).
+	event runtime.Encoder
 	// framer frames the events of a watch stream.
 	framer runtime.Framer
 	// info is the codec factory's description of the media type, for the
@@ -130,10 +130,6 @@ func newCodecs() *codecs {
 		if mediaType != mediaJSON {
 			streamType += ";stream=watch"
 		}
-		events := make(map[schema.GroupVersion]runtime.Encoder, len(servedVersions))
-		for _, gv := range servedVersions {
-			events[gv] = factory.EncoderForVersion(info.StreamSerializer.Serializer, gv)
-		}
 		return &format{
 			id:         id,
 			itemKey:    "kubeapi/" + id + "/item",
@@ -141,7 +137,7 @@ func newCodecs() *codecs {
 			streamType: streamType,
 			plain:      info.Serializer,
 			object:     factory.EncoderForVersion(info.Serializer, servedVersions),
-			events:     events,
+			event:      factory.EncoderForVersion(info.StreamSerializer.Serializer, servedVersions),
 			framer:     info.StreamSerializer.Framer,
 			info:       info,
 		}

@@ -145,16 +145,16 @@ func (h *Handler) event(res *resource, fm form, t watch.EventType, p *store.Pod,
 		if err != nil {
 			return nil, err
 		}
-		return encodeEvent(fm.format, res, t, obj)
+		return encodeEvent(fm.format, t, obj)
 	})
 }
 
-// encodeEvent returns the encoding in f, unframed, of a watch event of res
-// of type t whose object is encoded as obj.
-func encodeEvent(f *format, res *resource, t watch.EventType, obj []byte) ([]byte, error) {
+// encodeEvent returns the encoding in f, unframed, of a watch event of type t
+// whose object is encoded as obj.
+func encodeEvent(f *format, t watch.EventType, obj []byte) ([]byte, error) {
 	var b bytes.Buffer
 	ev := &metav1.WatchEvent{Type: string(t), Object: runtime.RawExtension{Raw: obj}}
-	if err := f.events[res.groupVersion()].Encode(ev, &b); err != nil {
+	if err := f.event.Encode(ev, &b); err != nil {
 		return nil, err
 	}
 	return b.Bytes(), nil
@@ -179,7 +179,7 @@ func bookmark(res *resource, fm form, rv string, end bool) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return encodeEvent(fm.format, res, watch.Bookmark, obj)
+	return encodeEvent(fm.format, watch.Bookmark, obj)
 }
 
 // body is a response spliced from parts, written without being copied into

@@ -57,9 +57,10 @@ func New(pods PodReader, node string, opts ...Option) *Handler {
 // door with no upstream may call it for every request), it answers a get of
 // a pod the store does not hold with 404 NotFound, a list or watch of pods
 // not pinned to the node with 503 ServiceUnavailable (only the API server
-// can answer it; with WithNodeView it is the store's pods), and a path it does not serve (or of a kind it does not
-// hold) with 404 NotFound ("the server could not find the requested
-// resource"), as the API server answers a path it does not know.
+// can answer it; with WithNodeView it answers the store's pods), and a
+// path it does not serve (or of a kind it does not hold) with 404 NotFound
+// ("the server could not find the requested resource"), as the API server
+// answers a path it does not know.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rt := routeOf(r)
 	res := h.resources[rt.groupResource()]

@@ -1,9 +1,11 @@
 package kubeapi_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
+	"net/http"
 	"reflect"
 	"slices"
 	"strings"
@@ -30,6 +32,7 @@ import (
 	"github.com/podsapi/podsapi/kindstore"
 	"github.com/podsapi/podsapi/kubeapi"
 	"github.com/podsapi/podsapi/test/kubetest"
+	"github.com/podsapi/podsapi/test/podstest"
 )
 
 // ownerKind is one owner kind of TestAPIServerOwners: where its objects
@@ -308,7 +311,84 @@ func TestAPIServerOwners(t *testing.T) {
 	}
 
 	for _, k := range kinds {
+		t.Run(k.gvr.Resource+"/table watch", func(t *testing.T) { tableWatchesAgree(t, cp, s, k) })
 		t.Run(k.gvr.Resource+"/watch", func(t *testing.T) { watchesAgree(t, cp, s, k) })
+	}
+}
+
+// tableWatchesAgree opens, on the API server and on the handler, a watch
+// of Tables (kubectl get -w's form, in JSON) of the kind k's objects with
+// sendInitialEvents and bookmarks, and checks both send the same events
+// up to the bookmark that ends the initial ones: the same rows, the first
+// with the column definitions, the bookmark's row of an empty object.
+func tableWatchesAgree(t *testing.T, cp *kubetest.ControlPlane, s *served, k ownerKind) {
+	target := k.path("", "") + "?watch=1&sendInitialEvents=true&allowWatchBookmarks=true&resourceVersionMatch=NotOlderThan&labelSelector=tier%3Dx"
+	events := map[string][]any{}
+	for server, cfg := range map[string]*rest.Config{"API server": cp.AdminConfig, "podsapi": s.config("")} {
+		for _, line := range streamUntil(t, cfg, target, "application/json;as=Table;g=meta.k8s.io;v=v1", `"type":"BOOKMARK"`) {
+			events[server] = append(events[server], comparableAt(t, line, k.ages...))
+		}
+	}
+	if want, got := events["API server"], events["podsapi"]; !reflect.DeepEqual(want, got) || len(got) < 2 {
+		wj, _ := json.Marshal(want)
+		gj, _ := json.Marshal(got)
+		t.Errorf("table watch events differ (but for resourceVersions, managed fields and times):\nAPI server %s\npodsapi    %s", wj, gj)
+	}
+}
+
+// streamUntil sends a GET of target with cfg's credentials and the Accept
+// header accept, and returns the lines of its answer up to the first that
+// contains last, failing the test at its deadline.
+func streamUntil(t *testing.T, cfg *rest.Config, target, accept, last string) [][]byte {
+	t.Helper()
+	client, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, cfg.Host+target, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Accept", accept)
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("%s: %d", target, resp.StatusCode)
+	}
+	lines := make(chan []byte)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			select {
+			case lines <- bytes.Clone(sc.Bytes()):
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	deadline, stop := podstest.NearDeadline(t)
+	defer stop()
+	var out [][]byte
+	for {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatalf("%s: the stream ended after %q", target, out)
+			}
+			out = append(out, l)
+			if bytes.Contains(l, []byte(last)) {
+				return out
+			}
+		case <-deadline:
+			t.Fatalf("%s: no %s after %q", target, last, out)
+		}
 	}
 }
 

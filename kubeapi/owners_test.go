@@ -122,6 +122,13 @@ func TestOwnersLocal(t *testing.T) {
 			}
 		})
 	}
+	// The discovery of every group is not an owner kind's.
+	for _, target := range []string{"/apis", "/apis/"} {
+		got, ok := handler(newStore(), append(o.opts, kubeapi.WithDiscovery())...).Local(httptest.NewRequest("GET", target, nil))
+		if want := []kubeapi.Access{{Verb: "get", Path: "/apis"}}; !ok || !reflect.DeepEqual(got, want) {
+			t.Errorf("Local(%s) = %+v, %v; want %+v", target, got, ok, want)
+		}
+	}
 	// Before its store syncs, a kind is the API server's.
 	unsynced := handler(newStore(), kubeapi.WithResource(jobsGVR, kindstore.NewJobs()))
 	if _, ok := unsynced.Local(httptest.NewRequest("GET", "/apis/batch/v1/jobs", nil)); ok {

@@ -143,14 +143,11 @@ func (res *resource) groupResource() schema.GroupResource {
 	return schema.GroupResource{Group: res.group, Resource: res.name}
 }
 
-// groupVersion is the group version of the resource's objects and lists.
-func (res *resource) groupVersion() schema.GroupVersion {
-	return schema.GroupVersion{Group: res.group, Version: "v1"}
-}
-
 // apiVersion is the apiVersion of the resource's objects and lists ("v1",
 // "apps/v1").
-func (res *resource) apiVersion() string { return res.groupVersion().String() }
+func (res *resource) apiVersion() string {
+	return schema.GroupVersion{Group: res.group, Version: "v1"}.String()
+}
 
 // internalType is the Go type the API server names in its messages about
 // the resource's objects, of its internal API package ("core.Pod",
