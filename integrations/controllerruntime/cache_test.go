@@ -161,28 +161,42 @@ type run struct {
 }
 
 // startCache starts a cache of the node's pods from the kubeconfig, with
-// both informers, and stops it when ctx ends and the test ends.
+// both informers (startRun).
 func startCache(ctx context.Context, t *testing.T, kubeconfig, node string) *run {
+	t.Helper()
+	c := newCache(t, kubeconfig, cache.Options{
+		ByObject: map[client.Object]cache.ByObject{
+			&corev1.Pod{}: {Field: fields.OneTermEqualSelector("spec.nodeName", node)},
+		},
+	})
+	return startRun(ctx, t, c, map[string]client.Object{"typed": &corev1.Pod{}, "metadata": podMetadata()})
+}
+
+// newCache returns a controller-runtime cache of opts, with client-go's
+// scheme, reading the API server of the kubeconfig.
+func newCache(t *testing.T, kubeconfig string, opts cache.Options) cache.Cache {
 	t.Helper()
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig) // What --kubeconfig does in controller-runtime's config.GetConfig.
 	if err != nil {
 		t.Fatal(err)
 	}
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+	opts.Scheme = runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(opts.Scheme); err != nil {
 		t.Fatal(err)
 	}
-	c, err := cache.New(cfg, cache.Options{
-		Scheme: scheme,
-		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Pod{}: {Field: fields.OneTermEqualSelector("spec.nodeName", node)},
-		},
-	})
+	c, err := cache.New(cfg, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return c
+}
+
+// startRun gets an informer of c for each form's object, with a recorder
+// of its events, and starts c; it stops c when ctx ends and the test ends.
+func startRun(ctx context.Context, t *testing.T, c cache.Cache, forms map[string]client.Object) *run {
+	t.Helper()
 	r := &run{cache: c, inf: map[string]toolscache.SharedIndexInformer{}, events: map[string]*recorder{}, errs: make(chan error, 1)}
-	for form, obj := range map[string]client.Object{"typed": &corev1.Pod{}, "metadata": podMetadata()} {
+	for form, obj := range forms {
 		inf, err := c.GetInformer(ctx, obj, cache.BlockUntilSynced(false))
 		if err != nil {
 			t.Fatal(err)
@@ -290,8 +304,9 @@ func name(obj any) string {
 	return o.GetNamespace() + "/" + o.GetName()
 }
 
-// extraLabels returns the object's labels other than app, and "deleting"
-// when its deletion timestamp is set.
+// extraLabels returns the object's labels other than app and the API
+// server's own label of a namespace (kubernetes.io/metadata.name), and
+// "deleting" when its deletion timestamp is set.
 func extraLabels(obj any) string {
 	o, ok := obj.(metav1.Object)
 	if !ok {
@@ -299,7 +314,7 @@ func extraLabels(obj any) string {
 	}
 	var l []string
 	for k, v := range o.GetLabels() {
-		if k != "app" {
+		if k != "app" && k != corev1.LabelMetadataName {
 			l = append(l, k+"="+v)
 		}
 	}
@@ -316,7 +331,7 @@ func (r *recorder) OnAdd(obj any, _ bool) { r.record("add " + name(obj)) }
 
 // OnUpdate records an update.
 func (r *recorder) OnUpdate(_, obj any) {
-	r.record(strings.TrimSpace("update " + name(obj) + " " + extraLabels(obj)))
+	r.record(strings.Join(strings.Fields("update "+name(obj)+" "+extraLabels(obj)), " "))
 }
 
 // OnDelete records a delete.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -24,8 +25,12 @@ import (
 const (
 	// ContextDirect reaches the API server.
 	ContextDirect = "direct"
-	// ContextPodsapi reaches podsapi's front door.
+	// ContextPodsapi reaches podsapi's front door: its full view, where
+	// every answer is the API server's.
 	ContextPodsapi = "podsapi"
+	// ContextNodeView reaches the door's node view (NodeViewPath), where
+	// every list holds the node's slice only.
+	ContextNodeView = "node"
 )
 
 // PodReader is the rule of an agent that reads pods.
@@ -125,23 +130,32 @@ func (a *Agent) DoorConfig(p *Podsapi) *rest.Config {
 		TLSClientConfig: rest.TLSClientConfig{CAFile: p.CAFile}}
 }
 
-// Kubeconfig writes a kubeconfig of the agent with two contexts,
-// ContextDirect (the API server) and ContextPodsapi (p's front door), that
-// differ only in their server and CA, the current one being current, and
-// returns its path: pointing an agent at podsapi is changing its
-// kubeconfig's context.
+// NodeViewConfig returns the agent's client configuration for p's node
+// view: DoorConfig's, its host followed by NodeViewPath.
+func (a *Agent) NodeViewConfig(p *Podsapi) *rest.Config {
+	cfg := a.DoorConfig(p)
+	cfg.Host = "https://" + p.NodeViewHost()
+	return cfg
+}
+
+// Kubeconfig writes a kubeconfig of the agent with three contexts,
+// ContextDirect (the API server), ContextPodsapi (p's front door) and
+// ContextNodeView (its node view, as podsctl kubeconfig --view node writes
+// it), that differ only in their server and CA, the current one being
+// current, and returns its path: pointing an agent at podsapi is changing
+// its kubeconfig's context.
 func (a *Agent) Kubeconfig(t testing.TB, p *Podsapi, current string) string {
 	t.Helper()
-	direct := kubetest.Server{Name: ContextDirect, Host: a.cluster.Host(), CAFile: a.cluster.CAFile()}
-	door := kubetest.Server{Name: ContextPodsapi, Host: p.Addr, CAFile: p.CAFile}
-	servers := []kubetest.Server{direct, door}
-	switch current {
-	case ContextDirect:
-	case ContextPodsapi:
-		servers = []kubetest.Server{door, direct}
-	default:
-		t.Fatalf("harness: no context %q: %q or %q", current, ContextDirect, ContextPodsapi)
+	servers := []kubetest.Server{
+		{Name: ContextDirect, Host: a.cluster.Host(), CAFile: a.cluster.CAFile()},
+		{Name: ContextPodsapi, Host: p.Addr, CAFile: p.CAFile},
+		{Name: ContextNodeView, Host: p.NodeViewHost(), CAFile: p.CAFile},
 	}
+	i := slices.IndexFunc(servers, func(s kubetest.Server) bool { return s.Name == current })
+	if i < 0 {
+		t.Fatalf("harness: no context %q: %q, %q or %q", current, ContextDirect, ContextPodsapi, ContextNodeView)
+	}
+	servers[0], servers[i] = servers[i], servers[0] // The first is current.
 	path := filepath.Join(a.cluster.dir, fmt.Sprintf("kubeconfig-%s-%s-%s", a.Namespace, a.Name, current))
 	return kubetest.WriteKubeconfig(t, path, a.User(), a.Token, servers...)
 }

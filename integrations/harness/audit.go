@@ -3,7 +3,10 @@ package harness
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -94,10 +97,35 @@ func Count(reqs []Request, verb, resource string) int {
 	return n
 }
 
+// Tally counts requests by "verb resource" (by "verb path" for a
+// non-resource URL, such as discovery's "get /apis").
+type Tally map[string]int
+
+// String prints the tally in a stable order, "none" when empty, for the
+// tests' logs and the results table: "get /api 1, watch replicasets 2".
+func (t Tally) String() string {
+	if len(t) == 0 {
+		return "none"
+	}
+	keys := slices.Sorted(maps.Keys(t))
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s %d", k, t[k]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Asked returns what user asked the API server so far (Requests), counted
+// by verb and resource (Summary).
+func (c *Cluster) Asked(t testing.TB, user string) Tally {
+	t.Helper()
+	return Summary(c.Requests(t, user))
+}
+
 // Summary counts reqs by "verb resource" (by "verb path" for a
 // non-resource URL), for logs and docs.
-func Summary(reqs []Request) map[string]int {
-	m := make(map[string]int)
+func Summary(reqs []Request) Tally {
+	m := make(Tally)
 	for _, r := range reqs {
 		k := r.Verb + " " + r.Resource
 		if r.Resource == "" {

@@ -18,8 +18,23 @@ import (
 // PodsapiUser is podsapi-server's own identity at the API server: it reads
 // the pods of every node, and reviews the tokens and accesses of the
 // door's callers (system:auth-delegator), as deploy/ grants its
-// ServiceAccount.
+// ServiceAccount, and has PodsapiKindsRules.
 const PodsapiUser = "podsapi"
+
+// PodsapiKindsRules are the rights podsapi-server has beside reading pods,
+// so that its door answers the kinds an agent reads to describe a pod
+// itself (docs/kubeapi.md): what deploy/components/kube-api-kinds grants
+// (get, list and watch of namespaces and nodes: one shared watch of the
+// namespaces and one of its own Node, --kube-api-shared-kinds), and what
+// deploy/components/node-view grants (a get of each owner kind a pod's
+// chain can hold: ReplicaSet, Deployment, StatefulSet, DaemonSet, Job,
+// CronJob; one get per owner of the node's pods, --workloads=apiserver
+// and the node view), never a list or watch of an owner kind.
+var PodsapiKindsRules = []rbacv1.PolicyRule{
+	{APIGroups: []string{""}, Resources: []string{"namespaces", "nodes"}, Verbs: []string{"get", "list", "watch"}},
+	{APIGroups: []string{"apps"}, Resources: []string{"replicasets", "deployments", "statefulsets", "daemonsets"}, Verbs: []string{"get"}},
+	{APIGroups: []string{"batch"}, Resources: []string{"jobs", "cronjobs"}, Verbs: []string{"get"}},
+}
 
 // Cluster is an API server and etcd whose audit log records every request,
 // and where PodsapiUser has its rights.
@@ -67,12 +82,12 @@ func StartCluster(t testing.TB) *Cluster {
 	return c
 }
 
-// grantPodsapi gives PodsapiUser its rights and waits until the API
-// server's authorizer has them.
+// grantPodsapi gives PodsapiUser its rights (PodReader and
+// PodsapiKindsRules) and waits until the API server's authorizer has them.
 func (c *Cluster) grantPodsapi(t testing.TB) {
 	t.Helper()
 	ctx := context.Background()
-	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "podsapi"}, Rules: []rbacv1.PolicyRule{PodReader}}
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "podsapi"}, Rules: append([]rbacv1.PolicyRule{PodReader}, PodsapiKindsRules...)}
 	if _, err := c.Admin.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +103,17 @@ func (c *Cluster) grantPodsapi(t testing.TB) {
 	}
 	client := kubernetes.NewForConfigOrDie(c.Config(PodsapiUser, c.Host()))
 	kubetest.Eventually(t, "podsapi's rights", func() error {
-		_, err := client.CoreV1().Pods("").List(ctx, metav1.ListOptions{Limit: 1})
+		if _, err := client.CoreV1().Pods("").List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
+			return err
+		}
+		if _, err := client.CoreV1().Namespaces().List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
+			return err
+		}
+		// The last rule's: the role is granted as a whole.
+		_, err := client.BatchV1().CronJobs("default").Get(ctx, "none", metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
 		return err
 	})
 }

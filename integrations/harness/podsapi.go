@@ -16,6 +16,9 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/podsapi/podsapi/test/kubetest"
 )
@@ -43,17 +46,52 @@ type Podsapi struct {
 	metrics string // The path of its metrics socket.
 }
 
+// NodeViewPath is the path of the door's node view under its URL
+// (docs/kubeapi.md, "Two views"), as podsctl kubeconfig --view node writes
+// it: client-go asks <door>/views/node/api/v1/... of it.
+const NodeViewPath = "/views/node"
+
+// NodeViewHost is the door's node view as a kubeconfig's server names it
+// without its scheme: the door's address and NodeViewPath.
+func (p *Podsapi) NodeViewHost() string { return p.Addr + NodeViewPath }
+
+// PodsapiOption configures a podsapi-server that StartPodsapi starts.
+type PodsapiOption func(*podsapiOptions)
+
+type podsapiOptions struct {
+	flags []string
+}
+
+// WithNodeView runs podsapi-server so that its door's node view holds the
+// owners of the node's pods: --workloads=apiserver (one get per owner,
+// with PodsapiKindsRules). By default podsapi-server runs with
+// --workloads=derive, and the node view holds no owner.
+func WithNodeView() PodsapiOption {
+	return WithFlags("--workloads", "apiserver")
+}
+
+// WithFlags adds flags to podsapi-server's command line, after the
+// harness's own (a flag given twice takes its last value). By default there
+// are none.
+func WithFlags(flags ...string) PodsapiOption {
+	return func(o *podsapiOptions) { o.flags = append(o.flags, flags...) }
+}
+
 // doorAddress finds the front door's address in podsapi-server's log.
 var doorAddress = regexp.MustCompile(`through the Kubernetes API" address=(\S+)`)
 
 // StartPodsapi starts podsapi-server for node with --source=apiserver as
-// PodsapiUser, its front door on a free loopback port, and waits until its
-// health service says SERVING (its source has synced the node's pods: an
-// agent's first list is complete). It is stopped at the end of the test,
-// and must then exit cleanly; its log is in the test's when the test
-// failed.
-func (c *Cluster) StartPodsapi(t testing.TB, node string) *Podsapi {
+// PodsapiUser, its front door on a free loopback port, configured by opts,
+// and waits until its health service says SERVING (its source has synced
+// the node's pods: an agent's first list is complete) and its door answers
+// namespaces itself. It is stopped at the end of the test, and must then
+// exit cleanly; its log is in the test's when the test failed.
+func (c *Cluster) StartPodsapi(t testing.TB, node string, opts ...PodsapiOption) *Podsapi {
 	t.Helper()
+	var o podsapiOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
 	bin := serverBin(t)
 	dir, err := os.MkdirTemp("", "pa") // Short: it holds UNIX sockets, whose paths are bounded.
 	if err != nil {
@@ -62,11 +100,13 @@ func (c *Cluster) StartPodsapi(t testing.TB, node string) *Podsapi {
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
 	cert, key, _ := kubetest.ServingCert(t, dir)
 	p := &Podsapi{Node: node, Socket: filepath.Join(dir, "p.sock"), CAFile: filepath.Join(dir, "serving-ca.crt"), metrics: filepath.Join(dir, "m.sock")}
-	proc, err := kubetest.StartProcess("podsapi-server", bin, filepath.Join(dir, "podsapi-server.log"),
+	args := append([]string{
 		"--source", "apiserver", "--node-name", node,
 		"--kubeconfig", c.Kubeconfig(t, PodsapiUser, c.Host()),
-		"--socket", p.Socket, "--metrics-address", "unix:"+p.metrics,
-		"--kube-api-address", "127.0.0.1:0", "--kube-api-tls-cert-file", cert, "--kube-api-tls-private-key-file", key)
+		"--socket", p.Socket, "--metrics-address", "unix:" + p.metrics,
+		"--kube-api-address", "127.0.0.1:0", "--kube-api-tls-cert-file", cert, "--kube-api-tls-private-key-file", key,
+	}, o.flags...)
+	proc, err := kubetest.StartProcess("podsapi-server", bin, filepath.Join(dir, "podsapi-server.log"), args...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +133,34 @@ func (c *Cluster) StartPodsapi(t testing.TB, node string) *Podsapi {
 	if err := proc.Await(p.serving); err != nil {
 		t.Fatalf("%v\n%s", err, proc.Tail())
 	}
+	if err := proc.Await(func() error { return c.answersKinds(t, p) }); err != nil {
+		t.Fatalf("%v\n%s", err, proc.Tail())
+	}
 	return p
+}
+
+// answersKinds says whether p's door answers a list of namespaces itself
+// (route "local"), as PodsapiUser: its shared watch of them has synced
+// (PodsapiKindsRules). Until then the door passes such lists to the API
+// server, and an agent's first list would be the API server's.
+func (c *Cluster) answersKinds(t testing.TB, p *Podsapi) error {
+	t.Helper()
+	cfg := c.Config(PodsapiUser, p.Addr)
+	cfg.TLSClientConfig = rest.TLSClientConfig{CAFile: p.CAFile}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	before := p.Door(t).Route("local")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := client.CoreV1().Namespaces().List(ctx, metav1.ListOptions{}); err != nil {
+		return err
+	}
+	if p.Door(t).Route("local") == before {
+		return errors.New("the door passes lists of namespaces to the API server: its watch of them has not synced")
+	}
+	return nil
 }
 
 // serving asks podsapi's health service, on its Pods API socket, whether
