@@ -553,7 +553,7 @@ func nodeViewMarkdown(res nodeViewResults) string {
 	fmt.Fprintf(&sb, "## The node's view: the agents that describe a node's pods, directly and through the views (issue 46)\n\n")
 	fmt.Fprintf(&sb, "Written by `make bench-nodeview` (test/bench/nodeview_test.go) on %s in %v; a shared 2-core machine: read the ratios.\n",
 		res.start.UTC().Format("2006-01-02 15:04 UTC"), time.Since(res.start).Round(time.Second))
-	sb.WriteString(nodeViewIntro)
+	fmt.Fprintf(&sb, nodeViewIntro, "`"+*nodeViewServerArgs+"`")
 	if len(res.oneNode) > 0 {
 		r0 := res.oneNode[0]
 		fmt.Fprintf(&sb, "\n### One node, %d agents\n\n%d pods on the node (%d per ReplicaSet), %d ReplicaSets in %d namespaces, then %d status changes of ReplicaSets of other nodes at %d/s.\n\n",
@@ -601,7 +601,7 @@ func nodeViewMarkdown(res nodeViewResults) string {
 
 const nodeViewIntro = `
 A real kube-apiserver v1.37.2 on etcd (loopback; test/kubetest) and the real podsapi-server of this tree
-(--source=apiserver, its front door on loopback TLS, -nodeview-server-args' flags). Each agent is
+(--source=apiserver, its front door on loopback TLS, and %s). Each agent is
 k8sattributes-like: the client-go informers OpenTelemetry's k8sattributes runs for pod, namespace, node and
 deployment attributes (the node's pods by spec.nodeName, every namespace, every ReplicaSet transformed to its
 metadata, the node by metadata.name), on one client with its own connection and client-go's defaults (JSON).
@@ -616,8 +616,8 @@ through one proxy: the direct agents, or podsapi-server) and those that reached 
 feed's figures include its podsapi-servers' start. Reproduce with:
 
 ` + "```sh" + `
-make kube-bin          # builds kube-apiserver and etcd once
-make bench-nodeview    # BENCH_NODEVIEW_ARGS='-nodeview-big-replicasets 5000 -nodeview-fleet-nodes 10' sizes it down
+make bench-nodeview    # builds kube-apiserver and etcd once (make kube-bin), then runs every measurement
+make bench-nodeview BENCH_NODEVIEW_ARGS='-nodeview-big-replicasets 5000 -nodeview-fleet-nodes 10'    # smaller
 ` + "```" + `
 `
 
@@ -625,7 +625,7 @@ make bench-nodeview    # BENCH_NODEVIEW_ARGS='-nodeview-big-replicasets 5000 -no
 // feed's.
 func viewTable(sb *strings.Builder, results []viewResult) {
 	kinds := []string{"pods", "namespaces", "replicasets", "nodes"}
-	sb.WriteString("| feed | agents | watches: pods | namespaces | replicasets | nodes | all | LIST+WATCH+GET | reviews | bytes to the node: to sync | during the churn | API server CPU | time to sync | podsapi-servers' RSS | CPU |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	sb.WriteString("| feed | agents | watches: pods | namespaces | replicasets | nodes | all | LIST+WATCH+GET | reviews | bytes from the API server: to sync | during the churn | API server CPU | time to sync | podsapi-servers' RSS | CPU |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range results {
 		fmt.Fprintf(sb, "| %s | %d |", r.feed, r.agents)
 		for _, k := range kinds {
