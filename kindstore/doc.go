@@ -1,7 +1,8 @@
 // Package kindstore keeps the objects of one Kubernetes kind other than
-// pods (the namespaces, the node), so that the front door (kubeapi)
-// answers their lists, gets and watches itself, as it answers the node's
-// pods.
+// pods (the namespaces, the node, and the owner kinds of pods: ReplicaSets,
+// Deployments, StatefulSets, DaemonSets, Jobs, CronJobs), so that the
+// front door (kubeapi) answers their lists, gets and watches itself, as it
+// answers the node's pods.
 //
 // A Store is fed as a client-go informer feeds its handlers: it is a
 // cache.ResourceEventHandler (OnAdd, OnUpdate, OnDelete), so that a shared

@@ -14,7 +14,8 @@ import (
 )
 
 // Object is what a Store holds: a typed object of k8s.io/api (a
-// *corev1.Namespace, a *corev1.Node), which encodes itself in protobuf.
+// *corev1.Namespace, a *corev1.Node, a *appsv1.ReplicaSet, ...), which
+// encodes itself in protobuf.
 type Object interface {
 	runtime.Object
 	metav1.Object

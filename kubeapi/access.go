@@ -10,14 +10,19 @@ import (
 	metainternalversionscheme "k8s.io/apimachinery/pkg/apis/meta/internalversion/scheme"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // Access is what a request answered locally needs of its caller's rights, in
 // the terms of a SubjectAccessReview's resource attributes.
 type Access struct {
-	Verb        string // "get", "list" or "watch"
-	Namespace   string // "" for every namespace
-	Resource    string // "pods", "namespaces", "nodes" (the kubelet's /pods: nodes/pods, nodes/proxy)
+	Verb      string // "get", "list" or "watch"
+	Namespace string // "" for every namespace
+	// Group is the resource's API group: "" for core (pods, namespaces,
+	// nodes), "apps" or "batch" for the owner kinds (WithResource). Every
+	// resource served is of version v1.
+	Group       string
+	Resource    string // "pods", "namespaces", "nodes", "replicasets", ... (the kubelet's /pods: nodes/pods, nodes/proxy)
 	Subresource string // "", or "pods" / "proxy" for nodes
 	Name        string // the object's name; the node's name for nodes/...
 	// FieldSelector and LabelSelector are the selectors of a list or watch,
@@ -35,6 +40,13 @@ type Access struct {
 	Path string
 }
 
+// The core resources the handler reads specially: the node's pods, the
+// node.
+var (
+	podsGR  = schema.GroupResource{Resource: "pods"}
+	nodesGR = schema.GroupResource{Resource: "nodes"}
+)
+
 // kind is what a request asks of the handler.
 type kind int
 
@@ -48,11 +60,19 @@ const (
 
 // route is a request as the handler reads its path.
 type route struct {
-	kind      kind
-	resource  string // "pods", "namespaces" or "nodes" of kindList and kindGet
-	namespace string // "" for every namespace, and for kinds that have none
-	name      string // the object of kindGet
-	path      string // the path of kindDiscovery
+	kind kind
+	// group and resource are the resource of kindList and kindGet: "" and
+	// "pods", "namespaces" or "nodes"; "apps" or "batch" and an owner kind
+	// ("replicasets").
+	group, resource string
+	namespace       string // "" for every namespace, and for kinds that have none
+	name            string // the object of kindGet
+	path            string // the path of kindDiscovery
+}
+
+// groupResource is the route's group and resource.
+func (rt route) groupResource() schema.GroupResource {
+	return schema.GroupResource{Group: rt.group, Resource: rt.resource}
 }
 
 // routeOf returns what the path of r asks for, whatever its query.
@@ -61,6 +81,9 @@ func routeOf(r *http.Request) route {
 		return route{}
 	}
 	p := r.URL.Path
+	if rest, ok := strings.CutPrefix(p, "/apis/"); ok {
+		return groupRouteOf(rest)
+	}
 	switch p {
 	case "/pods", "/pods/":
 		return route{kind: kindKubeletPods}
@@ -95,6 +118,33 @@ func routeOf(r *http.Request) route {
 	return route{}
 }
 
+// groupRouteOf returns what a path /apis/<rest> asks for: a list of a
+// namespaced resource of a group's v1 (/apis/<group>/v1/<resource>, or in
+// a namespace /apis/<group>/v1/namespaces/<ns>/<resource>), or a get of one
+// object (/apis/<group>/v1/namespaces/<ns>/<resource>/<name>). Whether the
+// handler serves the resource is the caller's to check.
+func groupRouteOf(rest string) route {
+	parts := strings.Split(rest, "/")
+	if len(parts) < 3 || parts[0] == "" || parts[1] != "v1" {
+		return route{}
+	}
+	group, parts := parts[0], parts[2:]
+	for _, part := range parts {
+		if part == "" {
+			return route{}
+		}
+	}
+	switch {
+	case len(parts) == 1:
+		return route{kind: kindList, group: group, resource: parts[0]}
+	case len(parts) == 3 && parts[0] == "namespaces":
+		return route{kind: kindList, group: group, resource: parts[2], namespace: parts[1]}
+	case len(parts) == 4 && parts[0] == "namespaces":
+		return route{kind: kindGet, group: group, resource: parts[2], namespace: parts[1], name: parts[3]}
+	}
+	return route{}
+}
+
 // Local reports whether h answers r itself (pods pinned to this node, the
 // kubelet's /pods, local discovery when asked), and the accesses it needs:
 // the request is allowed when any one of them is allowed, tried in order
@@ -114,11 +164,20 @@ func routeOf(r *http.Request) route {
 // With WithNamespaces, once its store has synced, a list or watch of
 // namespaces and a get of a namespace it holds are local; with WithNode, a
 // get of the node and a list or watch whose fieldSelector requires
-// metadata.name=<node>. Before their store syncs, and for a namespace it
-// does not hold (yet), they are the API server's.
+// metadata.name=<node>; with WithResource, once its store has synced, a
+// list or watch of the resource and a get of an object its store holds.
+// Before their store syncs, and for an object it does not hold (yet), they
+// are the API server's.
+//
+// With WithNodeView, a list or watch of pods or nodes is local without the
+// field selector that pins it to the node, a get of an object the
+// store does not hold is local too (ServeHTTP answers it 404 NotFound),
+// and a request of a kind whose store has not synced is local too
+// (ServeHTTP answers it 503 with Retry-After, as pods): the API server's
+// answer would be the cluster's, not the node's slice.
 func (h *Handler) Local(r *http.Request) ([]Access, bool) {
 	rt := routeOf(r)
-	if rt.resource != "" && rt.resource != "pods" {
+	if rt.resource != "" && rt.groupResource() != podsGR {
 		return h.localKind(r, rt)
 	}
 	switch rt.kind {
@@ -136,13 +195,13 @@ func (h *Handler) Local(r *http.Request) ([]Access, bool) {
 		if IsTrue(r.URL.Query(), "watch") {
 			return nil, false // the API server's deprecated watch of one object
 		}
-		if _, ok := h.resources["pods"].find(rt.namespace, rt.name); !ok {
+		if _, ok := h.resources[podsGR].find(rt.namespace, rt.name); !ok && !h.nodeView {
 			return nil, false
 		}
 		return []Access{{Verb: "get", Namespace: rt.namespace, Resource: "pods", Name: rt.name}}, true
 	case kindList:
 		q := r.URL.Query()
-		if !h.pinned(q.Get("fieldSelector")) {
+		if !h.nodeView && !h.pinned(q.Get("fieldSelector")) {
 			return nil, false
 		}
 		return []Access{listAccess(r, rt)}, true
@@ -150,10 +209,10 @@ func (h *Handler) Local(r *http.Request) ([]Access, bool) {
 	return nil, false
 }
 
-// localKind is Local for a request of namespaces or nodes.
+// localKind is Local for a request of a kind other than pods.
 func (h *Handler) localKind(r *http.Request, rt route) ([]Access, bool) {
-	res := h.resources[rt.resource]
-	if res == nil || !res.reader.Synced() {
+	res := h.resources[rt.groupResource()]
+	if res == nil || (!res.reader.Synced() && !h.nodeView) {
 		return nil, false
 	}
 	switch rt.kind {
@@ -161,11 +220,11 @@ func (h *Handler) localKind(r *http.Request, rt route) ([]Access, bool) {
 		if IsTrue(r.URL.Query(), "watch") {
 			return nil, false
 		}
-		if _, ok := res.find("", rt.name); !ok {
+		if _, ok := res.find(rt.namespace, rt.name); !ok && !h.nodeView {
 			return nil, false
 		}
-		a := Access{Verb: "get", Resource: rt.resource, Name: rt.name}
-		if rt.resource == "namespaces" {
+		a := Access{Verb: "get", Namespace: rt.namespace, Group: rt.group, Resource: rt.resource, Name: rt.name}
+		if rt.groupResource() == (schema.GroupResource{Resource: "namespaces"}) {
 			// The API server reads /api/v1/namespaces/<name> as a request
 			// in the namespace <name> (its RequestInfo), and so authorizes
 			// it.
@@ -173,7 +232,7 @@ func (h *Handler) localKind(r *http.Request, rt route) ([]Access, bool) {
 		}
 		return []Access{a}, true
 	case kindList:
-		if rt.resource == "nodes" && !requires(r.URL.Query().Get("fieldSelector"), h.node, "metadata.name") {
+		if rt.groupResource() == nodesGR && !h.nodeView && !requires(r.URL.Query().Get("fieldSelector"), h.node, "metadata.name") {
 			return nil, false
 		}
 		return []Access{listAccess(r, rt)}, true
@@ -190,7 +249,7 @@ func listAccess(r *http.Request, rt route) Access {
 		verb = "watch"
 	}
 	return Access{
-		Verb: verb, Namespace: rt.namespace, Resource: rt.resource, Name: selectedName(r),
+		Verb: verb, Namespace: rt.namespace, Group: rt.group, Resource: rt.resource, Name: selectedName(r),
 		FieldSelector: q.Get("fieldSelector"), LabelSelector: q.Get("labelSelector"),
 	}
 }
@@ -254,7 +313,7 @@ func IsTrue(q url.Values, key string) bool {
 // naming the field selector to add for the list.
 func (h *Handler) Pods(r *http.Request) ([]Access, bool) {
 	rt := routeOf(r)
-	if rt.resource != "pods" {
+	if rt.groupResource() != podsGR {
 		return nil, false
 	}
 	switch rt.kind {

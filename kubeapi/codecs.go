@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1beta1 "k8s.io/apimachinery/pkg/apis/meta/v1beta1"
@@ -34,11 +36,12 @@ type format struct {
 	// plain encodes an object as it is (no kind set): list items, and the
 	// objects of meta.k8s.io, whose kind the handler sets.
 	plain runtime.Encoder
-	// object encodes an object as v1, with its kind: a get's body, a watch
-	// event's object, a Status.
+	// object encodes an object as v1 of its group, with its kind: a get's
+	// body, a watch event's object, a Status.
 	object runtime.Encoder
-	// event encodes a metav1.WatchEvent, unframed.
-	event runtime.Encoder
+	// events encode a metav1.WatchEvent, unframed, as one of the group
+	// version of the resource watched (the API server's watch encoder).
+	events map[schema.GroupVersion]runtime.Encoder
 	// framer frames the events of a watch stream.
 	framer runtime.Framer
 	// info is the codec factory's description of the media type, for the
@@ -97,18 +100,25 @@ type codecs struct {
 	accepted []runtime.SerializerInfo
 }
 
+// servedVersions are the group versions of the kinds the handler serves:
+// core/v1 (pods, namespaces, nodes), apps/v1 and batch/v1 (the owner kinds
+// of WithResource). An object is encoded in the one of its group.
+var servedVersions = schema.GroupVersions{corev1.SchemeGroupVersion, appsv1.SchemeGroupVersion, batchv1.SchemeGroupVersion}
+
 // newCodecs returns the formats of a codec factory over a scheme of the
-// types the handler serves: core/v1 (pods, and the Status and WatchEvent
-// that meta/v1 adds to each group version). It is client-go's scheme
-// (k8s.io/client-go/kubernetes/scheme) reduced to them: that one holds every
-// API group's types, registered when the package is initialised, in every
-// program that links it (about 0.7 MB of heap and 10 MB of resident memory
-// in podsapi-server, with or without a Kubernetes API), and encodes these
-// types the same (TestCodecsAsClientGo).
+// types the handler serves: core/v1, apps/v1 and batch/v1 (and the Status
+// and WatchEvent that meta/v1 adds to each group version). It is
+// client-go's scheme (k8s.io/client-go/kubernetes/scheme) reduced to them:
+// that one holds every API group's types, registered when the package is
+// initialised, in every program that links it (about 0.7 MB of heap and
+// 10 MB of resident memory in podsapi-server, with or without a Kubernetes
+// API), and encodes these types the same (TestCodecsAsClientGo).
 func newCodecs() *codecs {
 	scheme := runtime.NewScheme()
-	if err := corev1.AddToScheme(scheme); err != nil {
-		panic("kubeapi: " + err.Error())
+	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, appsv1.AddToScheme, batchv1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			panic("kubeapi: " + err.Error())
+		}
 	}
 	factory := serializer.NewCodecFactory(scheme)
 	f := func(id, mediaType string) *format {
@@ -120,14 +130,18 @@ func newCodecs() *codecs {
 		if mediaType != mediaJSON {
 			streamType += ";stream=watch"
 		}
+		events := make(map[schema.GroupVersion]runtime.Encoder, len(servedVersions))
+		for _, gv := range servedVersions {
+			events[gv] = factory.EncoderForVersion(info.StreamSerializer.Serializer, gv)
+		}
 		return &format{
 			id:         id,
 			itemKey:    "kubeapi/" + id + "/item",
 			mediaType:  mediaType,
 			streamType: streamType,
 			plain:      info.Serializer,
-			object:     factory.EncoderForVersion(info.Serializer, corev1.SchemeGroupVersion),
-			event:      factory.EncoderForVersion(info.StreamSerializer.Serializer, corev1.SchemeGroupVersion),
+			object:     factory.EncoderForVersion(info.Serializer, servedVersions),
+			events:     events,
 			framer:     info.StreamSerializer.Framer,
 			info:       info,
 		}

@@ -144,16 +144,16 @@ func (h *Handler) event(res *resource, fm form, t watch.EventType, p *store.Pod,
 		if err != nil {
 			return nil, err
 		}
-		return encodeEvent(fm.format, t, obj)
+		return encodeEvent(fm.format, res, t, obj)
 	})
 }
 
-// encodeEvent returns the encoding in f, unframed, of a watch event of type t
-// whose object is encoded as obj.
-func encodeEvent(f *format, t watch.EventType, obj []byte) ([]byte, error) {
+// encodeEvent returns the encoding in f, unframed, of a watch event of res
+// of type t whose object is encoded as obj.
+func encodeEvent(f *format, res *resource, t watch.EventType, obj []byte) ([]byte, error) {
 	var b bytes.Buffer
 	ev := &metav1.WatchEvent{Type: string(t), Object: runtime.RawExtension{Raw: obj}}
-	if err := f.event.Encode(ev, &b); err != nil {
+	if err := f.events[res.groupVersion()].Encode(ev, &b); err != nil {
 		return nil, err
 	}
 	return b.Bytes(), nil
@@ -178,7 +178,7 @@ func bookmark(res *resource, fm form, rv string, end bool) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return encodeEvent(fm.format, watch.Bookmark, obj)
+	return encodeEvent(fm.format, res, watch.Bookmark, obj)
 }
 
 // body is a response spliced from parts, written without being copied into
@@ -212,13 +212,13 @@ func (b *body) writeTo(w io.Writer) error {
 	return nil
 }
 
-// objectList returns the encoding in fm of a list of res (a v1.PodList,
-// or, for a client that asks for one, a meta.k8s.io
-// PartialObjectMetadataList) of meta and items (encoded by item), as the
+// objectList returns the encoding in fm of a list of res (a v1.PodList, an
+// apps/v1.ReplicaSetList, or, for a client that asks for one, a
+// meta.k8s.io PartialObjectMetadataList) of meta and items (encoded by item), as the
 // API server's serializers encode one: the items are spliced in, not
 // encoded or copied again.
 func objectList(res *resource, fm form, meta metav1.ListMeta, items [][]byte) (*body, error) {
-	tm := runtime.TypeMeta{APIVersion: "v1", Kind: res.listKind()}
+	tm := runtime.TypeMeta{APIVersion: res.apiVersion(), Kind: res.listKind()}
 	metaField, itemsField := protowire.Number(1), protowire.Number(2)
 	if fm.as == asPartialList {
 		tm = runtime.TypeMeta{APIVersion: fm.gv.String(), Kind: "PartialObjectMetadataList"}

@@ -33,7 +33,7 @@ func errNotPinned(node string) error {
 // errNotFound is the answer to a get of an object of res its store does
 // not hold.
 func errNotFound(res *resource, name string) error {
-	return apierrors.NewNotFound(schema.GroupResource{Resource: res.name}, name)
+	return apierrors.NewNotFound(res.groupResource(), name)
 }
 
 // errNotSynced is the answer to a read of res before its store has synced.
@@ -90,13 +90,13 @@ func revisionInvalid(rv string) string {
 // errNotAList is the answer to a list of res for a client that asks for
 // one PartialObjectMetadata, as the API server answers it.
 func errNotAList(res *resource) error {
-	return notAcceptable("you requested PartialObjectMetadata, but the requested object is a list (*core." + res.listKind() + ")")
+	return notAcceptable("you requested PartialObjectMetadata, but the requested object is a list (*" + res.internalType(res.listKind()) + ")")
 }
 
 // errAList is the answer to a get of res for a client that asks for a
 // PartialObjectMetadataList, as the API server answers it.
 func errAList(res *resource) error {
-	return notAcceptable("you requested PartialObjectMetadataList, but the requested object is not a list (*core." + res.kind + ")")
+	return notAcceptable("you requested PartialObjectMetadataList, but the requested object is not a list (*" + res.internalType(res.kind) + ")")
 }
 
 func notAcceptable(msg string) error {

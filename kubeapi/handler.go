@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"sync/atomic"
 	"time"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // Handler serves the node's pods through the Kubernetes API's paths (an
@@ -11,9 +13,11 @@ import (
 type Handler struct {
 	pods PodReader
 	node string
-	// resources are what lists, gets and watches read, by resource name:
-	// the pods, and the kinds of WithNamespaces and WithNode.
-	resources     map[string]*resource
+	// resources are what lists, gets and watches read, by group and
+	// resource: the pods, and the kinds of WithResource.
+	resources map[schema.GroupResource]*resource
+	// nodeView has lists hold what the stores hold (WithNodeView).
+	nodeView      bool
 	discovery     bool
 	version       string
 	queue         int
@@ -41,7 +45,7 @@ func New(pods PodReader, node string, opts ...Option) *Handler {
 		writeTimeout:  30 * time.Second,
 		retryAfter:    1,
 		codecs:        newCodecs(),
-		resources:     map[string]*resource{"pods": podsResource(pods)},
+		resources:     map[schema.GroupResource]*resource{podsGR: podsResource(pods)},
 	}
 	for _, opt := range opts {
 		opt(h)
@@ -53,12 +57,12 @@ func New(pods PodReader, node string, opts ...Option) *Handler {
 // door with no upstream may call it for every request), it answers a get of
 // a pod the store does not hold with 404 NotFound, a list or watch of pods
 // not pinned to the node with 503 ServiceUnavailable (only the API server
-// can answer it), and a path it does not serve (or of a kind it does not
+// can answer it; with WithNodeView it is the store's pods), and a path it does not serve (or of a kind it does not
 // hold) with 404 NotFound ("the server could not find the requested
 // resource"), as the API server answers a path it does not know.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rt := routeOf(r)
-	res := h.resources[rt.resource]
+	res := h.resources[rt.groupResource()]
 	if (rt.kind == kindGet || rt.kind == kindList) && res == nil {
 		h.writeError(w, r, errNotServed())
 		return
@@ -81,10 +85,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case kindList:
 		fs := r.URL.Query().Get("fieldSelector")
 		switch {
-		case res.name == "pods" && !h.pinned(fs):
+		case h.nodeView:
+		case res.groupResource() == podsGR && !h.pinned(fs):
 			h.writeError(w, r, errNotPinned(h.node))
 			return
-		case res.name == "nodes" && !requires(fs, h.node, "metadata.name"):
+		case res.groupResource() == nodesGR && !requires(fs, h.node, "metadata.name"):
 			h.writeError(w, r, errNotServed())
 			return
 		}

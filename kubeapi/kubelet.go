@@ -20,7 +20,7 @@ type kubeletBody struct {
 // pods' own cached encodings, and shared by every poll.
 func (h *Handler) serveKubeletPods(w http.ResponseWriter, r *http.Request) {
 	if !h.pods.Synced() {
-		h.writeError(w, r, errNotSynced(h.resources["pods"], h.retryAfter))
+		h.writeError(w, r, errNotSynced(h.resources[podsGR], h.retryAfter))
 		return
 	}
 	version, pods := h.pods.List()

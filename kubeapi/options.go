@@ -1,6 +1,11 @@
 package kubeapi
 
-import "time"
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
 
 // Option configures a Handler.
 type Option func(*Handler)
@@ -65,7 +70,7 @@ func WithWriteTimeout(d time.Duration) Option {
 // claims them then, so that agents' namespace informers cost the API
 // server nothing more. By default namespaces are not local.
 func WithNamespaces(r PodReader) Option {
-	return func(h *Handler) { h.resources["namespaces"] = namespacesResource(r) }
+	return WithResource(corev1.SchemeGroupVersion.WithResource("namespaces"), r)
 }
 
 // WithNode has the handler answer the gets of the node (/api/v1/nodes/<node>)
@@ -74,5 +79,37 @@ func WithNamespaces(r PodReader) Option {
 // by one watch of it), once r has synced. By default the node is not
 // local.
 func WithNode(r PodReader) Option {
-	return func(h *Handler) { h.resources["nodes"] = nodesResource(r) }
+	return WithResource(corev1.SchemeGroupVersion.WithResource("nodes"), r)
+}
+
+// WithResource has the handler answer the lists, gets and watches of the
+// resource gvr from r (a kindstore.Store of its kind), once r has synced,
+// on the API server's paths (/apis/<group>/v1/[namespaces/<ns>/]<resource>[/<name>],
+// /api/v1/... for the core group): Local claims them then. gvr is one of
+// the owner kinds of pods (apps/v1 replicasets, deployments, statefulsets,
+// daemonsets; batch/v1 jobs, cronjobs), or v1 namespaces or nodes (as
+// WithNamespaces and WithNode); any other is a programming error, and
+// panics. They are answered in every form pods are, with the field
+// selectors the API server supports for the kind and label selectors. By
+// default no such resource is local.
+func WithResource(gvr schema.GroupVersionResource, r PodReader) Option {
+	newResource, ok := kindResources[gvr]
+	if !ok {
+		panic("kubeapi: WithResource of a resource it does not serve: " + gvr.String())
+	}
+	return func(h *Handler) {
+		res := newResource(r)
+		h.resources[res.groupResource()] = res
+	}
+}
+
+// WithNodeView has every list and watch hold the node's slice, as the
+// stores hold it (the node view): a list or watch of pods is answered
+// from the store without a spec.nodeName field selector, one of nodes
+// without a metadata.name field selector, and a get of an object a store
+// does not hold is local and answered 404 NotFound (an object outside the
+// slice). By default the handler answers as the API server would (the full
+// view): such lists and gets are not local.
+func WithNodeView() Option {
+	return func(h *Handler) { h.nodeView = true }
 }

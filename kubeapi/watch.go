@@ -327,7 +327,7 @@ func (s *watchStream) tableEvent(t watch.EventType, rv string, tr tableRow) ([]b
 		return nil, err
 	}
 	s.headed = true
-	return encodeEvent(s.fm.format, t, obj)
+	return encodeEvent(s.fm.format, s.q.res, t, obj)
 }
 
 // fail writes an ERROR event carrying the Status of err, as the API server
@@ -338,7 +338,7 @@ func (s *watchStream) fail(err error) {
 	if s.fm.object.Encode(status, &obj) != nil {
 		return
 	}
-	b, e := encodeEvent(s.fm.format, watch.Error, obj.Bytes())
+	b, e := encodeEvent(s.fm.format, s.q.res, watch.Error, obj.Bytes())
 	if e != nil {
 		return
 	}

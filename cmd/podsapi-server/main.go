@@ -134,6 +134,16 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	case *nodeName == "":
 		return usageError{errors.New("--node-name is required: the host name is unknown"), serverHint}
 	}
+	// The node view (on by default) answers from the node's slice, which
+	// the workload resolution keeps from the API server: without what it
+	// needs it is off, unless asked for.
+	if kube.NodeView && (!kube.Enabled() || !kube.Kinds || workloads.Mode != workload.ModeAPIServer) {
+		if fs.Changed("kube-api-node-view") {
+			return usageError{fmt.Errorf("--kube-api-node-view needs %s", door.NodeViewNeeds), serverHint}
+		}
+		kube.NodeView = false
+	}
+	workloads.Slice = kube.NodeView
 	if err := errors.Join(cfg.Validate(), kube.Validate(), workloads.Validate()); err != nil {
 		return usageError{err, serverHint}
 	}
@@ -169,8 +179,12 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
+		var nodeSlice door.Slice
+		if kube.NodeView {
+			nodeSlice = resolver
+		}
 		api, err = kube.Open(door.Env{
-			Pods: st, Node: *nodeName, Kubeconfig: fs.Lookup("kubeconfig").Value.String(),
+			Pods: st, Node: *nodeName, Kubeconfig: fs.Lookup("kubeconfig").Value.String(), Slice: nodeSlice,
 			Peers: cfg.Access.Policy(), SocketOptions: sockOpts, MaxWatches: cfg.Limits.MaxWatchers, MaxWatchesPerCaller: cfg.Limits.MaxWatchersPerClient,
 			ShutdownTimeout: cfg.Transport.ShutdownTimeout, Logger: logger, Registerer: reg,
 		})

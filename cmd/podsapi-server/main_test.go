@@ -115,6 +115,8 @@ func TestRunUsageErrors(t *testing.T) {
 		{"KubeAPIWithoutCert", []string{"--manifest-dir", ".", "--kube-api-address", "127.0.0.1:0"}, "--kube-api-address needs --kube-api-tls-cert-file"},
 		{"KubeAPICertWithoutAddress", []string{"--manifest-dir", ".", "--kube-api-tls-cert-file", "c.pem"}, "need --kube-api-address"},
 		{"KubeAPIClientCAOnSocket", []string{"--manifest-dir", ".", "--kube-api-socket", "/tmp/k.sock", "--kube-api-client-ca-file", "ca.pem"}, "--kube-api-client-ca-file needs --kube-api-address"},
+		{"NodeViewWithoutWorkloads", []string{"--manifest-dir", ".", "--kube-api-socket", "/tmp/k.sock", "--kube-api-node-view"}, "--kube-api-node-view needs --kube-api-address or --kube-api-socket, --kube-api-shared-kinds and --workloads=apiserver"},
+		{"NodeViewWithoutSharedKinds", []string{"--manifest-dir", ".", "--kube-api-socket", "/tmp/k.sock", "--workloads", "apiserver", "--kube-api-shared-kinds=false", "--kube-api-node-view=true"}, "--kube-api-node-view needs"},
 		{"KubeAPINegativeTTL", []string{"--manifest-dir", ".", "--kube-api-socket", "/tmp/k.sock", "--kube-api-authentication-cache-ttl", "-1s"}, "must be positive"},
 	}
 	for _, tt := range tests {

@@ -79,7 +79,7 @@ the API server nothing more.`,
 	fs.BoolVar(&ko.embed, "embed-certs", false, "embed the CA's certificates in the kubeconfig instead of naming the file")
 	fs.StringVar(&ko.tokenFile, "token-file", defaultTokenFile, "file of the agent's bearer token (empty: no credentials)")
 	fs.StringVarP(&ko.namespace, "namespace", "n", "", "default namespace of the context")
-	fs.StringVar(&ko.view, "view", viewFull, "what the agent sees: full (every answer the API server's) or node (every list the node's slice: its pods, their namespaces, the node, their owners; the path "+nodeViewPath+" under --server, which the door does not serve yet)")
+	fs.StringVar(&ko.view, "view", viewFull, "what the agent sees: full (every answer the API server's) or node (every list the node's slice: its pods, their namespaces, the node, their owners; the path "+nodeViewPath+" under --server; podsapi-server --kube-api-node-view)")
 	_ = cmd.MarkFlagFilename("certificate-authority", "crt", "pem")
 	_ = cmd.RegisterFlagCompletionFunc("view", cobra.FixedCompletions([]string{viewFull, viewNode}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd

@@ -82,8 +82,8 @@ func (d *Door) served(w http.ResponseWriter, r *http.Request, next http.Handler)
 func (d *Door) authorize(ctx context.Context, u user.Info, a kubeapi.Access, path string) (authorizer.Decision, string, error) {
 	attrs := authorizer.AttributesRecord{User: u, Verb: a.Verb, Path: a.Path}
 	if a.Path == "" {
-		attrs.Namespace, attrs.APIVersion, attrs.Resource, attrs.Subresource, attrs.Name =
-			a.Namespace, "v1", a.Resource, a.Subresource, a.Name
+		attrs.Namespace, attrs.APIGroup, attrs.APIVersion, attrs.Resource, attrs.Subresource, attrs.Name =
+			a.Namespace, a.Group, "v1", a.Resource, a.Subresource, a.Name
 		attrs.ResourceRequest, attrs.Path = true, path
 	}
 	decision, why, err := d.auth.authorizer.Authorize(ctx, attrs)

@@ -33,12 +33,15 @@ type Local interface {
 // authorizing it, or to the API server through the PassThrough. It is an
 // http.Handler for Server.
 type Door struct {
-	local   Local
-	auth    *Auth
-	pass    *PassThrough
-	peers   *guard.AccessPolicy
-	metrics *metrics
-	logger  *slog.Logger
+	local Local
+	// nodeView is the Local side of the node view (WithNodeView); nil:
+	// none.
+	nodeView Local
+	auth     *Auth
+	pass     *PassThrough
+	peers    *guard.AccessPolicy
+	metrics  *metrics
+	logger   *slog.Logger
 	// watches bounds the watches open, local and passed through, and
 	// each caller's share of them.
 	watches *admit.Slots
@@ -149,13 +152,15 @@ func (d *Door) ServeHTTP(w http.ResponseWriter, r *http.Request) { d.handler.Ser
 // buildChain composes the door's filters, outermost first, each a wrapper
 // of the next as in k8s.io/apiserver's DefaultBuildHandlerChain: what the
 // request is (withRequestInfo: its route, the accesses it needs, whether
-// it watches), its metrics (withMetrics), the socket's peer policy
+// it watches, and its view: the node view's path is stripped), its metrics (withMetrics), the socket's peer policy
 // (withPeerPolicy), then by route: for the node's pods, authentication
 // (withAuthentication), authorization (withAuthorization), the watch slots
 // (withWatchSlots) and the Local side; for anything else, the caller's
 // name (withPassedCaller), the watch slots and the pass-through.
 func (d *Door) buildChain() http.Handler {
-	local := d.withAuthentication(d.withAuthorization(d.withWatchSlots(d.local)))
+	// The Local side of the request's view (withRequestInfo).
+	view := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { infoFrom(r.Context()).view.ServeHTTP(w, r) })
+	local := d.withAuthentication(d.withAuthorization(d.withWatchSlots(view)))
 	passed := d.withPassedCaller(d.withWatchSlots(http.HandlerFunc(d.passThrough)))
 	return d.withRequestInfo(d.withMetrics(d.withPeerPolicy(d.route(local, passed))))
 }

@@ -39,17 +39,24 @@ const kindsNode = "node-1"
 // have synced.
 func openKinds(t *testing.T, cp *kubetest.ControlPlane, host string, reg *prometheus.Registry) (*door.API, *served) {
 	t.Helper()
-	dir := t.TempDir()
-	certFile, keyFile, ca := kubetest.ServingCert(t, dir)
 	st := store.New()
 	st.MarkSynced()
+	return openViews(t, cp, host, reg, st, nil)
+}
+
+// openViews is openKinds with the node's pods st and, when slice is not
+// nil, the node view of slice.
+func openViews(t *testing.T, cp *kubetest.ControlPlane, host string, reg *prometheus.Registry, st *store.Store, slice door.Slice) (*door.API, *served) {
+	t.Helper()
+	dir := t.TempDir()
+	certFile, keyFile, ca := kubetest.ServingCert(t, dir)
 	s := door.Settings{
 		Address: "127.0.0.1:0", CertFile: certFile, KeyFile: keyFile,
 		TokenCacheTTL: door.DefaultTokenCacheTTL, AllowCacheTTL: door.DefaultAllowCacheTTL, DenyCacheTTL: door.DefaultDenyCacheTTL,
-		Kinds: true,
+		Kinds: true, NodeView: slice != nil,
 	}
 	a, err := s.Open(door.Env{
-		Pods: st, Node: kindsNode, Kubeconfig: cp.Kubeconfig(t, kubetest.AdminUser, host),
+		Pods: st, Node: kindsNode, Kubeconfig: cp.Kubeconfig(t, kubetest.AdminUser, host), Slice: slice,
 		Logger: slog.New(slog.DiscardHandler), Registerer: reg,
 	})
 	if err != nil {
@@ -342,11 +349,7 @@ func summary(t *testing.T, body []byte) shape {
 // server has open (apiserver_longrunning_requests, verb WATCH).
 func watchesOpen(t *testing.T, cp *kubetest.ControlPlane) map[string]float64 {
 	t.Helper()
-	client, err := rest.HTTPClientFor(cp.AdminConfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	families := scrapeMetrics(t, client, "https://"+cp.Host()+"/metrics")
+	families := apiserverMetrics(t, cp)
 	open := map[string]float64{}
 	for _, m := range families["apiserver_longrunning_requests"].GetMetric() {
 		l := labelsOf(m)
@@ -355,6 +358,16 @@ func watchesOpen(t *testing.T, cp *kubetest.ControlPlane) map[string]float64 {
 		}
 	}
 	return open
+}
+
+// apiserverMetrics scrapes the API server's own metrics, as its admin.
+func apiserverMetrics(t *testing.T, cp *kubetest.ControlPlane) map[string]*dto.MetricFamily {
+	t.Helper()
+	client, err := rest.HTTPClientFor(cp.AdminConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return scrapeMetrics(t, client, "https://"+cp.Host()+"/metrics")
 }
 
 // counted returns the sum of the metric name of reg whose label key is

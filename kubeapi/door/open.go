@@ -39,6 +39,10 @@ type Env struct {
 	MaxWatches, MaxWatchesPerCaller int
 	// ShutdownTimeout bounds a graceful shutdown (Config).
 	ShutdownTimeout time.Duration
+	// Slice is the node's slice the node view answers from
+	// (Settings.NodeView): a workload.Resolver with workload.WithSlice.
+	// Nil: no node view.
+	Slice Slice
 	// Logger receives the API's logs. Default slog.Default().
 	Logger *slog.Logger
 	// Registerer receives the door's metrics. Default none.
@@ -56,7 +60,9 @@ type API struct {
 	// without an API server or with Settings.Kinds false.
 	Kinds *Kinds
 
-	logger *slog.Logger
+	// nodeView is the node view (Settings.NodeView); nil: none.
+	nodeView *nodeView
+	logger   *slog.Logger
 }
 
 // Upstream returns the configuration of the API server that the door
@@ -136,7 +142,17 @@ func (s Settings) Open(env Env) (*API, error) {
 	// The Local side tells the door how its watches end, for its metrics
 	// and logs.
 	var d *Door
-	localOpts = append(localOpts, kubeapi.WithWatchEnded(func(r *http.Request, end kubeapi.WatchEnd) { d.WatchEnded(r, end) }))
+	watchEnded := kubeapi.WithWatchEnded(func(r *http.Request, end kubeapi.WatchEnd) { d.WatchEnded(r, end) })
+	localOpts = append(localOpts, watchEnded)
+	if s.NodeView && up != nil {
+		if a.Kinds == nil || env.Slice == nil {
+			return nil, fmt.Errorf("--kube-api-node-view needs %s", NodeViewNeeds)
+		}
+		if a.nodeView, err = newNodeView(env.Pods, env.Node, a.Kinds.Node, env.Slice, watchEnded); err != nil {
+			return nil, err
+		}
+		opts = append(opts, WithNodeView(a.nodeView.handler))
+	}
 	d = New(kubeapi.New(env.Pods, env.Node, localOpts...), opts...)
 	a.Door = d
 	a.Server, err = Listen(Config{
@@ -159,14 +175,15 @@ func (a *API) Close() { a.Server.Close() }
 // Serve serves the door until ctx is done, as Server.Serve does. With an
 // API server, it first asks in the background whether podsapi may verify
 // its callers (Auth.Check, bounded to 30 s) and warns when it may not, and
-// runs the watches of the Kinds until it returns.
+// runs the watches of the Kinds and the feed of the node view until it
+// returns.
 func (a *API) Serve(ctx context.Context) error {
-	if a.Kinds != nil {
-		kctx, cancel := context.WithCancel(ctx)
+	for _, run := range []func(context.Context){a.runKinds, a.runNodeView} {
+		rctx, cancel := context.WithCancel(ctx)
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			a.Kinds.Run(kctx)
+			run(rctx)
 		}()
 		defer func() {
 			cancel()
@@ -183,4 +200,19 @@ func (a *API) Serve(ctx context.Context) error {
 		}()
 	}
 	return a.Server.Serve(ctx, a.Door)
+}
+
+// runKinds runs the watches of the Kinds, if any, until ctx is done.
+func (a *API) runKinds(ctx context.Context) {
+	if a.Kinds != nil {
+		a.Kinds.Run(ctx)
+	}
+}
+
+// runNodeView feeds the node view's stores from the slice, if it is
+// served, until ctx is done.
+func (a *API) runNodeView(ctx context.Context) {
+	if a.nodeView != nil {
+		a.nodeView.Run(ctx)
+	}
 }

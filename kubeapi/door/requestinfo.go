@@ -23,6 +23,9 @@ type doorRequest struct {
 	local bool
 	// accesses are those the request needs, any one of them enough.
 	accesses []kubeapi.Access
+	// view is the Local side of the request's view: the full view's, or
+	// the node view's for a request under NodeViewPath.
+	view Local
 	// watch is true for a watch, local or passed through.
 	watch bool
 	// caller names who holds the request's watch slot; user is the
@@ -42,7 +45,9 @@ func infoFrom(ctx context.Context) *doorRequest {
 }
 
 // withRequestInfo learns what a request is before any other filter runs:
-// whether the Local side claims it (never when it asks for impersonation,
+// its view (the node view's for a path under NodeViewPath, which is
+// stripped from the request every later filter and the pass-through see;
+// else the full view's), whether the view's Local side claims it (never when it asks for impersonation,
 // which is the API server's to check and apply), the accesses it needs,
 // and whether it watches. On a door without an API server, a read of pods
 // that the Local side does not claim (a pod the node does not hold, a list
@@ -51,11 +56,12 @@ func infoFrom(ctx context.Context) *doorRequest {
 func (d *Door) withRequestInfo(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		info := &doorRequest{route: routeProxied}
-		accesses, local := d.local.Local(r)
+		info.view, r = d.viewOf(r)
+		accesses, local := info.view.Local(r)
 		if local && !impersonates(r) {
 			info.route, info.local, info.accesses = routeLocal, true, accesses
 		} else if d.pass == nil && !impersonates(r) {
-			info.accesses, info.local = d.local.Pods(r)
+			info.accesses, info.local = info.view.Pods(r)
 		}
 		if info.local {
 			info.watch = len(info.accesses) > 0 && info.accesses[0].Verb == "watch"

@@ -38,7 +38,19 @@ type Settings struct {
 	// when it has an API server; false passes them through, as every
 	// other kind. AddFlags sets it to true.
 	Kinds bool
+	// NodeView has the door serve the node view under NodeViewPath, from
+	// the node's slice (Env.Slice) and the Kinds' node, when it has an API
+	// server; false leaves that path to the API server, which answers it
+	// 404. AddFlags sets it to true; podsapi-server turns it off when the
+	// slice cannot be kept (NodeViewNeeds).
+	NodeView bool
 }
+
+// NodeViewNeeds names what the node view needs besides its own flag, for
+// the errors and help that mention it: the node's slice comes from the
+// workload resolution against the API server, and the node from the shared
+// kinds.
+const NodeViewNeeds = "--kube-api-address or --kube-api-socket, --kube-api-shared-kinds and --workloads=apiserver"
 
 // AddFlags binds every field of s to its flag of fs, under the names that
 // podsapi-server's users type.
@@ -52,6 +64,7 @@ func (s *Settings) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&s.AllowCacheTTL, "kube-api-authorization-cache-authorized-ttl", DefaultAllowCacheTTL, "how long a SubjectAccessReview that allowed is cached, and so keeps working while the API server is unreachable")
 	fs.DurationVar(&s.DenyCacheTTL, "kube-api-authorization-cache-unauthorized-ttl", DefaultDenyCacheTTL, "how long a SubjectAccessReview that did not allow is cached")
 	fs.BoolVar(&s.Kinds, "kube-api-shared-kinds", true, "answer lists, gets and watches of namespaces and of this node (/api/v1/nodes/<node>, or fieldSelector metadata.name=<node>) from one shared watch of each with podsapi's own credentials (RBAC: get, list, watch of namespaces and nodes), authorized for each caller as the API server would; false passes them to the API server (docs/kubeapi.md)")
+	fs.BoolVar(&s.NodeView, "kube-api-node-view", true, "serve the node view under "+NodeViewPath+" (podsctl kubeconfig --view node): every list and watch the node's slice (its pods, their namespaces, the node, their owners up the chain), each owner got once per --workload-refresh, never a cluster-wide watch; needs "+NodeViewNeeds+" (without them it is off, unless set explicitly, which is then an error) (docs/kubeapi.md, Two views)")
 }
 
 // Enabled reports whether s serves the Kubernetes API: on an address, a

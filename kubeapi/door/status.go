@@ -45,7 +45,7 @@ func errForbidden(user string, a kubeapi.Access, reason string) *apierrors.Statu
 	if a.Subresource != "" {
 		resource += "/" + a.Subresource
 	}
-	msg := fmt.Sprintf("User %q cannot %s resource %q in API group %q", user, a.Verb, resource, "")
+	msg := fmt.Sprintf("User %q cannot %s resource %q in API group %q", user, a.Verb, resource, a.Group)
 	if a.Namespace != "" {
 		msg += fmt.Sprintf(" in the namespace %q", a.Namespace)
 	} else {
@@ -54,7 +54,7 @@ func errForbidden(user string, a kubeapi.Access, reason string) *apierrors.Statu
 	if reason != "" {
 		msg += ": " + reason
 	}
-	return apierrors.NewForbidden(schema.GroupResource{Resource: a.Resource}, a.Name, fmt.Errorf("%s", sanitizer.Replace(msg)))
+	return apierrors.NewForbidden(schema.GroupResource{Group: a.Group, Resource: a.Resource}, a.Name, fmt.Errorf("%s", sanitizer.Replace(msg)))
 }
 
 // errPeerForbidden is a UNIX-socket peer that the access policy does not

@@ -132,6 +132,16 @@ func (r rendering) allows(resource string) bool {
 	return false
 }
 
+// rulesOf returns the rules of the ClusterRole of r named name.
+func (r rendering) rulesOf(name string) []rbacv1.PolicyRule {
+	for _, role := range r.roles {
+		if role.Name == name {
+			return role.Rules
+		}
+	}
+	return nil
+}
+
 func TestVariants(t *testing.T) {
 	const caFlag = "--kubelet-ca-file=/var/run/secrets/kubernetes.io/serviceaccount/ca.crt"
 	tests := []struct {
@@ -204,12 +214,7 @@ func TestVariants(t *testing.T) {
 				if !slices.Contains(r.container().Args, "--workloads=apiserver") {
 					t.Errorf("args %q: want --workloads=apiserver", r.container().Args)
 				}
-				var rules []rbacv1.PolicyRule
-				for _, role := range r.roles {
-					if role.Name == "podsapi-workloads" {
-						rules = role.Rules
-					}
-				}
+				rules := r.rulesOf("podsapi-workloads")
 				want := []rbacv1.PolicyRule{
 					{APIGroups: []string{"apps"}, Resources: []string{"replicasets"}, Verbs: []string{"get"}},
 					{APIGroups: []string{"batch"}, Resources: []string{"jobs"}, Verbs: []string{"get"}},
@@ -237,15 +242,28 @@ func TestVariants(t *testing.T) {
 			variant: deploycheck.Variant{Name: "kube-api-kinds", Base: ".", Components: []string{"components/kube-api", "components/kube-api-kinds"}},
 			check: func(t *testing.T, r rendering) {
 				checkKubeAPI(t, r)
-				var rules []rbacv1.PolicyRule
-				for _, role := range r.roles {
-					if role.Name == "podsapi-kube-api-kinds" {
-						rules = role.Rules
-					}
-				}
+				rules := r.rulesOf("podsapi-kube-api-kinds")
 				want := []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"namespaces", "nodes"}, Verbs: []string{"get", "list", "watch"}}}
 				if !reflect.DeepEqual(rules, want) {
 					t.Errorf("ClusterRole podsapi-kube-api-kinds rules %+v, want get, list and watch of namespaces and nodes alone", rules)
+				}
+			},
+		},
+		{
+			variant: deploycheck.Variant{Name: "node-view", Base: ".",
+				Components: []string{"components/kube-api", "components/kube-api-kinds", "components/workloads", "components/node-view"}},
+			check: func(t *testing.T, r rendering) {
+				checkKubeAPI(t, r)
+				if !slices.Contains(r.container().Args, "--workloads=apiserver") {
+					t.Errorf("args %q: want --workloads=apiserver", r.container().Args)
+				}
+				want := []rbacv1.PolicyRule{
+					{APIGroups: []string{"apps"}, Resources: []string{"replicasets", "deployments", "statefulsets", "daemonsets"}, Verbs: []string{"get"}},
+					{APIGroups: []string{"batch"}, Resources: []string{"jobs", "cronjobs"}, Verbs: []string{"get"}},
+					{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get"}},
+				}
+				if rules := r.rulesOf("podsapi-node-view"); !reflect.DeepEqual(rules, want) {
+					t.Errorf("ClusterRole podsapi-node-view rules %+v, want get of the slice's kinds alone", rules)
 				}
 			},
 		},
