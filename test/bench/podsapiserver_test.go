@@ -3,14 +3,18 @@ package bench
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"sync"
 	"testing"
 	"time"
 
+	"connectrpc.com/connect"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	"github.com/podsapi/podsapi/internal/h2c"
 	"github.com/podsapi/podsapi/test/kubetest"
 )
 
@@ -32,8 +36,7 @@ type podsapiServer struct {
 	addr string // The front door's host:port.
 	ca   []byte // The CA of the door's serving certificate.
 	proc *kubetest.Process
-	// probe asks the server's health whether it is SERVING, with
-	// `podsapi-server probe --serving`.
+	// probe asks the server's health whether it is SERVING.
 	probe func() error
 }
 
@@ -93,7 +96,7 @@ func startPodsapiServers(t *testing.T, bin string, cp *kubetest.ControlPlane, ap
 				t.Logf("podsapi-server of %s, its log's end:\n%s", node, proc.Tail())
 			}
 		})
-		s.probe = func() error { return exec.Command(bin, "probe", "--serving", "--socket", sock).Run() }
+		s.probe = func() error { return serving(sock) }
 	}
 	var wg sync.WaitGroup
 	errs := make([]error, len(servers))
@@ -116,6 +119,27 @@ func startPodsapiServers(t *testing.T, bin string, cp *kubetest.ControlPlane, ap
 		}
 	}
 	return servers
+}
+
+// serving asks the gRPC health service of the server on the socket sock
+// whether it is SERVING, as `podsapi-server probe --serving` does, in
+// process: fifty servers starting at once are polled without fifty
+// processes a poll.
+func serving(sock string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	hc := h2c.NewClient(h2c.SocketPath(sock))
+	defer hc.CloseIdleConnections()
+	client := connect.NewClient[healthpb.HealthCheckRequest, healthpb.HealthCheckResponse](
+		hc, h2c.BaseURL+"/grpc.health.v1.Health/Check", connect.WithGRPC())
+	resp, err := client.CallUnary(ctx, connect.NewRequest(&healthpb.HealthCheckRequest{}))
+	if err != nil {
+		return err
+	}
+	if st := resp.Msg.GetStatus(); st != healthpb.HealthCheckResponse_SERVING {
+		return fmt.Errorf("health %v", st)
+	}
+	return nil
 }
 
 // stop stops s, and says so when it did not end cleanly.
