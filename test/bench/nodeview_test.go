@@ -617,7 +617,8 @@ pods, a ReplicaSet and its Deployment, with --workloads=apiserver) and the Token
 of the door (` + "`apiserver_request_total`" + `), its CPU (/proc, the churn's writes included, the same in
 every feed); and on the wire (TLS included, kubetest.Proxy): the bytes the API server sent the node (every
 client of the node reaches it through one proxy: the direct agents, or podsapi-server) and those that reached
-the agents' connections. A feed's figures include its podsapi-servers' start, and its time to sync counts from
+the agents' connections, as sent: an informer's watch is gzip-compressed, its initial events in bulk and each
+later event alone, as client-go and kube-apiserver agree by default (WatchListCompression). A feed's figures include its podsapi-servers' start, and its time to sync counts from
 it: the node view answers a kind 503 with Retry-After until podsapi holds the node's slice of it, which takes
 its owners' gets at the workload resolver's client rate (5/s). Reproduce with:
 
