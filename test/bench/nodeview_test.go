@@ -99,11 +99,12 @@ type viewResult struct {
 	// churnBytes those during the churn; agentChurnBytes those that
 	// reached the agents' connections during the churn.
 	syncBytes, churnBytes, agentChurnBytes float64
-	sync                                   time.Duration
-	updates                                int     // ReplicaSet changes of the churn.
-	rsEvents                               int64   // ReplicaSet updates the agents received during the churn.
-	cpu                                    float64 // The API server's CPU seconds, the whole scenario.
-	serverRSS, serverCPU                   float64 // podsapi-servers' resident memory at the end and CPU seconds, together.
+	sync                                   time.Duration // From the start to the agents' sync.
+	serving                                time.Duration // From the start to every podsapi-server's SERVING.
+	updates                                int           // ReplicaSet changes of the churn.
+	rsEvents                               int64         // ReplicaSet updates the agents received during the churn.
+	cpu                                    float64       // The API server's CPU seconds, the whole scenario.
+	serverRSS, serverCPU                   float64       // podsapi-servers' resident memory at the end and CPU seconds, together.
 }
 
 // informerResult is one feed's figures of the metadata informer.
@@ -358,6 +359,7 @@ func measureView(t *testing.T, cp *kubetest.ControlPlane, bin string, serverArgs
 	defer stopAgents()
 
 	var servers []*podsapiServer
+	var serving time.Duration
 	agentProxies := []*kubetest.Proxy{apiProxy} // The agents' links, whatever they reach.
 	cfgs := make([]*rest.Config, len(sc.nodes))
 	switch sc.feed {
@@ -367,6 +369,7 @@ func measureView(t *testing.T, cp *kubetest.ControlPlane, bin string, serverArgs
 		}
 	case feedFullView, feedNodeView:
 		servers = startPodsapiServers(t, bin, cp, apiProxy.Addr(), sc.nodes, serverArgs)
+		serving = time.Since(start)
 		agentProxies = agentProxies[:0]
 		for i, s := range servers {
 			p := kubetest.NewProxy(t, s.addr)
@@ -398,7 +401,7 @@ func measureView(t *testing.T, cp *kubetest.ControlPlane, bin string, serverArgs
 		}
 		return nil
 	})
-	r := viewResult{feed: sc.feed, nodes: len(sc.nodes), agents: len(agents), sync: time.Since(start)}
+	r := viewResult{feed: sc.feed, nodes: len(sc.nodes), agents: len(agents), sync: time.Since(start), serving: serving}
 	r.syncBytes = downBytes(apiProxy)
 	agentBytes0 := downBytes(agentProxies...)
 
@@ -619,8 +622,9 @@ every feed); and on the wire (TLS included, kubetest.Proxy): the bytes the API s
 client of the node reaches it through one proxy: the direct agents, or podsapi-server) and those that reached
 the agents' connections, as sent: an informer's watch is gzip-compressed, its initial events in bulk and each
 later event alone, as client-go and kube-apiserver agree by default (WatchListCompression). A feed's figures include its podsapi-servers' start, and its time to sync counts from
-it: the node view answers a kind 503 with Retry-After until podsapi holds the node's slice of it, which takes
-its owners' gets at the workload resolver's client rate (5/s). Reproduce with:
+it (to their health's SERVING: the node's pods synced); the node view answers a kind 503 with Retry-After until
+podsapi holds the node's slice of it, which takes its owners' gets at the workload resolver's client rate (5/s,
+a burst of 10), so that its agents sync later. Reproduce with:
 
 ` + "```sh" + `
 make bench-nodeview    # builds kube-apiserver and etcd once (make kube-bin), then runs every measurement
@@ -632,18 +636,18 @@ make bench-nodeview BENCH_NODEVIEW_ARGS='-nodeview-big-replicasets 5000 -nodevie
 // feed's.
 func viewTable(sb *strings.Builder, results []viewResult) {
 	kinds := []string{"pods", "namespaces", "replicasets", "nodes"}
-	sb.WriteString("| feed | agents | watches: pods | namespaces | replicasets | nodes | all | LIST+WATCH | GET | reviews | bytes from the API server: to sync | during the churn | API server CPU | time to sync | podsapi-servers' RSS | CPU |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	sb.WriteString("| feed | agents | watches: pods | namespaces | replicasets | nodes | all | LIST+WATCH | GET | reviews | bytes from the API server: to sync | during the churn | API server CPU | time to sync | of which podsapi-servers' start | podsapi-servers' RSS | CPU |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range results {
 		fmt.Fprintf(sb, "| %s | %d |", r.feed, r.agents)
 		for _, k := range kinds {
 			fmt.Fprintf(sb, " %.0f |", r.watches[k])
 		}
-		rss, cpu := "", ""
+		serving, rss, cpu := "", "", ""
 		if r.serverRSS > 0 {
-			rss, cpu = fmtBytes(r.serverRSS), fmt.Sprintf("%.2f s", r.serverCPU)
+			serving, rss, cpu = r.serving.Round(10*time.Millisecond).String(), fmtBytes(r.serverRSS), fmt.Sprintf("%.2f s", r.serverCPU)
 		}
-		fmt.Fprintf(sb, " %.0f | %.0f | %.0f | %.0f | %s | %s | %.2f s | %v | %s | %s |\n", r.allWatches(), r.lists, r.gets, r.reviews, fmtBytes(r.syncBytes), fmtBytes(r.churnBytes),
-			r.cpu, r.sync.Round(10*time.Millisecond), rss, cpu)
+		fmt.Fprintf(sb, " %.0f | %.0f | %.0f | %.0f | %s | %s | %.2f s | %v | %s | %s | %s |\n", r.allWatches(), r.lists, r.gets, r.reviews, fmtBytes(r.syncBytes), fmtBytes(r.churnBytes),
+			r.cpu, r.sync.Round(10*time.Millisecond), serving, rss, cpu)
 	}
 	ratioTable(sb, results, ratioCol{"watches ÷", viewResult.allWatches},
 		ratioCol{"LIST+WATCH ÷", func(r viewResult) float64 { return r.lists }},

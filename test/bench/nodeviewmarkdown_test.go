@@ -14,7 +14,7 @@ func TestNodeViewMarkdown(t *testing.T) {
 		{feed: feedDirect, nodes: 1, agents: 10, watches: map[string]float64{"pods": 10, "namespaces": 10, "replicasets": 10, "nodes": 10},
 			lists: 40, syncBytes: 3000, churnBytes: 1000, agentChurnBytes: 1000, updates: 100, rsEvents: 1000, cpu: 4, sync: time.Second},
 		{feed: feedNodeView, nodes: 1, agents: 10, watches: map[string]float64{"pods": 1, "namespaces": 1, "nodes": 1, "services": 0},
-			lists: 3, gets: 74, reviews: 9, syncBytes: 40, updates: 100, cpu: 1, sync: 2 * time.Second, serverRSS: 40 << 20, serverCPU: 0.5},
+			lists: 3, gets: 74, reviews: 9, syncBytes: 40, updates: 100, cpu: 1, sync: 2 * time.Second, serving: 500 * time.Millisecond, serverRSS: 40 << 20, serverCPU: 0.5},
 	}
 	informer := []informerResult{
 		{feed: feedDirect, objects: 50000, heap: 64 << 20, bytes: 1 << 20, sync: time.Second},
@@ -22,8 +22,8 @@ func TestNodeViewMarkdown(t *testing.T) {
 	}
 	got := nodeViewMarkdown(nodeViewResults{start: time.Now(), oneNode: one, informer: informer})
 	for _, want := range []string{
-		"| direct | 10 | 10 | 10 | 10 | 10 | 40 | 40 | 0 | 0 | 2.9 KiB | 1000 B | 4.00 s | 1s |  |  |",
-		"| node view | 10 | 1 | 1 | 0 | 1 | 3 | 3 | 74 | 9 | 40 B | 0 B | 1.00 s | 2s | 40.0 MiB | 0.50 s |",
+		"| direct | 10 | 10 | 10 | 10 | 10 | 40 | 40 | 0 | 0 | 2.9 KiB | 1000 B | 4.00 s | 1s |  |  |  |",
+		"| node view | 10 | 1 | 1 | 0 | 1 | 3 | 3 | 74 | 9 | 40 B | 0 B | 1.00 s | 2s | 500ms | 40.0 MiB | 0.50 s |",
 		"| node view | 0.075 | 0.075 | 0.01 | 0.25 |",              // Watches, lists, bytes (sync and churn), CPU.
 		"| direct | 100 | 1000 | 1000 B | 10 B | 1000 B | 100 B |", // Per change, per agent.
 		"| node view | 0 | 0 |",                                         // The churn's bytes.
