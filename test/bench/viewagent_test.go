@@ -107,7 +107,15 @@ func (a *viewAgent) synced() bool {
 // else of the process runs meanwhile but the rig's idle proxies.
 func metadataInformerHeap(t *testing.T, cfg *rest.Config) (objects int, synced time.Duration, heap int64) {
 	t.Helper()
-	client, err := metadata.NewForConfig(ownConnection(cfg))
+	cfg = ownConnection(cfg)
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Its connection closed once it has stopped: what the transport holds
+	// is gone before the next measurement's start.
+	defer hc.CloseIdleConnections()
+	client, err := metadata.NewForConfigAndClient(cfg, hc)
 	if err != nil {
 		t.Fatal(err)
 	}
