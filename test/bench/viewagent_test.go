@@ -102,9 +102,11 @@ func (a *viewAgent) synced() bool {
 // ReplicaSet (client-go's metadatainformer, as controller-runtime's
 // metadata caches and many agents run it: PartialObjectMetadata, protobuf)
 // on the server cfg reaches, until it has synced, and returns the objects
-// it holds, how long it took to sync and the Go heap it holds then: live
-// heap after a collection, with it, less that before it started. Nothing
-// else of the process runs meanwhile but the rig's idle proxies.
+// it holds, how long it took to sync and the Go heap it holds: the live
+// heap after a collection with it synced, less that once it has stopped,
+// its connection closed and nothing refers to it. Measured at one moment
+// each, a few milliseconds apart, the two take nothing else of the
+// process's work in between.
 func metadataInformerHeap(t *testing.T, cfg *rest.Config) (objects int, synced time.Duration, heap int64) {
 	t.Helper()
 	cfg = ownConnection(cfg)
@@ -112,31 +114,30 @@ func metadataInformerHeap(t *testing.T, cfg *rest.Config) (objects int, synced t
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Its connection closed once it has stopped: what the transport holds
-	// is gone before the next measurement's start.
-	defer hc.CloseIdleConnections()
 	client, err := metadata.NewForConfigAndClient(cfg, hc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	h0 := liveHeap()
 	inf := metadatainformer.NewFilteredMetadataInformer(client, appsv1.SchemeGroupVersion.WithResource("replicasets"), "", 0,
 		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, nil).Informer()
 	ctx, cancel := context.WithTimeout(t.Context(), loadTimeout)
-	defer cancel()
 	var wg sync.WaitGroup
-	defer wg.Wait()
-	defer cancel()
+	stop := func() {
+		cancel()
+		wg.Wait()
+		hc.CloseIdleConnections()
+	}
 	start := time.Now()
 	wg.Go(func() { inf.RunWithContext(ctx) })
 	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+		stop()
 		t.Fatalf("the metadata informer of ReplicaSets did not sync within %v", loadTimeout)
 	}
 	synced = time.Since(start)
-	heap = liveHeap() - h0
 	objects = len(inf.GetStore().ListKeys())
-	runtime.KeepAlive(inf)
-	return objects, synced, heap
+	with := liveHeap()
+	stop()
+	return objects, synced, with - liveHeap()
 }
 
 // liveHeap returns the bytes of the Go heap in use after a collection.
