@@ -574,7 +574,7 @@ func nodeViewMarkdown(res nodeViewResults) string {
 			ratioCol{"to the agents ÷", func(r viewResult) float64 { return r.agentChurnBytes }})
 	}
 	if len(res.informer) > 0 {
-		fmt.Fprintf(&sb, "\n### A metadata-only ReplicaSet informer in a cluster of %d ReplicaSets\n\n%d pods on the node. The informer is client-go's metadatainformer of ReplicaSets, unchanged (PartialObjectMetadata, protobuf); its heap is the test process's live heap after a collection with the informer synced, less that before it started.\n\n",
+		fmt.Fprintf(&sb, "\n### A metadata-only ReplicaSet informer in a cluster of %d ReplicaSets\n\n%d pods on the node. The informer is client-go's metadatainformer of ReplicaSets, unchanged (PartialObjectMetadata, protobuf); its heap is the test process's live heap after a collection with the informer synced, less that once it has stopped and nothing refers to it (a moment later).\n\n",
 			*nodeViewBigRS, *nodeViewPods)
 		sb.WriteString("| feed | ReplicaSets held | time to sync | heap held | bytes from the API server to the node | podsapi-server RSS |\n|---|---:|---:|---:|---:|---:|\n")
 		var direct informerResult
