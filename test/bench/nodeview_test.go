@@ -146,16 +146,22 @@ func TestNodeView(t *testing.T) {
 		}
 	}()
 
+	// views measures the agents of nodes, perNode each, in a cluster of
+	// its own, through each feed in turn, into results as each is
+	// measured (the figures before a failure are written).
+	views := func(t *testing.T, results *[]viewResult, nodes []string, pods, replicaSets, perNode, rate int) {
+		cp := kubetest.Start(t)
+		seed := seedViewCluster(t, cp, nodes, pods, replicaSets)
+		for _, feed := range feeds {
+			sc := viewScenario{feed: feed, nodes: seed.nodes, perNode: perNode, churn: seed.others, rate: rate, during: *nodeViewChurnFor}
+			r := measureView(t, cp, bin, serverArgs, sc)
+			t.Logf("%+v", r)
+			*results = append(*results, r)
+		}
+	}
 	if *nodeViewAgents > 0 {
 		t.Run("one-node", func(t *testing.T) {
-			cp := kubetest.Start(t)
-			seed := seedViewCluster(t, cp, []string{viewNode}, *nodeViewPods, *nodeViewRS)
-			for _, feed := range feeds {
-				sc := viewScenario{feed: feed, nodes: seed.nodes, perNode: *nodeViewAgents, churn: seed.others, rate: *nodeViewChurn, during: *nodeViewChurnFor}
-				r := measureView(t, cp, bin, serverArgs, sc)
-				t.Logf("%+v", r)
-				res.oneNode = append(res.oneNode, r)
-			}
+			views(t, &res.oneNode, []string{viewNode}, *nodeViewPods, *nodeViewRS, *nodeViewAgents, *nodeViewChurn)
 		})
 	}
 	if *nodeViewBigRS > 0 {
@@ -174,18 +180,11 @@ func TestNodeView(t *testing.T) {
 	}
 	if *nodeViewFleetNodes > 0 {
 		t.Run("fleet", func(t *testing.T) {
-			cp := kubetest.Start(t)
 			nodes := make([]string, *nodeViewFleetNodes)
 			for i := range nodes {
 				nodes[i] = fmt.Sprintf("fleet-%03d", i)
 			}
-			seed := seedViewCluster(t, cp, nodes, *nodeViewFleetPods, *nodeViewFleetRS)
-			for _, feed := range feeds {
-				sc := viewScenario{feed: feed, nodes: seed.nodes, perNode: *nodeViewFleetM, churn: seed.others, rate: *nodeViewFleetChurn, during: *nodeViewChurnFor}
-				r := measureView(t, cp, bin, serverArgs, sc)
-				t.Logf("%+v", r)
-				res.fleet = append(res.fleet, r)
-			}
+			views(t, &res.fleet, nodes, *nodeViewFleetPods, *nodeViewFleetRS, *nodeViewFleetM, *nodeViewFleetChurn)
 		})
 	}
 }
