@@ -235,6 +235,20 @@ bench-apiserver: kube-bin ## Measure the API server's load, 10 and 50 agents dir
 	PODSAPI_KUBE_BIN='$(KUBE_BIN)' go test -count=1 -timeout 20m -run '^TestAPIServerLoad$$' -v ./test/bench \
 		-args -apiserver-load='$(CURDIR)/test/bench/apiserver.md' $(BENCH_APISERVER_ARGS)
 
+# BENCH_NODEVIEW_ARGS sizes make bench-nodeview down, or up: the test's
+# flags -nodeview-feeds (direct,full,node), -nodeview-agents (10),
+# -nodeview-pods (110), -nodeview-replicasets (2000), -nodeview-churn (100/s),
+# -nodeview-churn-duration (10s), -nodeview-big-replicasets (50000; 0 skips),
+# -nodeview-fleet-nodes (50; 0 skips), -nodeview-fleet-agents (5),
+# -nodeview-fleet-pods (6), -nodeview-fleet-replicasets (500),
+# -nodeview-fleet-churn (10/s) and -nodeview-server-args.
+BENCH_NODEVIEW_ARGS ?=
+
+.PHONY: bench-nodeview
+bench-nodeview: kube-bin ## Measure k8sattributes-like agents directly, through the door's full view and its node view, side by side on a real API server: one node of 10 agents, ReplicaSet churn on other nodes, a metadata informer among 50,000 ReplicaSets, a fleet of 50 nodes x 5 agents (BENCH_NODEVIEW_ARGS sizes it), into test/bench/nodeview.md (docs/benchmarks.md embeds it; about 10 minutes).
+	PODSAPI_KUBE_BIN='$(KUBE_BIN)' go test -count=1 -timeout 40m -run '^TestNodeView$$' -v ./test/bench \
+		-args -nodeview='$(CURDIR)/test/bench/nodeview.md' $(BENCH_NODEVIEW_ARGS)
+
 # KUBELET_BIN is where make kubelet-tools caches the kubelet (k8s.io/kubernetes
 # v1.37.2 cmd/kubelet) and fakecri, by KUBE_KEY (a cold build takes 5-12
 # minutes of both cores, less after make kube-bin, whose packages it shares;

@@ -753,6 +753,7 @@ server package in the harness's children, which link neither its sources nor its
 		o.SelectorPods, o.PacedRate, o.PacedDuration, findPID, findTable(r))
 	fmt.Fprintf(&sb, "\n%s", workloads)
 	fmt.Fprintf(&sb, "\n%s", controlPlane)
+	fmt.Fprintf(&sb, "\n%s", nodeView)
 	fmt.Fprintf(&sb, "\n%s", changes)
 	fmt.Fprintf(&sb, "\n%s", kubeletSideBySide)
 	fmt.Fprintf(&sb, "\n%s", runtimeEvents)
@@ -780,6 +781,14 @@ var changes string
 //
 //go:embed apiserver.md
 var controlPlane string
+
+// nodeView is the measurement of the agents that describe a node's pods,
+// directly and through the door's full and node views (issue 46), written
+// by `make bench-nodeview` (TestNodeView), which needs a real
+// kube-apiserver and minutes of both cores: make bench copies the last one.
+//
+//go:embed nodeview.md
+var nodeView string
 
 // kubeletSideBySide is the comparison with a real kubelet, written by make
 // bench-kubelet (test/realkubelet TestSideBySide): make bench cannot

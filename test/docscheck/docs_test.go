@@ -53,6 +53,7 @@ var skips = []struct {
 	{"docs/operators.md", "sudo ", "changes the system", true},
 	{"docs/operators.md", "docker run ", "needs Docker and a server of another implementation: make image-check runs the suite from the image", false},
 	{"docs/operators.md", "install -m 0755 bin/podsapi-server /usr/local/bin/", "installs system-wide and needs systemd as init: TestSystemdUnitStartsOnABareMachine and TestSystemdAnalyzeVerify (./deploy) check the unit", false},
+	{"docs/benchmarks.md", "make bench-nodeview ", "a real API server, 50 podsapi-servers and 250 agents for minutes of both cores: never in a test", false},
 	{"docs/benchmarks.md", "make kube-bin    # builds kube-apiserver and etcd once", "an hour of churn simulated against a real API server: make test-apiserver runs ./workload", false},
 	{"docs/reliability.md", "make kube-bin   # once: kube-apiserver, etcd, kubectl", "the attacks against a real API server: make test-apiserver runs them", false},
 	{"docs/integrations.md", "make kube-bin && cd integrations &&", "builds kube-apiserver and the agents (minutes of both cores): CI runs make integrations", false},
