@@ -27,6 +27,11 @@ LDFLAGS := -X github.com/podsapi/podsapi/internal/buildinfo.Version=$(BUILD_VERS
 PREFIX ?= /usr/local
 DESTDIR ?=
 COMMANDS := podsapi-server podsapi-conformance podsctl
+# VET_FLAGS are go vet's build flags: those of make test's go test -race, so
+# that vet type-checks against the packages the race build compiles rather
+# than compiling every dependency a second time without the race detector
+# (on a new machine about a third of make test's compiling).
+VET_FLAGS := -race
 
 BUF := go tool -modfile=tools/go.mod buf
 K8S_PROTOS := \
@@ -71,7 +76,7 @@ run: ## Build and run the server on the example manifests (SOCKET=..., MANIFESTS
 
 .PHONY: test
 test: ## Run go vet and every test with the race detector.
-	go vet ./...
+	go vet $(VET_FLAGS) ./...
 	go test -race ./...
 
 .PHONY: test-busy
@@ -389,7 +394,7 @@ checkgenerate: generate ## Fail when gen/ differs from what `make generate` prod
 .PHONY: lint
 lint: protodeps ## Run gofmt, go vet, buf lint and buf format.
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$unformatted" ]; then echo "gofmt -w these files:"; echo "$$unformatted"; exit 1; fi
-	go vet ./...
+	go vet $(VET_FLAGS) ./...
 	$(BUF) lint proto
 	$(BUF) format -d --exit-code proto
 
@@ -398,6 +403,10 @@ lint: protodeps ## Run gofmt, go vet, buf lint and buf format.
 # internal/statusutil v0.164.0, contrib's pkg/semconvtest v0.164.1); tidy
 # cannot record those, and no test of ours needs them.
 TIDY_E := integrations
+
+.PHONY: mod-download
+mod-download: ## Download the modules of every go.mod of the repository (git ls-files '*go.mod') into the module cache, which every later build and go mod tidy reads (.ci/run starts it first, beside the builds).
+	@for mod in $$(git ls-files '*go.mod'); do echo "go mod download in $$(dirname "$$mod")"; (cd "$$(dirname "$$mod")" && go mod download) || exit 1; done
 
 .PHONY: tidy-check
 tidy-check: ## Fail when go mod tidy would change a go.mod or go.sum of any module of the repository (git ls-files '*go.mod'), without changing them.
