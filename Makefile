@@ -32,6 +32,12 @@ COMMANDS := podsapi-server podsapi-conformance podsctl
 # than compiling every dependency a second time without the race detector
 # (on a new machine about a third of make test's compiling).
 VET_FLAGS := -race
+# in_parallel runs the shell function $(1) once for each word of $(2), side
+# by side, and fails when one of them fails, after all have ended: for
+# builds that share no compiles (one per platform) or little more than their
+# link, whose sequential ends would leave a core idle.
+in_parallel = { pids=(); for arg in $(2); do $(1) "$$arg" & pids+=($$!); done; rc=0; \
+	for pid in "$${pids[@]}"; do wait "$$pid" || rc=1; done; exit $$rc; }
 
 BUF := go tool -modfile=tools/go.mod buf
 K8S_PROTOS := \
@@ -76,8 +82,9 @@ run: ## Build and run the server on the example manifests (SOCKET=..., MANIFESTS
 
 .PHONY: test
 test: ## Run go vet and every test with the race detector.
+	@# go vet runs every analyzer, those go test would run among them.
 	go vet $(VET_FLAGS) ./...
-	go test -race ./...
+	go test -race -vet=off ./...
 
 .PHONY: test-busy
 test-busy: ## Run make test twice in a row while two busy loops hold both cores, as on a shared CI machine.
@@ -163,7 +170,13 @@ endef
 # builds do (hack/lib/version.sh), so that their /version and `kubectl
 # version` say v1.37.2 rather than an unparsable v0.0.0-master.
 KUBE_VERSION := $(shell awk '$$1 == "k8s.io/kubernetes" { print $$2; exit }' tools/kube/go.mod 2>/dev/null)
-KUBE_LDFLAGS := $(foreach p,k8s.io/component-base/version k8s.io/client-go/pkg/version,\
+# KUBE_LDFLAGS stamp make kube-bin's binaries with the version and, as
+# upstream's release builds do (hack/lib/golang.sh unless DBG=1), leave out
+# the symbol table and DWARF (-s -w, KUBE_STRIP), which no test reads: that
+# halves each link's time. make kubelet-tools and e2e-node-bin strip theirs
+# too.
+KUBE_STRIP := -s -w
+KUBE_LDFLAGS := $(KUBE_STRIP) $(foreach p,k8s.io/component-base/version k8s.io/client-go/pkg/version,\
 	-X $(p).gitVersion=$(KUBE_VERSION) -X $(p).gitMajor=$(patsubst v%,%,$(word 1,$(subst ., ,$(KUBE_VERSION)))) \
 	-X $(p).gitMinor=$(word 2,$(subst ., ,$(KUBE_VERSION))) -X $(p).gitTreeState=clean)
 # KUBE_KEY keys the caches of all three targets: a hash of tools/kube's
@@ -189,7 +202,8 @@ test-apiserver: kube-bin ## Run the tests against a real kube-apiserver and etcd
 # INTEG_BIN is where make integrations-bin caches podsapi-server and the test
 # binaries of the integrations module (go test -c, one per package; without
 # the race detector, which make test runs on podsapi's own code: here it
-# would only double the compilation of the agents' dependency trees):
+# would only double the compilation of the agents' dependency trees; and
+# without DWARF, -w, which no test reads and which takes half of a link):
 # a directory per hash of the Go sources of both modules and of their go.mod
 # and go.sum, so that a warm run only runs them. Computed
 # when used (a recursive variable), not at every make.
@@ -203,7 +217,7 @@ INTEG_RESULTS ?= $(CURDIR)/integrations/results.md
 integrations-bin: ## Build podsapi-server and the integrations' test binaries (go test -c of every package of integrations/ with tests) once, cached in INTEG_BIN.
 	$(call cache_build,$(INTEG_BIN),podsapi-server,podsapi-server and the integrations' test binaries,\
 		go build -o "$$tmp/podsapi-server" ./cmd/podsapi-server && cd integrations && \
-		go test -c -o "$$tmp/" $$(go list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' ./...))
+		go test -c -ldflags=-w -o "$$tmp/" $$(go list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' ./...))
 
 .PHONY: integrations
 integrations: kube-bin integrations-bin ## Run real agents (integrations/: controller-runtime, the kubelet's Pods API client, ...) against a real API server and podsapi-server, directly and through podsapi; binaries cached in INTEG_BIN.
@@ -266,7 +280,7 @@ CONFORMANCE_RUN ?=
 .PHONY: kubelet-tools
 kubelet-tools: ## Build the real kubelet v1.37.2 and fakecri (upstream's fake CRI on a socket) from tools/kube once, cached in KUBELET_BIN by the hash of tools/kube.
 	$(call cache_build,$(KUBELET_BIN),kubelet fakecri,the kubelet and fakecri,\
-		cd tools/kube && go build -o "$$tmp/" k8s.io/kubernetes/cmd/kubelet ./fakecri)
+		cd tools/kube && go build -ldflags '$(KUBE_STRIP)' -o "$$tmp/" k8s.io/kubernetes/cmd/kubelet ./fakecri)
 
 .PHONY: conformance-kubelet
 conformance-kubelet: kubelet-tools ## Judge a real kubelet v1.37.2 (standalone, fake CRI, confined with unshare; Linux, root) with the suite, and podsapi over it through both kubelet sources (CONFORMANCE_RUN=regexp).
@@ -285,7 +299,7 @@ E2E_NODE_BIN ?= $(CACHE)/e2enode-$(KUBE_KEY)
 .PHONY: e2e-node-bin
 e2e-node-bin: ## Build upstream's node e2e test binary (k8s.io/kubernetes v1.37.2 test/e2e_node, from tools/kube) once, cached in E2E_NODE_BIN by the hash of tools/kube.
 	$(call cache_build,$(E2E_NODE_BIN),e2e_node.test,upstream's node e2e test binary,\
-		cd tools/kube && go test -c -o "$$tmp/e2e_node.test" k8s.io/kubernetes/test/e2e_node)
+		cd tools/kube && go test -c -ldflags '$(KUBE_STRIP)' -o "$$tmp/e2e_node.test" k8s.io/kubernetes/test/e2e_node)
 
 # E2E_NODE_TARGET, when set, selects the targets of make e2e-node (a
 # regular expression over kubelet, podsapi-kubelet-grpc,
@@ -337,14 +351,19 @@ FUZZ_TARGETS := \
 	podcgroup:FuzzFromRuntime:50000x \
 	kubeapi:FuzzServeHTTP:20000x
 FUZZ_PACKAGES := $(sort $(foreach t,$(FUZZ_TARGETS),$(firstword $(subst :, ,$(t)))))
+# FUZZ_FIRST is the package of FUZZ_PACKAGES whose instrumented dependencies
+# hold nearly all of the others': make fuzz-bin builds it first, then the
+# others side by side, which then compile little more than their own package
+# and link.
+FUZZ_FIRST := kubeapi
 # fuzz_bin is the fuzz-instrumented test binary of the package in the shell
 # variable pkg, in a recipe.
 fuzz_bin = '$(CURDIR)'/build/fuzz/$${pkg//\//_}.test
 
 .PHONY: fuzz-bin
 fuzz-bin: ## Build the fuzz-instrumented test binary of each package of FUZZ_TARGETS into build/fuzz (go test -c -fuzz), one for all of the package's targets.
-	@mkdir -p build/fuzz && set -e; for pkg in $(FUZZ_PACKAGES); do \
-		echo "go test -c -fuzz . ./$$pkg"; go test -c -fuzz . -o $(fuzz_bin) "./$$pkg"; done
+	@mkdir -p build/fuzz && build() { local pkg=$$1; echo "go test -c -fuzz . ./$$pkg"; go test -c -fuzz . -ldflags=-w -o $(fuzz_bin) "./$$pkg"; } && \
+		build $(FUZZ_FIRST) && $(call in_parallel,build,$(filter-out $(FUZZ_FIRST),$(FUZZ_PACKAGES)))
 
 .PHONY: fuzz
 fuzz: fuzz-bin ## Run each fuzz target for a count of inputs (30 s or less each on a busy 2-core machine), or for FUZZTIME; from make fuzz-bin's binaries, in the package's directory and with the fuzz cache of go test -fuzz.
@@ -445,10 +464,9 @@ IMAGE_LICENSES ?= Apache-2.0
 
 .PHONY: image-bin
 image-bin: ## Cross-build the image's binaries (podsapi-server, podsctl, podsapi-conformance; static) for each of IMAGE_PLATFORMS into build/image/OS_ARCH.
-	@set -e; for p in $(IMAGE_PLATFORMS); do \
-		d=build/image/$${p/\//_}; echo "go build $$p -> $$d"; \
-		CGO_ENABLED=0 GOOS=$${p%%/*} GOARCH=$${p#*/} go build -trimpath -ldflags='-s -w $(LDFLAGS)' -o $$d/ ./cmd/podsapi-server ./cmd/podsctl ./cmd/podsapi-conformance; \
-	done
+	@build() { local p=$$1 d=build/image/$${1/\//_}; echo "go build $$p -> $$d"; \
+		CGO_ENABLED=0 GOOS=$${p%%/*} GOARCH=$${p#*/} go build -trimpath -ldflags='-s -w $(LDFLAGS)' -o $$d/ ./cmd/podsapi-server ./cmd/podsctl ./cmd/podsapi-conformance; } && \
+		$(call in_parallel,build,$(IMAGE_PLATFORMS))
 
 .PHONY: image
 image: image-bin ## Build the OCI image archive build/podsapi-image.tar (linux/amd64, linux/arm64; the binaries of make image-bin) offline, without Docker.
@@ -486,7 +504,7 @@ image-check: ## Check the archive of make image: platforms, entry point, labels,
 
 .PHONY: deploy-check-bin
 deploy-check-bin: ## Build tools/deploycheck's test binary (kustomize's and kubectl-validate's libraries) into build/deploycheck.test.
-	cd tools/deploycheck && go test -c -o '$(CURDIR)/build/deploycheck.test' .
+	cd tools/deploycheck && go test -c -ldflags=-w -o '$(CURDIR)/build/deploycheck.test' .
 
 .PHONY: deploy-check
 deploy-check: deploy-check-bin ## Render deploy/ (default, apiserver variant, each component) with kustomize and validate it offline (kubectl-validate, Kubernetes v1.37.2's OpenAPI; tools/deploycheck), then run the deploy/ tests (probes against a server that never syncs, the systemd unit).
