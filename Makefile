@@ -22,6 +22,21 @@ SERVER_ARGS ?=
 # X-Podsapi-Version header): git describe of the checkout.
 BUILD_VERSION ?= $(or $(shell git describe --tags --always --dirty 2>/dev/null),unknown)
 LDFLAGS := -X github.com/podsapi/podsapi/internal/buildinfo.Version=$(BUILD_VERSION)
+# STATIC, the environment of a go command, builds as the image ships
+# podsapi's programs: static (CGO_ENABLED=0) and with the paths trimmed.
+# Every build of them that is not a race build uses it, the tests' too
+# (test/childproc.Build), and so do the agents' test binaries, which need no
+# cgo either: the binaries the checks run are the image's, and a run
+# compiles the packages they share once, for the checks and make
+# image-bin's linux/amd64 alike.
+STATIC := CGO_ENABLED=0 GOFLAGS='-trimpath $(GOFLAGS)'
+# STRIP links a binary without its symbol table and DWARF (-s -w), as
+# upstream's release builds do (hack/lib/golang.sh unless DBG=1): the
+# image's binaries, and those the checks only run (the Kubernetes binaries,
+# e2e_node.test, the agents', deploycheck's and the fuzz test binaries). No
+# test reads either, and DWARF is about half of a link's time
+# (golang/go#26318).
+STRIP := -s -w
 # PREFIX and DESTDIR are where make install puts the binaries:
 # $(DESTDIR)$(PREFIX)/bin.
 PREFIX ?= /usr/local
@@ -64,7 +79,7 @@ help: ## Describe the targets.
 
 .PHONY: build
 build: ## Build podsapi-server, podsapi-conformance and podsctl into bin/, stamped with BUILD_VERSION (git describe).
-	go build -ldflags '$(LDFLAGS)' -o bin/ $(addprefix ./cmd/,$(COMMANDS))
+	$(STATIC) go build -ldflags '$(LDFLAGS)' -o bin/ $(addprefix ./cmd/,$(COMMANDS))
 
 .PHONY: install
 install: build ## Install the three commands into DESTDIR/PREFIX/bin (PREFIX=/usr/local by default, DESTDIR empty).
@@ -73,7 +88,7 @@ install: build ## Install the three commands into DESTDIR/PREFIX/bin (PREFIX=/us
 
 .PHONY: run
 run: ## Build and run the server on the example manifests (SOCKET=..., MANIFESTS=..., METRICS=..., NODE_NAME=..., SERVER_ARGS=... more flags).
-	go build -ldflags '$(LDFLAGS)' -o bin/podsapi-server ./cmd/podsapi-server
+	$(STATIC) go build -ldflags '$(LDFLAGS)' -o bin/podsapi-server ./cmd/podsapi-server
 	@# The server names its flags when the socket or the metrics address is
 	@# taken; a make user changes the variables instead.
 	./bin/podsapi-server --manifest-dir "$(MANIFESTS)" --socket "$(SOCKET)" --metrics-address "$(METRICS)" --node-name "$(NODE_NAME)" $(SERVER_ARGS) || { \
@@ -95,45 +110,45 @@ test-busy: ## Run make test twice in a row while two busy loops hold both cores,
 
 .PHONY: bench
 bench: ## Measure ours against the baselines over real sockets and write docs/benchmarks.md (about 6 minutes).
-	go run ./test/cmd/bench --json docs/bench-results.json --svg docs/bench-list-latency.svg --md docs/benchmarks.md
+	$(STATIC) go run ./test/cmd/bench --json docs/bench-results.json --svg docs/bench-list-latency.svg --md docs/benchmarks.md
 
 .PHONY: bench-quick
 bench-quick: ## The same measurements with small sizes (about a minute and a half), written to build/.
 	@mkdir -p build
-	go run ./test/cmd/bench --quick --json build/bench-results.json --svg build/bench-list-latency.svg --md build/benchmarks.md
+	$(STATIC) go run ./test/cmd/bench --quick --json build/bench-results.json --svg build/bench-list-latency.svg --md build/benchmarks.md
 
 .PHONY: bench-ab
 bench-ab: ## Measure the tree against BASE (a git revision), interleaved: the bench of each, built apart, run in turn BENCH_AB_ROUNDS times (default 3, about 2 minutes a round on 2 cores), each measurement as new ÷ old with its spread.
 	@test -n '$(BASE)' || { echo 'make bench-ab needs BASE=<revision>'; exit 2; }
-	go run ./test/cmd/benchab --base '$(BASE)' --rounds $(or $(BENCH_AB_ROUNDS),3) $(BENCH_AB_ARGS)
+	$(STATIC) go run ./test/cmd/benchab --base '$(BASE)' --rounds $(or $(BENCH_AB_ROUNDS),3) $(BENCH_AB_ARGS)
 
 .PHONY: bench-kubelet
 bench-kubelet: kubelet-tools ## Measure podsapi side by side with a real kubelet (110 static pods, about 3 minutes) into test/bench/kubelet.md, which make bench puts in docs/benchmarks.md.
 	PODSAPI_KUBE_BIN="$(KUBELET_BIN)" PODSAPI_BENCH_KUBELET="$(CURDIR)/test/bench/kubelet.md" \
-		go test -count=1 -timeout 20m -run '^TestSideBySide$$' ./test/realkubelet/
+		$(STATIC) go test -count=1 -timeout 20m -run '^TestSideBySide$$' ./test/realkubelet/
 
 .PHONY: bench-nri
 bench-nri: kube-bin kubelet-tools ## Measure how long after a container's creation FindPods finds it, with and without NRI, through kubelet-grpc and apiserver in one run on a real node (namespaces of its own; Linux, root; about 3 minutes) into test/bench/nri-window.md, which make bench puts in docs/benchmarks.md.
 	PODSAPI_KUBE_BIN='$(KUBE_BIN)' PODSAPI_KUBELET_BIN='$(KUBELET_BIN)' PODSAPI_BENCH_NRI='$(CURDIR)/test/bench/nri-window.md' \
-		go test -count=1 -v -timeout 20m -run '^TestNRIWindow$$' ./test/e2enode
+		$(STATIC) go test -count=1 -v -timeout 20m -run '^TestNRIWindow$$' ./test/e2enode
 
 .PHONY: bench-findwait
 bench-findwait: ## Measure FindPods that waits against agents polling FindPods every 500 ms and every 50 ms: the answer's delay after the container became known, and the calls made (about 1 minute), into test/bench/findwait.md, which make bench puts in docs/benchmarks.md.
 	PODSAPI_BENCH_FINDWAIT='$(CURDIR)/test/bench/findwait.md' \
-		go test -count=1 -v -timeout 10m -run '^TestFindWaitAgainstPolling$$' ./test/bench
+		$(STATIC) go test -count=1 -v -timeout 10m -run '^TestFindWaitAgainstPolling$$' ./test/bench
 
 .PHONY: bench-micro
 bench-micro: ## Run the Go micro-benchmarks of every package.
-	go test -run '^$$' -bench . -benchmem ./...
+	$(STATIC) go test -run '^$$' -bench . -benchmem ./...
 
 .PHONY: conformance
 conformance: ## Run the conformance suite against our server, started and restarted by the runner, on both wires.
 	@mkdir -p build
-	go build -o bin/podsapi-server ./cmd/podsapi-server
-	go run ./cmd/podsapi-conformance \
+	$(STATIC) go build -o bin/podsapi-server ./cmd/podsapi-server
+	$(STATIC) go run ./cmd/podsapi-conformance \
 		--server-cmd 'bin/podsapi-server --socket {socket} --manifest-dir {manifests} --metrics-address {metrics} --watch-queue 16 --log-level warn' \
 		--features conformance/features/podsapi-server.yaml --junit build/conformance.xml --json build/conformance.json
-	go run ./cmd/podsapi-conformance --wire kubelet \
+	$(STATIC) go run ./cmd/podsapi-conformance --wire kubelet \
 		--server-cmd 'bin/podsapi-server --socket {socket} --manifest-dir {manifests} --metrics-address {metrics} --watch-queue 16 --log-level warn' \
 		--features conformance/features/podsapi-server-kubelet.yaml --known-failing conformance/features/podsapi-server-kubelet.known-failing \
 		--junit build/conformance-kubelet.xml --json build/conformance-kubelet.json
@@ -172,11 +187,9 @@ endef
 KUBE_VERSION := $(shell awk '$$1 == "k8s.io/kubernetes" { print $$2; exit }' tools/kube/go.mod 2>/dev/null)
 # KUBE_LDFLAGS stamp make kube-bin's binaries with the version and, as
 # upstream's release builds do (hack/lib/golang.sh unless DBG=1), leave out
-# the symbol table and DWARF (-s -w, KUBE_STRIP), which no test reads: that
-# halves each link's time. make kubelet-tools and e2e-node-bin strip theirs
-# too.
-KUBE_STRIP := -s -w
-KUBE_LDFLAGS := $(KUBE_STRIP) $(foreach p,k8s.io/component-base/version k8s.io/client-go/pkg/version,\
+# the symbol table and DWARF (STRIP). make kubelet-tools and e2e-node-bin
+# strip theirs too.
+KUBE_LDFLAGS := $(STRIP) $(foreach p,k8s.io/component-base/version k8s.io/client-go/pkg/version,\
 	-X $(p).gitVersion=$(KUBE_VERSION) -X $(p).gitMajor=$(patsubst v%,%,$(word 1,$(subst ., ,$(KUBE_VERSION)))) \
 	-X $(p).gitMinor=$(word 2,$(subst ., ,$(KUBE_VERSION))) -X $(p).gitTreeState=clean)
 # KUBE_KEY keys the caches of all three targets: a hash of tools/kube's
@@ -203,7 +216,7 @@ test-apiserver: kube-bin ## Run the tests against a real kube-apiserver and etcd
 # binaries of the integrations module (go test -c, one per package; without
 # the race detector, which make test runs on podsapi's own code: here it
 # would only double the compilation of the agents' dependency trees; and
-# without DWARF, -w, which no test reads and which takes half of a link):
+# stripped, STRIP):
 # a directory per hash of the Go sources of both modules and of their go.mod
 # and go.sum, so that a warm run only runs them. Computed
 # when used (a recursive variable), not at every make.
@@ -216,8 +229,8 @@ INTEG_RESULTS ?= $(CURDIR)/integrations/results.md
 .PHONY: integrations-bin
 integrations-bin: ## Build podsapi-server and the integrations' test binaries (go test -c of every package of integrations/ with tests) once, cached in INTEG_BIN.
 	$(call cache_build,$(INTEG_BIN),podsapi-server,podsapi-server and the integrations' test binaries,\
-		go build -o "$$tmp/podsapi-server" ./cmd/podsapi-server && cd integrations && \
-		go test -c -ldflags=-w -o "$$tmp/" $$(go list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' ./...))
+		$(STATIC) go build -o "$$tmp/podsapi-server" ./cmd/podsapi-server && cd integrations && \
+		$(STATIC) go test -c -ldflags='$(STRIP)' -o "$$tmp/" $$(go list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' ./...))
 
 .PHONY: integrations
 integrations: kube-bin integrations-bin ## Run real agents (integrations/: controller-runtime, the kubelet's Pods API client, ...) against a real API server and podsapi-server, directly and through podsapi; binaries cached in INTEG_BIN.
@@ -236,12 +249,12 @@ test-grpcurl: ## Build the real grpcurl (pinned in tools/go.mod) into bin/ and r
 
 .PHONY: docs
 docs: ## Rewrite the tables of docs/ that the code defines: the flags of docs/server.md, the metrics of docs/metrics.md, the image's files (make test fails when they drift).
-	go test -count=1 -run '^TestDocs' ./cmd/podsapi-server -update
+	$(STATIC) go test -count=1 -run '^TestDocs' ./cmd/podsapi-server -update
 
 .PHONY: docs-check
 docs-check: ## Run the shell blocks of the README and docs/ as written against a temporary server, make run twice and make install (test/docscheck; CI runs it).
 	go build -modfile=tools/go.mod -o bin/grpcurl github.com/fullstorydev/grpcurl/cmd/grpcurl
-	PODSAPI_DOCS_CHECK=1 PODSAPI_GRPCURL='$(CURDIR)/bin/grpcurl' go test -count=1 -timeout 20m -v ./test/docscheck
+	PODSAPI_DOCS_CHECK=1 PODSAPI_GRPCURL='$(CURDIR)/bin/grpcurl' $(STATIC) go test -count=1 -timeout 20m -v ./test/docscheck
 
 # BENCH_APISERVER_ARGS sizes make bench-apiserver down, or up: the test's
 # flags -apiserver-agents (default 10,50), -apiserver-fleet-nodes (50; 0
@@ -251,7 +264,7 @@ BENCH_APISERVER_ARGS ?=
 
 .PHONY: bench-apiserver
 bench-apiserver: kube-bin ## Measure the API server's load, 10 and 50 agents direct, through podsapi or through its front door, and a fleet of 50 nodes (BENCH_APISERVER_ARGS sizes it down), into test/bench/apiserver.md (docs/benchmarks.md embeds it; about 4 minutes).
-	PODSAPI_KUBE_BIN='$(KUBE_BIN)' go test -count=1 -timeout 20m -run '^TestAPIServerLoad$$' -v ./test/bench \
+	PODSAPI_KUBE_BIN='$(KUBE_BIN)' $(STATIC) go test -count=1 -timeout 20m -run '^TestAPIServerLoad$$' -v ./test/bench \
 		-args -apiserver-load='$(CURDIR)/test/bench/apiserver.md' $(BENCH_APISERVER_ARGS)
 
 # BENCH_NODEVIEW_ARGS sizes make bench-nodeview down, or up: the test's
@@ -265,7 +278,7 @@ BENCH_NODEVIEW_ARGS ?=
 
 .PHONY: bench-nodeview
 bench-nodeview: kube-bin ## Measure k8sattributes-like agents directly, through the door's full view and its node view, side by side on a real API server: one node of 10 agents, ReplicaSet churn on other nodes, a metadata informer among 50,000 ReplicaSets, a fleet of 50 nodes x 5 agents (BENCH_NODEVIEW_ARGS sizes it), into test/bench/nodeview.md (docs/benchmarks.md embeds it; about 10 minutes).
-	PODSAPI_KUBE_BIN='$(KUBE_BIN)' go test -count=1 -timeout 40m -run '^TestNodeView$$' -v ./test/bench \
+	PODSAPI_KUBE_BIN='$(KUBE_BIN)' $(STATIC) go test -count=1 -timeout 40m -run '^TestNodeView$$' -v ./test/bench \
 		-args -nodeview='$(CURDIR)/test/bench/nodeview.md' $(BENCH_NODEVIEW_ARGS)
 
 # KUBELET_BIN is where make kubelet-tools caches the kubelet (k8s.io/kubernetes
@@ -280,13 +293,13 @@ CONFORMANCE_RUN ?=
 .PHONY: kubelet-tools
 kubelet-tools: ## Build the real kubelet v1.37.2 and fakecri (upstream's fake CRI on a socket) from tools/kube once, cached in KUBELET_BIN by the hash of tools/kube.
 	$(call cache_build,$(KUBELET_BIN),kubelet fakecri,the kubelet and fakecri,\
-		cd tools/kube && go build -ldflags '$(KUBE_STRIP)' -o "$$tmp/" k8s.io/kubernetes/cmd/kubelet ./fakecri)
+		cd tools/kube && go build -ldflags '$(STRIP)' -o "$$tmp/" k8s.io/kubernetes/cmd/kubelet ./fakecri)
 
 .PHONY: conformance-kubelet
 conformance-kubelet: kubelet-tools ## Judge a real kubelet v1.37.2 (standalone, fake CRI, confined with unshare; Linux, root) with the suite, and podsapi over it through both kubelet sources (CONFORMANCE_RUN=regexp).
 	@# In the package's directory, so that go test streams the progress.
 	cd test/realkubelet && PODSAPI_KUBE_BIN="$(KUBELET_BIN)" CONFORMANCE_RUN='$(CONFORMANCE_RUN)' \
-		go test -count=1 -timeout 40m
+		$(STATIC) go test -count=1 -timeout 40m
 
 # E2E_NODE_BIN is where make e2e-node-bin caches upstream's node end-to-end
 # test binary (k8s.io/kubernetes v1.37.2 test/e2e_node, built unchanged from
@@ -299,7 +312,7 @@ E2E_NODE_BIN ?= $(CACHE)/e2enode-$(KUBE_KEY)
 .PHONY: e2e-node-bin
 e2e-node-bin: ## Build upstream's node e2e test binary (k8s.io/kubernetes v1.37.2 test/e2e_node, from tools/kube) once, cached in E2E_NODE_BIN by the hash of tools/kube.
 	$(call cache_build,$(E2E_NODE_BIN),e2e_node.test,upstream's node e2e test binary,\
-		cd tools/kube && go test -c -ldflags '$(KUBE_STRIP)' -o "$$tmp/e2e_node.test" k8s.io/kubernetes/test/e2e_node)
+		cd tools/kube && go test -c -ldflags '$(STRIP)' -o "$$tmp/e2e_node.test" k8s.io/kubernetes/test/e2e_node)
 
 # E2E_NODE_TARGET, when set, selects the targets of make e2e-node (a
 # regular expression over kubelet, podsapi-kubelet-grpc,
@@ -312,7 +325,7 @@ e2e-node: kube-bin kubelet-tools e2e-node-bin ## Run upstream's node e2e "Kubele
 	@# In the package's directory, so that go test streams the progress.
 	cd test/e2enode && PODSAPI_E2E_NODE_BIN='$(E2E_NODE_BIN)' PODSAPI_KUBE_BIN='$(KUBE_BIN)' \
 		PODSAPI_KUBELET_BIN='$(KUBELET_BIN)' PODSAPI_E2E_NODE_OUT='$(CURDIR)/build/e2e-node' \
-		go test -count=1 -v -timeout 60m -run '^TestUpstreamPodsAPI$$/$(E2E_NODE_TARGET)'
+		$(STATIC) go test -count=1 -v -timeout 60m -run '^TestUpstreamPodsAPI$$/$(E2E_NODE_TARGET)'
 
 # SOAK is how long make soak-kubelet keeps podsapi's kubelet-grpc
 # connections to a real kubelet open (a duration).
@@ -321,7 +334,7 @@ SOAK ?= 1h
 .PHONY: soak-kubelet
 soak-kubelet: kubelet-tools ## Keep two podsapi-servers on a real kubelet through --source=kubelet-grpc for SOAK (1h): no GOAWAY, no reconnect, and an image change still arrives at the end.
 	cd test/realkubelet && PODSAPI_KUBE_BIN="$(KUBELET_BIN)" PODSAPI_SOAK='$(SOAK)' \
-		go test -count=1 -v -timeout 0 -run '^TestKubeletGRPCSoak$$'
+		$(STATIC) go test -count=1 -v -timeout 0 -run '^TestKubeletGRPCSoak$$'
 
 # SOAK_DOOR and SOAK_DOOR_INFORMERS are how long make soak-door churns the
 # node's pods and how many informers watch them through the door.
@@ -331,7 +344,7 @@ SOAK_DOOR_INFORMERS ?= 20
 .PHONY: soak-door
 soak-door: kube-bin ## Keep SOAK_DOOR_INFORMERS (20) client-go informers on the front door for SOAK_DOOR (5m) while the node's pods change, without the race detector: one watch each, the events as made, goroutines and RSS flat (docs/benchmarks.md).
 	PODSAPI_KUBE_BIN='$(KUBE_BIN)' PODSAPI_SOAK_DOOR='$(SOAK_DOOR)' PODSAPI_SOAK_DOOR_INFORMERS='$(SOAK_DOOR_INFORMERS)' \
-		go test -count=1 -v -timeout 3h -run '^TestDoorAPIServerSoak$$' ./kubeapi/door
+		$(STATIC) go test -count=1 -v -timeout 3h -run '^TestDoorAPIServerSoak$$' ./kubeapi/door
 
 # FUZZTIME, when set, is every target's -fuzztime (a duration, or a count such
 # as 5000x). Unset, each target runs a count of inputs that takes 30 s or less
@@ -349,20 +362,20 @@ FUZZ_TARGETS := \
 	store:FuzzWatchPromise:20000x \
 	podcgroup:FuzzParse:50000x \
 	podcgroup:FuzzFromRuntime:50000x \
-	kubeapi:FuzzServeHTTP:20000x
+	test/fuzz:FuzzServeHTTP:20000x
 FUZZ_PACKAGES := $(sort $(foreach t,$(FUZZ_TARGETS),$(firstword $(subst :, ,$(t)))))
 # FUZZ_FIRST is the package of FUZZ_PACKAGES whose instrumented dependencies
 # hold nearly all of the others': make fuzz-bin builds it first, then the
 # others side by side, which then compile little more than their own package
 # and link.
-FUZZ_FIRST := kubeapi
+FUZZ_FIRST := source/manifest
 # fuzz_bin is the fuzz-instrumented test binary of the package in the shell
 # variable pkg, in a recipe.
 fuzz_bin = '$(CURDIR)'/build/fuzz/$${pkg//\//_}.test
 
 .PHONY: fuzz-bin
 fuzz-bin: ## Build the fuzz-instrumented test binary of each package of FUZZ_TARGETS into build/fuzz (go test -c -fuzz), one for all of the package's targets.
-	@mkdir -p build/fuzz && build() { local pkg=$$1; echo "go test -c -fuzz . ./$$pkg"; go test -c -fuzz . -ldflags=-w -o $(fuzz_bin) "./$$pkg"; } && \
+	@mkdir -p build/fuzz && build() { local pkg=$$1; echo "go test -c -fuzz . ./$$pkg"; go test -c -fuzz . -ldflags='$(STRIP)' -o $(fuzz_bin) "./$$pkg"; } && \
 		build $(FUZZ_FIRST) && $(call in_parallel,build,$(filter-out $(FUZZ_FIRST),$(FUZZ_PACKAGES)))
 
 .PHONY: fuzz
@@ -377,7 +390,7 @@ fuzz: fuzz-bin ## Run each fuzz target for a count of inputs (30 s or less each 
 STRESS_FLAGS ?=
 .PHONY: stress
 stress: ## Attack a child server (flood, stalled watchers, churn, garbage, lockout, two root clients, snapshot loop, resume herd of 1000, distinct masks, distinct-mask CPU, unread lists) under a 256 MiB limit, a second root client (the victim) served beside each attack: a table, exit 1 on a violated invariant (STRESS_FLAGS=-duration=10s ...).
-	go run ./test/cmd/stress $(STRESS_FLAGS)
+	$(STATIC) go run ./test/cmd/stress $(STRESS_FLAGS)
 
 .PHONY: examples
 examples: protodeps ## Generate the TypeScript and Python example clients, run them against a temporary server, check their output.
@@ -465,7 +478,7 @@ IMAGE_LICENSES ?= Apache-2.0
 .PHONY: image-bin
 image-bin: ## Cross-build the image's binaries (podsapi-server, podsctl, podsapi-conformance; static) for each of IMAGE_PLATFORMS into build/image/OS_ARCH.
 	@build() { local p=$$1 d=build/image/$${1/\//_}; echo "go build $$p -> $$d"; \
-		CGO_ENABLED=0 GOOS=$${p%%/*} GOARCH=$${p#*/} go build -trimpath -ldflags='-s -w $(LDFLAGS)' -o $$d/ ./cmd/podsapi-server ./cmd/podsctl ./cmd/podsapi-conformance; } && \
+		GOOS=$${p%%/*} GOARCH=$${p#*/} $(STATIC) go build -ldflags='$(STRIP) $(LDFLAGS)' -o $$d/ ./cmd/podsapi-server ./cmd/podsctl ./cmd/podsapi-conformance; } && \
 		$(call in_parallel,build,$(IMAGE_PLATFORMS))
 
 .PHONY: image
@@ -500,17 +513,17 @@ image-check: ## Check the archive of make image: platforms, entry point, labels,
 	go -C tools test -count=1 ./imagebuild
 	go build -modfile=tools/go.mod -o bin/crane github.com/google/go-containerregistry/cmd/crane
 	PODSAPI_IMAGE_ARCHIVE='$(CURDIR)/$(IMAGE_ARCHIVE)' PODSAPI_IMAGE='$(IMAGE)' PODSAPI_IMAGE_REVISION='$(REVISION)' \
-		PODSAPI_CRANE='$(CURDIR)/bin/crane' go test -count=1 -run '^TestImage' -v ./deploy
+		PODSAPI_CRANE='$(CURDIR)/bin/crane' $(STATIC) go test -count=1 -run '^TestImage' -v ./deploy
 
 .PHONY: deploy-check-bin
 deploy-check-bin: ## Build tools/deploycheck's test binary (kustomize's and kubectl-validate's libraries) into build/deploycheck.test.
-	cd tools/deploycheck && go test -c -ldflags=-w -o '$(CURDIR)/build/deploycheck.test' .
+	cd tools/deploycheck && go test -c -ldflags='$(STRIP)' -o '$(CURDIR)/build/deploycheck.test' .
 
 .PHONY: deploy-check
 deploy-check: deploy-check-bin ## Render deploy/ (default, apiserver variant, each component) with kustomize and validate it offline (kubectl-validate, Kubernetes v1.37.2's OpenAPI; tools/deploycheck), then run the deploy/ tests (probes against a server that never syncs, the systemd unit).
 	@spec="$$(cd tools/kube && go mod download -json k8s.io/kubernetes | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')/api/openapi-spec/v3" && \
 		echo "OpenAPI schemas: $$spec" && cd tools/deploycheck && PODSAPI_OPENAPI_DIR="$$spec" '$(CURDIR)/build/deploycheck.test' -test.v -test.count=1 -test.timeout 10m
-	go test -count=1 ./deploy
+	$(STATIC) go test -count=1 ./deploy
 
 .PHONY: clean
 clean: ## Remove build outputs.

@@ -10,13 +10,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/podsapi/podsapi/test/childproc"
 )
 
 // TestProbesFailUntilSynced runs the real server with the DaemonSet's own
@@ -115,15 +116,11 @@ func expandArgs(args []string, vars, flags map[string]string) []string {
 // buildServer builds ../cmd/podsapi-server into the test's temporary directory.
 func buildServer(t *testing.T) string {
 	t.Helper()
-	goTool := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(goTool); err != nil {
-		goTool = "go"
-	}
 	bin := filepath.Join(t.TempDir(), "podsapi-server")
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer cancel()
-	if out, err := exec.CommandContext(ctx, goTool, "build", "-o", bin, "../cmd/podsapi-server").CombinedOutput(); err != nil {
-		t.Fatalf("go build ../cmd/podsapi-server: %v\n%s", err, out)
+	if err := childproc.Build(ctx, "", bin, "../cmd/podsapi-server"); err != nil {
+		t.Fatal(err)
 	}
 	return bin
 }

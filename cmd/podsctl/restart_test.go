@@ -16,6 +16,7 @@ import (
 
 	"github.com/podsapi/podsapi/server"
 	"github.com/podsapi/podsapi/store"
+	"github.com/podsapi/podsapi/test/childproc"
 	"github.com/podsapi/podsapi/test/podstest"
 )
 
@@ -102,8 +103,8 @@ func TestWatchSurvivesServerRestart(t *testing.T) {
 		t.Skip("builds and runs podsapi-server")
 	}
 	bin := filepath.Join(t.TempDir(), "podsapi-server")
-	if out, err := exec.Command("go", "build", "-o", bin, "../podsapi-server").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	if err := childproc.Build(t.Context(), "", bin, "../podsapi-server"); err != nil {
+		t.Fatal(err)
 	}
 	manifests, socket := t.TempDir(), podstest.SocketPath(t)
 	writeManifest(t, manifests, "a", "busybox:1")

@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/podsapi/podsapi/test/childproc"
 	"github.com/podsapi/podsapi/test/kubetest"
 )
 
@@ -216,10 +217,7 @@ func serverBin(t testing.TB) string {
 			buildErr = fmt.Errorf("go list -m github.com/podsapi/podsapi: %w", err)
 			return
 		}
-		out, err := exec.CommandContext(ctx, "go", "build", "-C", strings.TrimSpace(string(root)), "-o", builtBin, "./cmd/podsapi-server").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build podsapi-server: %v\n%s", err, out)
-		}
+		buildErr = childproc.Build(ctx, strings.TrimSpace(string(root)), builtBin, "./cmd/podsapi-server")
 	})
 	if buildErr != nil {
 		t.Fatal(buildErr)

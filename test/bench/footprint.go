@@ -13,6 +13,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/podsapi/podsapi/test/childproc"
 )
 
 // The footprint of podsapi-server itself, as a DaemonSet on every node
@@ -64,8 +66,8 @@ func runFootprint(ctx context.Context, dir string) (*footprintResult, error) {
 		return nil, err
 	}
 	bin := filepath.Join(dir, "podsapi-server")
-	if out, err := goCmd(ctx, root, "build", "-o", bin, footprintPackage); err != nil {
-		return nil, fmt.Errorf("go build: %w\n%s", err, out)
+	if err := childproc.Build(ctx, root, bin, footprintPackage); err != nil {
+		return nil, err
 	}
 	st, err := os.Stat(bin)
 	if err != nil {

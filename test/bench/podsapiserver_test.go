@@ -15,6 +15,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/podsapi/podsapi/internal/h2c"
+	"github.com/podsapi/podsapi/test/childproc"
 	"github.com/podsapi/podsapi/test/kubetest"
 )
 
@@ -57,8 +58,8 @@ func serverBinary(t *testing.T, dir string) string {
 		t.Fatal(err)
 	}
 	bin := filepath.Join(dir, "podsapi-server")
-	if out, err := goCmd(ctx, root, "build", "-o", bin, footprintPackage); err != nil {
-		t.Fatalf("go build %s: %v\n%s", footprintPackage, err, out)
+	if err := childproc.Build(ctx, root, bin, footprintPackage); err != nil {
+		t.Fatal(err)
 	}
 	return bin
 }

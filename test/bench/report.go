@@ -723,7 +723,7 @@ INITIAL_SYNC_COMPLETE.
 %s
 ### podsapi-server at rest
 
-The command itself, as a DaemonSet pays it on every node: `+"`go build ./cmd/podsapi-server`"+`, the packages it links,
+The command itself, as a DaemonSet pays it on every node: `+"`CGO_ENABLED=0 go build -trimpath ./cmd/podsapi-server`"+` (the image's build, symbols kept), the packages it links,
 and its memory with make run's settings (the example manifests, no Kubernetes API, no NRI) once it reports SERVING
 and has been left alone for %v, from `+"`/proc/PID/status`"+`; medians of %d starts. The sections above measure the
 server package in the harness's children, which link neither its sources nor its Kubernetes API.

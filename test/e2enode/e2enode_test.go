@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/podsapi/podsapi/test/childproc"
 	"github.com/podsapi/podsapi/test/e2enode"
 )
 
@@ -256,9 +257,8 @@ func serve(t *testing.T, n *e2enode.Node, tg target, server, out string) {
 // buildServer builds podsapi-server into bin.
 func buildServer(t *testing.T, bin string) {
 	t.Helper()
-	cmd := exec.Command("go", "build", "-o", bin, "github.com/podsapi/podsapi/cmd/podsapi-server")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	if err := childproc.Build(t.Context(), "", bin, "github.com/podsapi/podsapi/cmd/podsapi-server"); err != nil {
+		t.Fatal(err)
 	}
 }
 

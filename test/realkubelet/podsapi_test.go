@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/podsapi/podsapi/conformance"
+	"github.com/podsapi/podsapi/test/childproc"
 	"github.com/podsapi/podsapi/test/realkubelet"
 )
 
@@ -67,9 +68,8 @@ func TestPodsapiOverKubelet(t *testing.T) {
 func buildServer(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "podsapi-server")
-	cmd := exec.Command("go", "build", "-o", bin, "github.com/podsapi/podsapi/cmd/podsapi-server")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	if err := childproc.Build(t.Context(), "", bin, "github.com/podsapi/podsapi/cmd/podsapi-server"); err != nil {
+		t.Fatal(err)
 	}
 	return bin
 }
