@@ -242,9 +242,12 @@ integrations: kube-bin integrations-bin ## Run real agents (integrations/: contr
 	done; \
 	if [ $$status = 0 ]; then sort '$(INTEG_RESULTS).tmp' > '$(INTEG_RESULTS)'; fi; rm -f '$(INTEG_RESULTS).tmp'; exit $$status
 
+.PHONY: grpcurl-bin
+grpcurl-bin: ## Build the real grpcurl (pinned in tools/grpcurl/go.mod, with the main module's grpc and protobuf) into bin/, as podsapi's programs are built (STATIC), so that it shares their compiled packages.
+	$(STATIC) go build -modfile=tools/grpcurl/go.mod -o bin/grpcurl github.com/fullstorydev/grpcurl/cmd/grpcurl
+
 .PHONY: test-grpcurl
-test-grpcurl: ## Build the real grpcurl (pinned in tools/go.mod) into bin/ and run FindPods through it over the socket (issue 22), and health as a denied and an allowed user (issue 36).
-	go build -modfile=tools/go.mod -o bin/grpcurl github.com/fullstorydev/grpcurl/cmd/grpcurl
+test-grpcurl: grpcurl-bin ## Run FindPods through the real grpcurl over the socket (issue 22), and health as a denied and an allowed user (issue 36).
 	PODSAPI_GRPCURL='$(CURDIR)/bin/grpcurl' go test -race -count=1 -timeout 10m -run 'RealGrpcurl' -v ./server ./service
 
 .PHONY: docs
@@ -252,8 +255,7 @@ docs: ## Rewrite the tables of docs/ that the code defines: the flags of docs/se
 	$(STATIC) go test -count=1 -run '^TestDocs' ./cmd/podsapi-server -update
 
 .PHONY: docs-check
-docs-check: ## Run the shell blocks of the README and docs/ as written against a temporary server, make run twice and make install (test/docscheck; CI runs it).
-	go build -modfile=tools/go.mod -o bin/grpcurl github.com/fullstorydev/grpcurl/cmd/grpcurl
+docs-check: grpcurl-bin ## Run the shell blocks of the README and docs/ as written against a temporary server, make run twice and make install (test/docscheck; CI runs it).
 	PODSAPI_DOCS_CHECK=1 PODSAPI_GRPCURL='$(CURDIR)/bin/grpcurl' $(STATIC) go test -count=1 -timeout 20m -v ./test/docscheck
 
 # BENCH_APISERVER_ARGS sizes make bench-apiserver down, or up: the test's

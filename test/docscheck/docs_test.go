@@ -149,13 +149,14 @@ func setup(t *testing.T) env {
 	}
 	grpcurl := os.Getenv("PODSAPI_GRPCURL")
 	if grpcurl == "" {
-		grpcurl = filepath.Join(bin, "grpcurl")
-		b := exec.Command("go", "build", "-modfile=tools/go.mod", "-o", grpcurl, "github.com/fullstorydev/grpcurl/cmd/grpcurl")
+		grpcurl = filepath.Join(root, "bin", "grpcurl")
+		b := exec.Command("make", "--no-print-directory", "grpcurl-bin")
 		b.Dir = root
 		if out, err := b.CombinedOutput(); err != nil {
-			t.Fatalf("build grpcurl: %v\n%s", err, out)
+			t.Fatalf("make grpcurl-bin: %v\n%s", err, out)
 		}
-	} else if err := os.Symlink(grpcurl, filepath.Join(bin, "grpcurl")); err != nil {
+	}
+	if err := os.Symlink(grpcurl, filepath.Join(bin, "grpcurl")); err != nil {
 		t.Fatal(err)
 	}
 	dir, err := os.MkdirTemp("", "dc")

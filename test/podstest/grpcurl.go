@@ -24,12 +24,12 @@ import (
 const GrpcurlTimeout = 2 * time.Minute
 
 // RealGrpcurl returns the path of the grpcurl binary in PODSAPI_GRPCURL
-// (make test-grpcurl builds it from tools/go.mod), or skips the test.
+// (make grpcurl-bin builds it from tools/grpcurl/go.mod), or skips the test.
 func RealGrpcurl(t *testing.T) string {
 	t.Helper()
 	bin := os.Getenv("PODSAPI_GRPCURL")
 	if bin == "" {
-		t.Skip("PODSAPI_GRPCURL is unset: run make test-grpcurl to build grpcurl from tools/go.mod and run this test with it")
+		t.Skip("PODSAPI_GRPCURL is unset: run make test-grpcurl to build grpcurl from tools/grpcurl/go.mod and run this test with it")
 	}
 	return bin
 }
