@@ -375,6 +375,10 @@ FUZZ_FIRST := source/manifest
 # variable pkg, in a recipe.
 fuzz_bin = '$(CURDIR)'/build/fuzz/$${pkg//\//_}.test
 
+.PHONY: print-fuzz-packages
+print-fuzz-packages: # The packages of make fuzz-bin's binaries, in the order it builds them (for .ci/compiles).
+	@echo $(FUZZ_FIRST) $(filter-out $(FUZZ_FIRST),$(FUZZ_PACKAGES))
+
 .PHONY: fuzz-bin
 fuzz-bin: ## Build the fuzz-instrumented test binary of each package of FUZZ_TARGETS into build/fuzz (go test -c -fuzz), one for all of the package's targets.
 	@mkdir -p build/fuzz && build() { local pkg=$$1; echo "go test -c -fuzz . ./$$pkg"; go test -c -fuzz . -ldflags='$(STRIP)' -o $(fuzz_bin) "./$$pkg"; } && \
