@@ -94,14 +94,16 @@ func kinds() []kubeapi.Option {
 	nss, nodes := kindstore.NewNamespaces(), kindstore.NewNodes()
 	nss.OnAdd(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "default", UID: "uid-default", ResourceVersion: "3"}}, true)
 	nodes.OnAdd(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node, UID: "uid-node", ResourceVersion: "4"}}, true)
+	nss.MarkSynced()
+	nodes.MarkSynced()
 	opts := []kubeapi.Option{kubeapi.WithNamespaces(nss), kubeapi.WithNode(nodes)}
-	synced := []interface{ MarkSynced() }{nss, nodes}
+	// add serves s, which holds its object, as gvr, synced.
 	add := func(gvr schema.GroupVersionResource, s interface {
 		kubeapi.PodReader
 		MarkSynced()
 	}) {
+		s.MarkSynced()
 		opts = append(opts, kubeapi.WithResource(gvr, s))
-		synced = append(synced, s)
 	}
 	rs, deps, sts := kindstore.NewReplicaSets(), kindstore.NewDeployments(), kindstore.NewStatefulSets()
 	dss, jobs, cjs := kindstore.NewDaemonSets(), kindstore.NewJobs(), kindstore.NewCronJobs()
@@ -118,8 +120,5 @@ func kinds() []kubeapi.Option {
 	add(apps.WithResource("daemonsets"), dss)
 	add(batch.WithResource("jobs"), jobs)
 	add(batch.WithResource("cronjobs"), cjs)
-	for _, s := range synced {
-		s.MarkSynced()
-	}
 	return opts
 }
