@@ -1,54 +1,17 @@
-package deploycheck_test
+package deploy_test
 
 import (
-	"fmt"
-	"os"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
 
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	"sigs.k8s.io/kubectl-validate/pkg/validator"
 	"sigs.k8s.io/yaml"
-
-	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
-
-	"github.com/podsapi/podsapi/tools/deploycheck"
 )
-
-// envSpec names the directory of Kubernetes' OpenAPI v3 files
-// (api/openapi-spec/v3 of k8s.io/kubernetes at the version tools/kube
-// pins), set by make deploy-check.
-const envSpec = "PODSAPI_OPENAPI_DIR"
-
-// deployDir is deploy/ of the repository.
-var deployDir = filepath.Join("..", "..", "deploy")
-
-// sharedV validates every rendering of the test binary, made by TestMain.
-var sharedV *validator.Validator
-
-func TestMain(m *testing.M) {
-	dir := os.Getenv(envSpec)
-	if dir == "" {
-		fmt.Fprintf(os.Stderr, "$%s is unset: run make deploy-check\n", envSpec)
-		os.Exit(2)
-	}
-	v, cleanup, err := deploycheck.NewValidator(dir)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
-	}
-	sharedV = v
-	code := m.Run()
-	cleanup()
-	os.Exit(code)
-}
-
-func newValidator(*testing.T) *validator.Validator { return sharedV }
 
 // rendering is a validated rendering, decoded.
 type rendering struct {
@@ -61,21 +24,19 @@ type rendering struct {
 	delegators, localService int
 }
 
-func render(t *testing.T, v deploycheck.Variant) rendering {
+// decodeRendering renders v, validates it on c and decodes it.
+func decodeRendering(t *testing.T, c *cluster, v variant) rendering {
 	t.Helper()
-	out, err := deploycheck.Render(deployDir, v)
+	out := c.render(t, v)
+	objs, err := c.validate(t, out)
 	if err != nil {
-		t.Fatal(err)
-	}
-	objs, err := deploycheck.Validate(newValidator(t), out)
-	if err != nil {
-		t.Fatalf("%s does not validate:\n%v\n---\n%s", v.Name, err, out)
+		t.Fatalf("%s does not validate:\n%v\n---\n%s", v.name, err, out)
 	}
 	var r rendering
 	for _, o := range objs {
-		r.kinds = append(r.kinds, o.Kind)
+		r.kinds = append(r.kinds, o.kind)
 		var dst any
-		switch o.Kind {
+		switch o.kind {
 		case "DaemonSet":
 			r.daemonSets = append(r.daemonSets, appsv1.DaemonSet{})
 			dst = &r.daemonSets[len(r.daemonSets)-1]
@@ -84,8 +45,8 @@ func render(t *testing.T, v deploycheck.Variant) rendering {
 			dst = &r.roles[len(r.roles)-1]
 		case "ClusterRoleBinding":
 			var b rbacv1.ClusterRoleBinding
-			if err := yaml.UnmarshalStrict(o.Raw, &b); err != nil {
-				t.Fatalf("%s %s: %v", o.Kind, o.Name, err)
+			if err := yaml.UnmarshalStrict(o.raw, &b); err != nil {
+				t.Fatalf("%s %s: %v", o.kind, o.name, err)
 			}
 			if b.RoleRef.Name == "system:auth-delegator" {
 				r.delegators++
@@ -93,8 +54,8 @@ func render(t *testing.T, v deploycheck.Variant) rendering {
 			continue
 		case "Service":
 			var svc corev1.Service
-			if err := yaml.UnmarshalStrict(o.Raw, &svc); err != nil {
-				t.Fatalf("%s %s: %v", o.Kind, o.Name, err)
+			if err := yaml.UnmarshalStrict(o.raw, &svc); err != nil {
+				t.Fatalf("%s %s: %v", o.kind, o.name, err)
 			}
 			if p := svc.Spec.InternalTrafficPolicy; p != nil && *p == corev1.ServiceInternalTrafficPolicyLocal {
 				r.localService++
@@ -106,12 +67,12 @@ func render(t *testing.T, v deploycheck.Variant) rendering {
 		default:
 			continue
 		}
-		if err := yaml.UnmarshalStrict(o.Raw, dst); err != nil {
-			t.Fatalf("%s %s: %v", o.Kind, o.Name, err)
+		if err := yaml.UnmarshalStrict(o.raw, dst); err != nil {
+			t.Fatalf("%s %s: %v", o.kind, o.name, err)
 		}
 	}
 	if len(r.daemonSets) != 1 {
-		t.Fatalf("%s: %d DaemonSets, want 1", v.Name, len(r.daemonSets))
+		t.Fatalf("%s: %d DaemonSets, want 1", v.name, len(r.daemonSets))
 	}
 	return r
 }
@@ -142,14 +103,27 @@ func (r rendering) rulesOf(name string) []rbacv1.PolicyRule {
 	return nil
 }
 
-func TestVariants(t *testing.T) {
+// TestRenderings renders every variant of deploy/ with kubectl kustomize and
+// has a real kube-apiserver judge each one (see cluster.validate), then
+// checks what an operator relies on: probes that need a synced server,
+// least-privilege RBAC, IPv6-safe arguments. make deploy-check runs it; it
+// skips without kubetest.EnvBin.
+func TestRenderings(t *testing.T) {
+	c := startCluster(t)
+	t.Run("variants", func(t *testing.T) { checkVariants(t, c) })
+	t.Run("refused", func(t *testing.T) { checkRefused(t, c) })
+	t.Run("podmonitor-strict", func(t *testing.T) { checkPodMonitorStrict(t, c) })
+}
+
+// checkVariants checks the renderings of every variant.
+func checkVariants(t *testing.T, c *cluster) {
 	const caFlag = "--kubelet-ca-file=/var/run/secrets/kubernetes.io/serviceaccount/ca.crt"
 	tests := []struct {
-		variant deploycheck.Variant
+		variant variant
 		check   func(t *testing.T, r rendering)
 	}{
 		{
-			variant: deploycheck.Variant{Name: "default", Base: "."},
+			variant: variant{name: "default", base: "."},
 			check: func(t *testing.T, r rendering) {
 				if r.allows("nodes/proxy") || !r.allows("nodes/pods") {
 					t.Errorf("RBAC: want get nodes/pods and no nodes/proxy by default")
@@ -160,7 +134,7 @@ func TestVariants(t *testing.T) {
 			},
 		},
 		{
-			variant: deploycheck.Variant{Name: "kubelet-ca", Base: ".", Components: []string{"components/kubelet-ca"}},
+			variant: variant{name: "kubelet-ca", base: ".", components: []string{"components/kubelet-ca"}},
 			check: func(t *testing.T, r rendering) {
 				args := r.container().Args
 				if !slices.Contains(args, caFlag) || slices.ContainsFunc(args, func(a string) bool { return strings.Contains(a, "insecure") }) {
@@ -169,7 +143,7 @@ func TestVariants(t *testing.T) {
 			},
 		},
 		{
-			variant: deploycheck.Variant{Name: "nodes-proxy", Base: ".", Components: []string{"components/nodes-proxy"}},
+			variant: variant{name: "nodes-proxy", base: ".", components: []string{"components/nodes-proxy"}},
 			check: func(t *testing.T, r rendering) {
 				if !r.allows("nodes/proxy") || !r.allows("nodes/pods") {
 					t.Errorf("RBAC: want get nodes/pods and nodes/proxy")
@@ -177,7 +151,7 @@ func TestVariants(t *testing.T) {
 			},
 		},
 		{
-			variant: deploycheck.Variant{Name: "prometheus", Base: ".", Components: []string{"components/prometheus"}},
+			variant: variant{name: "prometheus", base: ".", components: []string{"components/prometheus"}},
 			check: func(t *testing.T, r rendering) {
 				if len(r.podMonitors) != 1 || !slices.Contains(r.kinds, "Service") {
 					t.Fatalf("kinds %q: want a PodMonitor and a Service", r.kinds)
@@ -195,7 +169,7 @@ func TestVariants(t *testing.T) {
 			},
 		},
 		{
-			variant: deploycheck.Variant{Name: "nri", Base: ".", Components: []string{"components/nri"}},
+			variant: variant{name: "nri", base: ".", components: []string{"components/nri"}},
 			check: func(t *testing.T, r rendering) {
 				if !slices.Contains(r.container().Args, "--nri-socket=/var/run/nri/nri.sock") {
 					t.Errorf("args %q: want --nri-socket=/var/run/nri/nri.sock", r.container().Args)
@@ -209,7 +183,7 @@ func TestVariants(t *testing.T) {
 			},
 		},
 		{
-			variant: deploycheck.Variant{Name: "workloads", Base: "apiserver", Components: []string{"components/workloads"}},
+			variant: variant{name: "workloads", base: "apiserver", components: []string{"components/workloads"}},
 			check: func(t *testing.T, r rendering) {
 				if !slices.Contains(r.container().Args, "--workloads=apiserver") {
 					t.Errorf("args %q: want --workloads=apiserver", r.container().Args)
@@ -225,8 +199,8 @@ func TestVariants(t *testing.T) {
 			},
 		},
 		{
-			variant: deploycheck.Variant{Name: "all-components", Base: ".",
-				Components: []string{"components/kubelet-ca", "components/nodes-proxy", "components/prometheus", "components/nri"}},
+			variant: variant{name: "all-components", base: ".",
+				components: []string{"components/kubelet-ca", "components/nodes-proxy", "components/prometheus", "components/nri"}},
 			check: func(t *testing.T, r rendering) {
 				if !slices.Contains(r.container().Args, caFlag) || !r.allows("nodes/proxy") || len(r.podMonitors) != 1 ||
 					!slices.Contains(r.container().Args, "--nri-socket=/var/run/nri/nri.sock") {
@@ -235,11 +209,11 @@ func TestVariants(t *testing.T) {
 			},
 		},
 		{
-			variant: deploycheck.Variant{Name: "kube-api", Base: ".", Components: []string{"components/kube-api"}},
+			variant: variant{name: "kube-api", base: ".", components: []string{"components/kube-api"}},
 			check:   checkKubeAPI,
 		},
 		{
-			variant: deploycheck.Variant{Name: "kube-api-kinds", Base: ".", Components: []string{"components/kube-api", "components/kube-api-kinds"}},
+			variant: variant{name: "kube-api-kinds", base: ".", components: []string{"components/kube-api", "components/kube-api-kinds"}},
 			check: func(t *testing.T, r rendering) {
 				checkKubeAPI(t, r)
 				rules := r.rulesOf("podsapi-kube-api-kinds")
@@ -250,8 +224,8 @@ func TestVariants(t *testing.T) {
 			},
 		},
 		{
-			variant: deploycheck.Variant{Name: "node-view", Base: ".",
-				Components: []string{"components/kube-api", "components/kube-api-kinds", "components/workloads", "components/node-view"}},
+			variant: variant{name: "node-view", base: ".",
+				components: []string{"components/kube-api", "components/kube-api-kinds", "components/workloads", "components/node-view"}},
 			check: func(t *testing.T, r rendering) {
 				checkKubeAPI(t, r)
 				if !slices.Contains(r.container().Args, "--workloads=apiserver") {
@@ -268,7 +242,7 @@ func TestVariants(t *testing.T) {
 			},
 		},
 		{
-			variant: deploycheck.Variant{Name: "apiserver-kube-api", Base: "apiserver", Components: []string{"components/kube-api"}},
+			variant: variant{name: "apiserver-kube-api", base: "apiserver", components: []string{"components/kube-api"}},
 			check: func(t *testing.T, r rendering) {
 				checkKubeAPI(t, r)
 				if !slices.Contains(r.container().Args, "--source=apiserver") {
@@ -277,7 +251,7 @@ func TestVariants(t *testing.T) {
 			},
 		},
 		{
-			variant: deploycheck.Variant{Name: "apiserver", Base: "apiserver"},
+			variant: variant{name: "apiserver", base: "apiserver"},
 			check: func(t *testing.T, r rendering) {
 				if r.allows("nodes/proxy") || r.allows("nodes/pods") || !r.allows("pods") {
 					t.Errorf("RBAC: want get pods and nothing of the kubelet")
@@ -289,8 +263,8 @@ func TestVariants(t *testing.T) {
 		},
 	}
 	for _, tt := range tests {
-		t.Run(tt.variant.Name, func(t *testing.T) {
-			r := render(t, tt.variant)
+		t.Run(tt.variant.name, func(t *testing.T) {
+			r := decodeRendering(t, c, tt.variant)
 			c := r.container()
 			// What every variant keeps: probes that need a synced server,
 			// the image of the kustomization, no address concatenation.
@@ -343,15 +317,11 @@ func checkKubeAPI(t *testing.T, r rendering) {
 	}
 }
 
-// TestValidatorRefuses shows that validation is not a formality: the
-// default DaemonSet spoiled in ways the API server refuses fails it.
-func TestValidatorRefuses(t *testing.T) {
-	out, err := deploycheck.Render(deployDir, deploycheck.Variant{Name: "spoiled", Base: "."})
-	if err != nil {
-		t.Fatal(err)
-	}
-	v := newValidator(t)
-	if _, err := deploycheck.Validate(v, out); err != nil {
+// checkRefused shows that validation is not a formality: the default
+// DaemonSet spoiled in ways the API server refuses fails it.
+func checkRefused(t *testing.T, c *cluster) {
+	out := c.render(t, variant{name: "spoiled", base: "."})
+	if _, err := c.validate(t, out); err != nil {
 		t.Fatalf("the default rendering does not validate: %v", err)
 	}
 	tests := []struct {
@@ -367,8 +337,8 @@ func TestValidatorRefuses(t *testing.T) {
 			if spoiled == string(out) {
 				t.Fatalf("the rendering has no %q", tt.old)
 			}
-			if _, err := deploycheck.Validate(v, []byte(spoiled)); err == nil {
-				t.Errorf("the rendering with %q validates", tt.new)
+			if _, err := c.validate(t, []byte(spoiled)); err == nil || !strings.Contains(err.Error(), "DaemonSet") {
+				t.Errorf("the rendering with %q: %v, want the DaemonSet refused", tt.new, err)
 			} else {
 				t.Logf("refused: %v", err)
 			}
@@ -376,18 +346,15 @@ func TestValidatorRefuses(t *testing.T) {
 	}
 }
 
-// TestPodMonitorStrict shows that the PodMonitor is checked too: a field
+// checkPodMonitorStrict shows that the PodMonitor is checked too: a field
 // its Go type does not have is refused.
-func TestPodMonitorStrict(t *testing.T) {
-	out, err := deploycheck.Render(deployDir, deploycheck.Variant{Name: "spoiled-prometheus", Base: ".", Components: []string{"components/prometheus"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+func checkPodMonitorStrict(t *testing.T, c *cluster) {
+	out := c.render(t, variant{name: "spoiled-prometheus", base: ".", components: []string{"components/prometheus"}})
 	spoiled := strings.Replace(string(out), "podMetricsEndpoints:", "podMetricEndpoints:", 1)
 	if spoiled == string(out) {
 		t.Fatal("the rendering has no podMetricsEndpoints")
 	}
-	if _, err := deploycheck.Validate(newValidator(t), []byte(spoiled)); err == nil || !strings.Contains(err.Error(), "PodMonitor") {
+	if _, err := c.validate(t, []byte(spoiled)); err == nil || !strings.Contains(err.Error(), "PodMonitor") {
 		t.Errorf("a PodMonitor with an unknown field: %v, want it refused", err)
 	}
 }
