@@ -19,6 +19,13 @@
 // ADDED and MODIFIED events are Upserts; DELETED events, which carry only
 // the pod's name, namespace and UID, are Deletes by UID.
 //
+// A kubelet's event carries the pod its status manager was given, which
+// can be older than the version the Source already sent (from a resync or
+// an earlier event). An event of a pod from the API server whose
+// resourceVersion is lower than the one sent (both integers) is not
+// applied. A static pod's versions carry nothing that orders them: an
+// older one is applied, and the next resync puts the newer one back.
+//
 // # Resync
 //
 // A kubelet's watch reports only the changes of a pod's status (its status

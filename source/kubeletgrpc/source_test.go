@@ -139,6 +139,77 @@ func TestLiveEvents(t *testing.T) {
 	}
 }
 
+// withVersion returns a copy of pod at resourceVersion rv, in phase.
+func withVersion(pod *corev1.Pod, rv string, phase corev1.PodPhase) *corev1.Pod {
+	p := withPhase(pod, phase)
+	p.ResourceVersion = rv
+	return p
+}
+
+// TestOlderEvents sends, after a pod's version, an event of another
+// version of it, as a kubelet's status manager does with the pod it was
+// given when its pod manager already holds a newer one.
+func TestOlderEvents(t *testing.T) {
+	tests := []struct {
+		name      string
+		have, ev  *corev1.Pod
+		want      []string // Sink calls after the initial sync, before c's.
+		wantPhase corev1.PodPhase
+	}{
+		{
+			name:      "lower resourceVersion ignored",
+			have:      withVersion(podA, "42", corev1.PodRunning),
+			ev:        withVersion(podA, "41", corev1.PodPending),
+			wantPhase: corev1.PodRunning,
+		},
+		{
+			name:      "higher resourceVersion applied",
+			have:      withVersion(podA, "42", corev1.PodRunning),
+			ev:        withVersion(podA, "43", corev1.PodSucceeded),
+			want:      []string{"upsert default/a uid-a"},
+			wantPhase: corev1.PodSucceeded,
+		},
+		{
+			name:      "same resourceVersion, another status, applied",
+			have:      withVersion(podA, "42", corev1.PodRunning),
+			ev:        withVersion(podA, "42", corev1.PodFailed),
+			want:      []string{"upsert default/a uid-a"},
+			wantPhase: corev1.PodFailed,
+		},
+		{
+			name:      "static pod without resourceVersion applied",
+			have:      withVersion(podA, "", corev1.PodRunning),
+			ev:        withVersion(podA, "", corev1.PodPending),
+			want:      []string{"upsert default/a uid-a"},
+			wantPhase: corev1.PodPending,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			k := sourcetest.NewFakeKubelet(t, socketPath(t), tt.have)
+			h := start(t, k.Path())
+			n := len(h.rec.WaitPods(t, nil, podA.UID).Calls)
+			raw, err := tt.ev.Marshal()
+			if err != nil {
+				t.Fatal(err)
+			}
+			k.SendRaw(&v1alpha1.WatchPodsEvent{Type: v1alpha1.EventType_MODIFIED, Pod: raw})
+			k.Set(podC)
+			s := h.rec.WaitPods(t, nil, podA.UID, podC.UID)
+			var got []string
+			for _, c := range since(s, n) {
+				got = append(got, c.String())
+			}
+			if want := append(slices.Clone(tt.want), "upsert default/c uid-c"); !slices.Equal(got, want) {
+				t.Errorf("sink calls = %q, want %q", got, want)
+			}
+			if got := s.Pods[podA.UID].Status.Phase; got != tt.wantPhase {
+				t.Errorf("sink pod a in phase %s, want %s", got, tt.wantPhase)
+			}
+		})
+	}
+}
+
 func TestReconnectReconciles(t *testing.T) {
 	tests := []struct {
 		name    string

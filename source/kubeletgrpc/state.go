@@ -6,6 +6,7 @@ import (
 	"errors"
 	"maps"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -24,9 +25,9 @@ type state struct {
 	// lists is the client of the resyncs' ListPods, whose answers are
 	// bounded as a snapshot, not as one event.
 	lists  v1alpha1connect.PodsClient
-	known  map[types.UID][]byte // The encoding of each pod sent to the sink.
-	synced bool                 // MarkSynced was called.
-	down   bool                 // An outage is going on and was logged.
+	known  map[types.UID]sent // Each pod sent to the sink.
+	synced bool               // MarkSynced was called.
+	down   bool               // An outage is going on and was logged.
 	// resyncBackoff multiplies the resync interval after the kubelet's
 	// rate limit refused a resync; 0 after a success.
 	resyncBackoff int
@@ -49,7 +50,13 @@ const resyncTimeout = 10 * time.Second
 const maxResyncBackoff = 8
 
 func newState(s *Source, sink Sink) *state {
-	return &state{s: s, sink: sink, known: make(map[types.UID][]byte)}
+	return &state{s: s, sink: sink, known: make(map[types.UID]sent)}
+}
+
+// sent is the version of a pod sent to the sink.
+type sent struct {
+	raw []byte // The pod's encoding.
+	rv  string // Its metadata.resourceVersion.
 }
 
 // result is how one stream ended.
@@ -133,6 +140,12 @@ loop:
 					if _, ok := st.gone[pod.UID]; ok {
 						st.s.log.Debug("kubelet reported a pod its list no longer has: ignored", "event", ev.GetType().String(),
 							"namespace", pod.Namespace, "name", pod.Name, "uid", pod.UID)
+						break
+					}
+					if have, ok := st.known[pod.UID]; ok && older(pod.ResourceVersion, have.rv) {
+						st.s.log.Debug("kubelet reported an older version of a pod: ignored", "event", ev.GetType().String(),
+							"namespace", pod.Namespace, "name", pod.Name, "uid", pod.UID,
+							"resourceVersion", pod.ResourceVersion, "sent", have.rv)
 						break
 					}
 					st.upsert(pod, ev.GetPod(), ev.GetType())
@@ -295,8 +308,8 @@ func (st *state) apply(pods map[types.UID]entry) (changed int, deleted []types.U
 	}
 	for _, uid := range slices.Sorted(maps.Keys(pods)) {
 		e := pods[uid]
-		if !bytes.Equal(st.known[uid], e.raw) {
-			st.known[uid] = e.raw
+		if !bytes.Equal(st.known[uid].raw, e.raw) {
+			st.known[uid] = sent{raw: e.raw, rv: e.pod.ResourceVersion}
 			st.sink.Upsert(e.pod)
 			changed++
 		}
@@ -306,12 +319,30 @@ func (st *state) apply(pods map[types.UID]entry) (changed int, deleted []types.U
 
 // upsert sends a pod the sink does not have in this version.
 func (st *state) upsert(pod *corev1.Pod, raw []byte, typ v1alpha1.EventType) {
-	if bytes.Equal(st.known[pod.UID], raw) {
+	if bytes.Equal(st.known[pod.UID].raw, raw) {
 		return
 	}
-	st.known[pod.UID] = raw
+	st.known[pod.UID] = sent{raw: raw, rv: pod.ResourceVersion}
 	st.sink.Upsert(pod)
 	st.s.log.Debug("pod changed", "event", typ.String(), "namespace", pod.Namespace, "name", pod.Name, "uid", pod.UID)
+}
+
+// older reports whether a pod at resourceVersion rv is older than the
+// version sent, at resourceVersion have. A kubelet's watch event carries
+// the pod its status manager was given with the new status, which may be a
+// version older than the one its pod manager holds and a resync or an
+// earlier event already sent: such an event is not applied. Only an API
+// server's pods can be told older, when both resourceVersions are integers
+// (as an etcd-backed API server gives them, increasing with each write)
+// and rv is the lower. A static pod has no resourceVersion, and nothing
+// else the kubelet sends orders its versions (an edit that keeps its UID
+// keeps its generation and the kubelet's config annotations too): its
+// events are applied as they come, and the next resync settles a stale
+// one.
+func older(rv, have string) bool {
+	a, errA := strconv.ParseUint(rv, 10, 64)
+	b, errB := strconv.ParseUint(have, 10, 64)
+	return errA == nil && errB == nil && a < b
 }
 
 // delete removes a pod from the sink.
