@@ -33,9 +33,13 @@ func TestPodsapiOverKubelet(t *testing.T) {
 	for _, tc := range []struct {
 		source string
 		flags  []string
+		// known is the known-failing file of the source, relative to the
+		// repository; none when empty.
+		known string
 	}{
-		{"kubelet-grpc", []string{"--source-socket", k.Socket, "--source-resync-interval", "1s"}},
-		{"kubelet-http", []string{"--kubelet-url", k.ReadOnlyURL + "/pods", "--kubelet-poll-interval", "1s"}},
+		{"kubelet-grpc", []string{"--source-socket", k.Socket, "--source-resync-interval", "1s"},
+			"conformance/features/podsapi-over-kubelet-grpc.known-failing"},
+		{"kubelet-http", []string{"--kubelet-url", k.ReadOnlyURL + "/pods", "--kubelet-poll-interval", "1s"}, ""},
 	} {
 		t.Run(tc.source, func(t *testing.T) {
 			socket := filepath.Join(k.Dir, "podsapi-"+tc.source+".sock")
@@ -55,6 +59,12 @@ func TestPodsapiOverKubelet(t *testing.T) {
 				RerunCommand: "CONFORMANCE_RUN=... make conformance-kubelet",
 				Log:          os.Stderr,
 				Verbose:      testing.Verbose(),
+			}
+			if tc.known != "" {
+				cfg.KnownFailing, cfg.KnownIntermittent, err = conformance.ReadKnownFailing(filepath.Join(repoRoot, tc.known))
+				if err != nil {
+					t.Fatal(err)
+				}
 			}
 			if r := os.Getenv("CONFORMANCE_RUN"); r != "" {
 				cfg.Run = regexp.MustCompile(r)
