@@ -5,6 +5,8 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -53,15 +55,11 @@ func decodeFile(t *testing.T, path string, m *manifests) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
-	for i := 0; ; i++ {
-		doc, err := r.Read()
-		if err != nil {
-			break // io.EOF
-		}
-		if len(bytes.TrimSpace(stripComments(doc))) == 0 {
-			continue
-		}
+	docs, err := documents(data)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	for i, doc := range docs {
 		obj, _, err := s.Decode(doc, nil, nil)
 		if err != nil {
 			t.Fatalf("%s: document %d: %v", path, i, err)
@@ -81,6 +79,25 @@ func decodeFile(t *testing.T, path string, m *manifests) {
 			m.pods = append(m.pods, o)
 		default:
 			t.Fatalf("%s: document %d: unexpected %T", path, i, obj)
+		}
+	}
+}
+
+// documents splits a YAML stream into its documents, leaving out those
+// that hold only comments.
+func documents(data []byte) ([][]byte, error) {
+	var docs [][]byte
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	for {
+		doc, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			return docs, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if len(bytes.TrimSpace(stripComments(doc))) > 0 {
+			docs = append(docs, doc)
 		}
 	}
 }

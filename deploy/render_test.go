@@ -1,12 +1,10 @@
 package deploy_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,7 +13,6 @@ import (
 	"time"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
 	"github.com/podsapi/podsapi/test/kubetest"
@@ -118,18 +115,11 @@ func (c *cluster) validate(t *testing.T, rendered []byte) ([]object, error) {
 	var objs []object
 	var namespaces, rest bytes.Buffer
 	var errs []error
-	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(rendered)))
-	for {
-		doc, err := r.Read()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, err
-		}
-		if len(bytes.TrimSpace(stripComments(doc))) == 0 {
-			continue
-		}
+	docs, err := documents(rendered)
+	if err != nil {
+		return nil, err
+	}
+	for _, doc := range docs {
 		var meta struct {
 			APIVersion string `json:"apiVersion"`
 			Kind       string `json:"kind"`

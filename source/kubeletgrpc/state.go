@@ -6,13 +6,13 @@ import (
 	"errors"
 	"maps"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 
 	"connectrpc.com/connect"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"k8s.io/kubelet/pkg/apis/pods/v1alpha1"
 
 	"github.com/podsapi/podsapi/gen/kubelet/pods/v1alpha1/v1alpha1connect"
@@ -332,17 +332,17 @@ func (st *state) upsert(pod *corev1.Pod, raw []byte, typ v1alpha1.EventType) {
 // the pod its status manager was given with the new status, which may be a
 // version older than the one its pod manager holds and a resync or an
 // earlier event already sent: such an event is not applied. Only an API
-// server's pods can be told older, when both resourceVersions are integers
-// (as an etcd-backed API server gives them, increasing with each write)
-// and rv is the lower. A static pod has no resourceVersion, and nothing
+// server's pods can be told older, when both resourceVersions are
+// well-formed integers and rv is the lower, as apimachinery's
+// resourceversion.CompareResourceVersion compares them (the comparison
+// Kubernetes defines for resourceVersions of one resource). A static pod has no resourceVersion, and nothing
 // else the kubelet sends orders its versions (an edit that keeps its UID
 // keeps its generation and the kubelet's config annotations too): its
 // events are applied as they come, and the next resync settles a stale
 // one.
 func older(rv, have string) bool {
-	a, errA := strconv.ParseUint(rv, 10, 64)
-	b, errB := strconv.ParseUint(have, 10, 64)
-	return errA == nil && errB == nil && a < b
+	c, err := resourceversion.CompareResourceVersion(rv, have)
+	return err == nil && c < 0
 }
 
 // delete removes a pod from the sink.
